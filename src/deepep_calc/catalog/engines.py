@@ -1,0 +1,61 @@
+"""Serving engines: the flags that pick each MoE exchange, and which cells fit their overheads."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import InputError
+from ._toml import validate_rows
+
+Arm = Literal["deepep", "allgather", "tp", "replica"]
+
+
+class Anchor(BaseModel):
+    """One equation of the engine fit: a measured step, a step difference, or a step ratio."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["step", "difference", "ratio"]
+    cell: str
+    arm: Arm
+    minus: Arm | None = None
+    over: Arm | None = None
+
+
+class ArmFlags(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    env: dict[str, str] = Field(default_factory=dict)
+    config: dict[str, str] = Field(default_factory=dict)
+    args: list[str] = Field(default_factory=list)
+
+
+class Engine(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    label: str
+    max_batch_per_rank: int = Field(gt=0)
+    max_batch_source: str
+    graph_flag_eager: str
+    graph_flag_graphs: str
+    borrow_from: str = ""
+    ttft_anchor: Anchor
+    anchors: list[Anchor]
+    flags: dict[Arm, ArmFlags]
+
+
+@cache
+def load_engines() -> dict[str, Engine]:
+    return validate_rows("engines.toml", "engine", Engine)
+
+
+def get_engine(name: str) -> Engine:
+    engines = load_engines()
+    key = name.strip().lower()
+    if key not in engines:
+        raise InputError("--engine", name, f"one of {', '.join(engines)}")
+    return engines[key]

@@ -1,0 +1,89 @@
+"""Instance types: GPUs, memory, NVLink and the scale-out network, with visible unit conversion."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import InputError
+from ..quantity import Q
+from ._toml import validate_rows
+
+
+class Instance(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    aws_name: str
+    fabric: Literal["efa", "ib"]
+    gpu: str
+    gpus_per_node: int = Field(gt=0)
+    hbm_gb: float = Field(gt=0)
+    hbm_tb_s: float = Field(gt=0)
+    nvlink_gb_s_bidir: float = Field(gt=0)
+    nic_count: int = Field(gt=0)
+    nic_gbit_each: float = Field(gt=0)
+    bf16_tflops: float = Field(gt=0)
+    fp8_tflops: float = Field(gt=0)
+    fp4_tflops: float = Field(gt=0)
+    price_per_hour: float | None = Field(None, gt=0)
+    price_source: str
+    gda_supported: bool
+    source: str
+
+    # Quantities with their provenance ------------------------------------------------
+    def hbm(self) -> Q:
+        return Q.assumed(self.hbm_gb, "GB", f"{self.gpu} HBM per GPU: {self.source}")
+
+    def hbm_bw(self) -> Q:
+        return Q.assumed(self.hbm_tb_s * 1000.0, "GB/s", f"{self.gpu} HBM bandwidth (spec)")
+
+    def net_gb_s_per_gpu(self, gpus_per_node: int | None = None) -> Q:
+        """Scale-out line rate per GPU per direction, converted from the node's Gb/s."""
+        gpn = gpus_per_node or self.gpus_per_node
+        gbit = self.nic_count * self.nic_gbit_each
+        return Q.assumed(
+            gbit / 8.0 / gpn,
+            "GB/s",
+            f"{self.nic_count} x {self.nic_gbit_each:g} Gb/s = {gbit:g} Gb/s per node"
+            f" / 8 bit/B = {gbit / 8:g} GB/s / {gpn} GPUs (per direction)",
+        )
+
+    def nvlink_gb_s(self) -> Q:
+        """NVLink per GPU per direction (spec is bidirectional)."""
+        return Q.assumed(
+            self.nvlink_gb_s_bidir / 2.0,
+            "GB/s",
+            f"{self.gpu} NVLink {self.nvlink_gb_s_bidir:g} GB/s bidirectional / 2",
+        )
+
+    def tflops(self, dtype: str) -> Q:
+        peak = {
+            "fp8": self.fp8_tflops,
+            "mxfp4": self.fp4_tflops,
+            "nvfp4": self.fp4_tflops,
+            "int4": self.fp8_tflops,
+            "int8": self.fp8_tflops,
+        }.get(dtype, self.bf16_tflops)
+        return Q.assumed(peak, "TFLOP/s", f"{self.gpu} dense {dtype} peak (spec)")
+
+    def price(self, override: float | None = None) -> Q:
+        if override is not None:
+            return Q.assumed(override, "$/h", "user-given price per node-hour")
+        value = self.price_per_hour if self.price_per_hour is not None else float("nan")
+        return Q.assumed(value, "$/h", self.price_source)
+
+
+@cache
+def load_instances() -> dict[str, Instance]:
+    return validate_rows("instances.toml", "instance", Instance)
+
+
+def get_instance(name: str) -> Instance:
+    instances = load_instances()
+    key = name.strip().lower()
+    if key not in instances:
+        raise InputError("--instance", name, f"one of {', '.join(instances)}")
+    return instances[key]

@@ -1,0 +1,149 @@
+"""The measured serving cells: the calibration data, and the generator of docs/MEASURED-DATA.md."""
+
+from __future__ import annotations
+
+import sys
+from functools import cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..quantity import Q
+from ._toml import validate_rows
+
+CALIBRATION_MODEL = "qwen3-30b-a3b-fp8"
+CALIBRATION_INSTANCE = "p5en"
+CALIBRATION_NODES = 2
+
+
+class ArmMetrics(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    aggregate_tok_s: float | None = Field(None, gt=0)
+    per_user_tok_s: float | None = Field(None, gt=0)
+    itl_ms: float | None = Field(None, gt=0)
+    ttft_p50_ms: float | None = Field(None, gt=0)
+
+
+class Cell(BaseModel):
+    """One measured regime. Shared context: Qwen3-30B-A3B-FP8, 2x p5en, EP16, eager."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    role: Literal["calibration", "anchor", "cross-check", "reference-only"]
+    title: str
+    engine: str
+    transport: str
+    versus_transport: str | None = None
+    comms: int = Field(gt=0)
+    comms_assumed: bool = False
+    concurrency: int = Field(gt=0)
+    isl: int = Field(ge=0)
+    osl: int = Field(ge=0)
+    osl_assumed: bool = False
+    shape_assumed: bool = False
+    source: str
+    deepep: ArmMetrics
+    allgather: ArmMetrics | None = None
+    versus: ArmMetrics | None = None
+
+    model: str = CALIBRATION_MODEL
+    instance: str = CALIBRATION_INSTANCE
+    nodes: int = CALIBRATION_NODES
+
+    def arm(self, name: str) -> ArmMetrics | None:
+        return {"deepep": self.deepep, "allgather": self.allgather, "versus": self.versus}.get(name)
+
+    def step_ms(self, arm: str) -> float | None:
+        """Decode step of an arm: the exported ITL, else 1000 / per-user tok/s."""
+        m = self.arm(arm)
+        if m is None:
+            return None
+        if m.itl_ms is not None:
+            return m.itl_ms
+        if m.per_user_tok_s is not None:
+            return 1000.0 / m.per_user_tok_s
+        return None
+
+    def q(self, arm: str, metric: str, unit: str) -> Q | None:
+        m = self.arm(arm)
+        value = getattr(m, metric) if m is not None else None
+        if value is None:
+            return None
+        return Q.measured(value, unit, f"{self.source} [cell {self.id}]")
+
+
+class Fact(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    value: float
+    unit: str
+    source: str
+
+    def q(self) -> Q:
+        return Q.measured(self.value, self.unit, self.source)
+
+
+@cache
+def load_cells() -> dict[str, Cell]:
+    return validate_rows("measured.toml", "cell", Cell)
+
+
+@cache
+def load_facts() -> dict[str, Fact]:
+    return validate_rows("measured.toml", "fact", Fact)
+
+
+def _fmt(v: float | None) -> str:
+    return "" if v is None else f"{v:g}"
+
+
+def render_measured_markdown() -> str:
+    """docs/MEASURED-DATA.md, generated so the document can never drift from the data."""
+    lines = [
+        "# Measured data",
+        "",
+        "Generated from `src/deepep_calc/catalog/data/measured.toml` by",
+        "`python -m deepep_calc.catalog.measured > docs/MEASURED-DATA.md`. Do not edit by hand:",
+        "`tests/test_docs.py` fails when this file and the catalog disagree.",
+        "",
+        "Every cell: Qwen3-30B-A3B-FP8 on 2x p5en.48xlarge, EP16 with attention data-parallel,",
+        "eager engines, AIPerf 0.10.0 streaming, n = 1. Tag: measured.",
+        "",
+        "| id | role | engine | transport | comms | conc | ISL | OSL | arm | aggregate tok/s "
+        "| per-user tok/s | ITL ms | TTFT p50 ms | source |",
+        "|---|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|",
+    ]
+    for cell in load_cells().values():
+        for arm_name in ("deepep", "allgather", "versus"):
+            m = cell.arm(arm_name)
+            if m is None:
+                continue
+            transport = cell.versus_transport if arm_name == "versus" else cell.transport
+            if arm_name == "allgather":
+                transport = "allgather"
+            comms = f"{cell.comms}{'*' if cell.comms_assumed else ''}"
+            osl = f"{cell.osl}{'*' if cell.osl_assumed or cell.shape_assumed else ''}"
+            lines.append(
+                f"| {cell.id} | {cell.role} | {cell.engine} | {transport} | {comms} "
+                f"| {cell.concurrency} | {cell.isl} | {osl} | {arm_name} "
+                f"| {_fmt(m.aggregate_tok_s)} | {_fmt(m.per_user_tok_s)} | {_fmt(m.itl_ms)} "
+                f"| {_fmt(m.ttft_p50_ms)} | {cell.source} |"
+            )
+    lines += [
+        "",
+        "`*` = not stated by the source; the value shown is assumed.",
+        "",
+        "## Scalar observations",
+        "",
+        "| name | value | unit | source |",
+        "|---|---:|---|---|",
+    ]
+    lines += [f"| {f.name} | {f.value:g} | {f.unit} | {f.source} |" for f in load_facts().values()]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - thin generator entry point
+    sys.stdout.write(render_measured_markdown())

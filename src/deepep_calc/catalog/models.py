@@ -1,0 +1,124 @@
+"""The MoE model description the physics consumes, and the bytes of each data type.
+
+A `ModelSpec` is what a preset row in `data/models.toml` or an HF `config.json` (through
+`hf_config.py`) turns into. It holds structure only (sizes and counts); parameter and byte
+counts are computed from it in `physics/params.py`, so changing the expert count, hidden size
+or data type changes memory and time, as it should.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+# Bytes per stored weight or cache element. Block-scaled formats include their scales:
+# FP8 block-128 keeps one fp32 scale per 128x128 block; MXFP4 one 8-bit scale per 32 values;
+# NVFP4 one FP8 scale per 16 values.
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0 + 4.0 / (128 * 128),
+    "int8": 1.0,
+    "mxfp4": (4 + 8 / 32) / 8,
+    "nvfp4": (4 + 8 / 16) / 8,
+    "int4": 0.5 + 2.0 / 128,
+}
+
+DTYPES = tuple(DTYPE_BYTES)
+
+
+class Attention(BaseModel):
+    """Attention layout: enough to count its weights and its KV cache per token."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["mla", "gqa"]
+    heads: int = Field(gt=0)
+    kv_heads: int = Field(gt=0, description="GQA key/value heads; MLA: equal to heads")
+    head_dim: int = Field(ge=0, description="GQA head dimension; 0 for MLA")
+    q_lora_rank: int = Field(0, ge=0, description="MLA query compression; 0 = none")
+    kv_lora_rank: int = Field(0, ge=0)
+    qk_rope_head_dim: int = Field(0, ge=0)
+    qk_nope_head_dim: int = Field(0, ge=0)
+    v_head_dim: int = Field(0, ge=0)
+    sliding_window: int = Field(0, ge=0, description="tokens kept by sliding layers; 0 = none")
+    sliding_layers: int = Field(0, ge=0, description="layers whose KV is capped at the window")
+    linear_layers: int = Field(0, ge=0, description="linear-attention layers (constant state)")
+    linear_state_bytes: int = Field(0, ge=0, description="state per sequence per linear layer")
+    linear_params: int = Field(0, ge=0, description="weights of one linear-attention layer")
+
+    @model_validator(mode="after")
+    def _check(self) -> Attention:
+        if self.kind == "mla" and (self.kv_lora_rank <= 0 or self.qk_rope_head_dim <= 0):
+            raise ValueError("MLA attention needs kv_lora_rank and qk_rope_head_dim > 0")
+        if self.kind == "gqa" and self.head_dim <= 0:
+            raise ValueError("GQA attention needs head_dim > 0")
+        if self.heads % self.kv_heads:
+            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        if self.sliding_layers and not self.sliding_window:
+            raise ValueError("sliding_layers given without sliding_window")
+        return self
+
+
+class ModelSpec(BaseModel):
+    """One MoE model's structure, with where it came from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    hf_id: str = ""
+    family: str = Field(description="HF model_type, e.g. deepseek_v3, qwen3_moe")
+    source: str
+    verified: bool = Field(True, description="False where facts say '(nv)': tag figures assumed")
+
+    hidden: int = Field(gt=0)
+    layers: int = Field(gt=0)
+    moe_layers: int = Field(gt=0)
+    experts: int = Field(gt=0, description="routed experts per MoE layer")
+    shared_experts: int = Field(0, ge=0)
+    topk: int = Field(gt=0)
+    moe_intermediate: int = Field(gt=0)
+    shared_intermediate: int = Field(0, ge=0, description="intermediate size of ONE shared expert")
+    dense_intermediate: int = Field(0, ge=0, description="MLP size of non-MoE layers")
+    vocab: int = Field(gt=0)
+    tie_embeddings: bool = False
+    attention: Attention
+
+    weight_dtype: str = "bf16"
+    expert_dtype: str | None = Field(None, description="routed-expert dtype when it differs")
+    kv_dtype: str = "bf16"
+
+    stated_total_params_b: float | None = None
+    stated_active_params_b: float | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelSpec:
+        if self.moe_layers > self.layers:
+            raise ValueError(f"moe_layers ({self.moe_layers}) exceeds layers ({self.layers})")
+        if self.topk > self.experts:
+            raise ValueError(f"topk ({self.topk}) exceeds experts ({self.experts})")
+        if self.moe_layers < self.layers and self.dense_intermediate <= 0:
+            raise ValueError("dense layers present but dense_intermediate is 0")
+        if self.shared_experts and self.shared_intermediate <= 0:
+            raise ValueError("shared_experts given but shared_intermediate is 0")
+        for label, dt in (
+            ("weight_dtype", self.weight_dtype),
+            ("expert_dtype", self.expert_dtype),
+            ("kv_dtype", self.kv_dtype),
+        ):
+            if dt is not None and dt not in DTYPE_BYTES:
+                raise ValueError(f"{label} {dt!r} is not one of {', '.join(DTYPES)}")
+        att = self.attention
+        if att.sliding_layers + att.linear_layers > self.layers:
+            raise ValueError("sliding_layers + linear_layers exceed layers")
+        return self
+
+    @property
+    def dense_layers(self) -> int:
+        return self.layers - self.moe_layers
+
+    @property
+    def routed_dtype(self) -> str:
+        return self.expert_dtype or self.weight_dtype

@@ -1,0 +1,207 @@
+"""The `deepep-calc` command line.
+
+Built on click rather than typer's signature introspection because six commands share the
+same two dozen scenario flags: one `scenario_options` decorator declares them once. Heavy
+modules (numpy, the physics, the web app) are imported inside commands so `--help` and
+errors stay instant. Every `CalcError` and usage error becomes one line on stderr, exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from .errors import CalcError
+from .scenario import DEFAULTS, Scenario
+
+SCENARIO_KEYS = tuple(Scenario.model_fields)
+
+
+def _opt(name: str, typ: Any, help_: str, default: Any = None) -> Callable[[Any], Any]:
+    return click.option(name, type=typ, default=default, show_default=default is not None, help=help_)
+
+
+def scenario_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Declare the scenario flags (the CLI contract of DESIGN.md) on a command."""
+    opts = [
+        _opt("--model", str, "preset name or path to a config.json (or its folder)", DEFAULTS["model"]),
+        _opt(
+            "--instance", str, "p5, p5en, p6-b200, p6-b300, ib-h800, ib-h100, ib-h200", DEFAULTS["instance"]
+        ),
+        _opt("--nodes", int, "nodes in the cluster", DEFAULTS["nodes"]),
+        _opt("--gpus-per-node", int, "GPUs used per node [default: all]"),
+        _opt("--engine", str, "trtllm, vllm or sglang", DEFAULTS["engine"]),
+        click.option(
+            "--eager/--cuda-graphs",
+            "eager",
+            default=True,
+            show_default=True,
+            help="decode without / with CUDA graphs (measured cells are eager)",
+        ),
+        _opt("--transport", str, "transport of the DeepEP arm (see `transports`)", DEFAULTS["transport"]),
+        _opt("--alternative", click.Choice(["allgather", "tp"]), "dense alternative arm", "allgather"),
+        _opt("--comms", int, "EP_NUM_COMMS for the NCCL-GIN proxy", DEFAULTS["comms"]),
+        _opt("--max-qps", int, "EP_EFA_MAX_QPS", DEFAULTS["max_qps"]),
+        _opt("--concurrency", int, "concurrent requests", DEFAULTS["concurrency"]),
+        _opt("--isl", int, "input sequence length (tokens)", DEFAULTS["isl"]),
+        _opt("--osl", int, "output sequence length (tokens)", DEFAULTS["osl"]),
+        _opt("--weight-dtype", str, "override the model's weight dtype (fp8, bf16, mxfp4, ...)"),
+        _opt("--kv-dtype", str, "override the KV-cache dtype"),
+        _opt("--experts", int, "what-if: routed experts"),
+        _opt("--topk", int, "what-if: experts per token"),
+        _opt("--hidden", int, "what-if: hidden size"),
+        _opt("--moe-layers", int, "what-if: number of MoE layers"),
+        _opt("--slo-tok-s", float, "per-user decode floor (tok/s)"),
+        _opt("--ttft-ms", float, "time-to-first-token ceiling (ms)"),
+        _opt("--price-per-hour", float, "$ per node-hour (default: catalog price)"),
+        _opt("--calibration", str, "calibration profile written by `deepep-calc calibrate`"),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def scenario_from(kwargs: dict[str, Any]) -> Scenario:
+    """Pop the scenario flags out of a command's keyword arguments."""
+    eager = kwargs.pop("eager", True)
+    fields = {k: kwargs.pop(k) for k in list(kwargs) if k in SCENARIO_KEYS}
+    fields["cuda_graphs"] = not eager
+    return Scenario(**{k: v for k, v in fields.items() if v is not None or k in ("gpus_per_node",)})
+
+
+def emit_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2, allow_nan=False))
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="deepep-calc")
+@click.pass_context
+def app(ctx: click.Context) -> None:
+    """DeepEP all-to-all or a dense / allgather alternative, on AWS EFA? Run with no command
+    for the calibration scenario."""
+    if ctx.invoked_subcommand is None:
+        from .evaluate import evaluate
+        from .report.terminal import print_calibration, print_result
+
+        result = evaluate(Scenario())
+        print_result(result)
+        print_calibration()
+
+
+@app.command("evaluate")
+@scenario_options
+@click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
+def evaluate_cmd(as_json: bool, **kwargs: Any) -> None:
+    """Verdict and both arms for one scenario."""
+    from .evaluate import evaluate
+
+    result = evaluate(scenario_from(kwargs))
+    if as_json:
+        emit_json(result.to_json())
+    else:
+        from .report.terminal import print_result
+
+        print_result(result)
+
+
+@app.command("kernel")
+@click.option("--transport", default="efa-proxy", show_default=True)
+@click.option("--instance", default="p5en", show_default=True)
+@click.option("--ep", type=int, default=16, show_default=True, help="EP ranks")
+@click.option("--tokens", type=int, default=128, show_default=True, help="tokens per rank")
+@click.option("--hidden", type=int, default=7168, show_default=True)
+@click.option("--topk", type=int, default=8, show_default=True)
+@click.option("--experts", type=int, default=256, show_default=True)
+@click.option("--dispatch-dtype", type=click.Choice(["fp8", "bf16"]), default="fp8", show_default=True)
+@click.option("--comms", type=int, default=8, show_default=True, help="EP_NUM_COMMS")
+@click.option("--qps", type=int, default=6, show_default=True, help="EP_EFA_MAX_QPS")
+@click.option("--json", "as_json", is_flag=True)
+def kernel_cmd(as_json: bool, **kw: Any) -> None:
+    """Dispatch + combine latency of one MoE layer (decode shape)."""
+    from .kernel import kernel_query
+
+    out = kernel_query(**kw)
+    if as_json:
+        emit_json({k: v.to_json() for k, v in out.items()})
+    else:
+        from .report.terminal import print_kernel
+
+        print_kernel(out, kw)
+
+
+@app.command("models")
+@click.option("--json", "as_json", is_flag=True)
+def models_cmd(as_json: bool) -> None:
+    """The model presets."""
+    from .report.catalogs import models_rows, print_rows
+
+    rows = models_rows()
+    emit_json(rows) if as_json else print_rows("Model presets", rows)
+
+
+@app.command("instances")
+@click.option("--json", "as_json", is_flag=True)
+def instances_cmd(as_json: bool) -> None:
+    """The instance catalog (network shown per GPU per direction, with the Gb/s conversion)."""
+    from .report.catalogs import instances_rows, print_rows
+
+    rows = instances_rows()
+    emit_json(rows) if as_json else print_rows("Instances", rows)
+
+
+@app.command("transports")
+@click.option("--json", "as_json", is_flag=True)
+def transports_cmd(as_json: bool) -> None:
+    """The DeepEP transports and their primary kernel references."""
+    from .report.catalogs import print_rows, transports_rows
+
+    rows = transports_rows()
+    emit_json(rows) if as_json else print_rows("Transports", rows)
+
+
+# Commands that live with their subsystem register themselves here (each module is light:
+# it imports its heavy dependencies inside the command body).
+EXTENSIONS = (
+    "deepep_calc.commands.calibrate",
+    "deepep_calc.commands.web",
+    "deepep_calc.commands.sweep",
+)
+
+
+def _load_extensions() -> None:
+    import importlib
+
+    for name in EXTENSIONS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        module.register(app)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the app, turning every expected failure into one line and exit 2."""
+    _load_extensions()
+    try:
+        app.main(args=argv, prog_name="deepep-calc", standalone_mode=False)
+    except CalcError as exc:
+        click.echo(f"deepep-calc: error: {exc.message}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("deepep-calc: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        click.echo(f"deepep-calc: error: {exc.format_message()}", err=True)
+        sys.exit(2)
+    except BrokenPipeError:
+        sys.exit(0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

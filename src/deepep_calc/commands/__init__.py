@@ -1,0 +1,1 @@
+"""Subcommands that live with their subsystem; each module exposes `register(app)`."""

@@ -1,0 +1,271 @@
+"""`evaluate(scenario) -> Result`: the one model behind every face of the tool.
+
+Each arm gets memory, decode step, TTFT, aggregate throughput and cost from the physics.
+Where the scenario is a measured cell (facts/measured.md), the measured numbers replace the
+model's for that arm, tagged measured: the calibration point is reproduced exactly, not
+approximately.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .catalog.measured import Cell, load_cells
+from .catalog.models import ModelSpec
+from .physics.fit import engine_fit
+from .physics.layout import layout
+from .physics.memory import Memory, memory
+from .physics.step import EngineFit, assemble, decode_parts, ttft_ms
+from .quantity import Q
+from .scenario import Resolved, Scenario, resolve
+
+ROLE_PRIORITY = {"calibration": 0, "anchor": 1, "cross-check": 2}
+
+
+@dataclass
+class ArmResult:
+    name: str
+    feasible: bool
+    fits_memory: bool
+    why_not: str
+    per_user_tok_s: Q
+    step_ms: Q
+    aggregate_tok_s: Q
+    ttft_ms: Q
+    usd_per_mtok: Q
+    memory_gb_per_gpu: Q
+    breakdown_ms: dict[str, Q]
+    memory: Memory
+    running: Q
+    measured_cell: str | None = None
+    model_aggregate_tok_s: Q | None = None  # the model's figure before a measured cell replaces it
+    meets_slo: bool | None = None
+    meets_ttft: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        m = self.memory
+        return {
+            "feasible": self.feasible,
+            "fits_memory": self.fits_memory,
+            "why_not": self.why_not,
+            "per_user_tok_s": self.per_user_tok_s.to_json(),
+            "step_ms": self.step_ms.to_json(),
+            "aggregate_tok_s": self.aggregate_tok_s.to_json(),
+            "ttft_ms": self.ttft_ms.to_json(),
+            "usd_per_mtok": self.usd_per_mtok.to_json(),
+            "memory_gb_per_gpu": self.memory_gb_per_gpu.to_json(),
+            "breakdown_ms": {k: v.to_json() for k, v in self.breakdown_ms.items()},
+            "memory_detail_gb": {
+                "weights": m.weights_gb.to_json(),
+                "kv_cache": m.kv_gb.to_json(),
+                "buffers": m.buffers_gb.to_json(),
+                "reserve": m.reserve_gb.to_json(),
+                "usable": m.usable_gb.to_json(),
+                "headroom": m.headroom_gb.to_json(),
+            },
+            "max_concurrency": m.max_concurrency.to_json(),
+            "running_sequences": self.running.to_json(),
+            "measured_cell": self.measured_cell,
+            "meets_slo": self.meets_slo,
+            "meets_ttft": self.meets_ttft,
+        }
+
+
+@dataclass
+class Result:
+    scenario: Scenario
+    resolved: Resolved
+    arms: dict[str, ArmResult]
+    alternative: str
+    ratio_deepep_vs_alternative: Q
+    ratio_per_user: Q
+    tax_ms_per_token: Q
+    verdict: Any = None  # verdict.Verdict, attached by evaluate()
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def model(self) -> ModelSpec:
+        return self.resolved.model
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.scenario.model_dump()
+        s["gpus_per_node"] = self.resolved.gpus_per_node
+        s["model_resolved"] = self.model.name
+        s["weight_dtype"] = self.model.weight_dtype
+        return {
+            "scenario": s,
+            "verdict": self.verdict.to_json() if self.verdict is not None else None,
+            "arms": {k: v.to_json() for k, v in self.arms.items()},
+            "ratio_deepep_vs_alternative": self.ratio_deepep_vs_alternative.to_json(),
+            "ratio_per_user": self.ratio_per_user.to_json(),
+            "tax_ms_per_token": self.tax_ms_per_token.to_json(),
+            "notes": list(self.notes),
+        }
+
+
+# Measured cells ---------------------------------------------------------------------------
+
+
+def _is_cell_scenario(r: Resolved, cell: Cell) -> bool:
+    s = r.scenario
+    assert isinstance(s, Scenario)
+    return (
+        s.model.strip().lower() == cell.model
+        and r.instance.name == cell.instance
+        and s.nodes == cell.nodes
+        and r.gpus_per_node == r.instance.gpus_per_node
+        and not s.cuda_graphs
+        and r.engine.name == cell.engine
+        and s.comms == cell.comms
+        and s.concurrency == cell.concurrency
+        and s.isl == cell.isl
+        and s.osl == cell.osl
+        and s.weight_dtype in (None, r.model.weight_dtype)
+        and all(getattr(s, k) is None for k in ("experts", "topk", "hidden", "moe_layers", "kv_dtype"))
+        and s.max_qps == 2
+    )
+
+
+def measured_cell_for(r: Resolved, arm: str) -> Cell | None:
+    """The measured cell for this arm of this scenario, best-evidenced first."""
+    if arm == "deepep":
+        want = r.transport.name
+    elif arm == "allgather":
+        want = None
+    else:
+        return None
+    best: Cell | None = None
+    for cell in load_cells().values():
+        if cell.role not in ROLE_PRIORITY or cell.comms_assumed or not _is_cell_scenario(r, cell):
+            continue
+        if want is not None and cell.transport != want:
+            continue
+        metrics = cell.arm(arm)
+        if metrics is None:
+            continue
+        if best is None or (ROLE_PRIORITY[cell.role], cell.shape_assumed) < (
+            ROLE_PRIORITY[best.role],
+            best.shape_assumed,
+        ):
+            best = cell
+    return best
+
+
+# Arms ---------------------------------------------------------------------------------------
+
+
+def _split_ok(experts: int, ranks: Any) -> Any:
+    ranks = np.asarray(ranks, dtype=float)
+    return (experts >= ranks) & (np.mod(experts, ranks) == 0)
+
+
+def _arm(r: Resolved, arm: str, fit: EngineFit) -> ArmResult:
+    """One arm of one scenario (or of many: numeric fields may be arrays)."""
+    s = r.scenario
+    lay = layout(r, arm)
+    mem = memory(r, lay, s.isl, s.osl)
+    step, breakdown = assemble(decode_parts(r, arm), fit)
+    ttft = ttft_ms(r, arm, step, fit)
+    per_user = (1000.0 / step).as_("tok/s", step.source)
+
+    ranks_serving = (lay.ranks if lay.data_parallel else 1.0) * lay.groups
+    batch_cap = r.engine.max_batch_per_rank * ranks_serving
+    running = Q.derived(
+        np.minimum(np.asarray(s.concurrency, dtype=float), batch_cap),
+        "sequences",
+        f"min(concurrency, {r.engine.name} max batch per rank x ranks: {r.engine.max_batch_source})",
+    )
+    osl = np.asarray(s.osl, dtype=float)
+    request_ms = (ttft + (step * (osl - 1.0)).as_("ms")).as_("ms")
+    aggregate = (running * osl / request_ms * 1000.0).as_("tok/s", "running x OSL / (TTFT + (OSL-1) x step)")
+    model_aggregate = aggregate
+    cell = None if r.varied else measured_cell_for(r, arm)
+    if cell is not None:
+        step, per_user, aggregate, ttft = _apply_cell(cell, arm, step, per_user, aggregate, ttft)
+    price = r.instance.price(s.price_per_hour)
+    cost = (price * np.asarray(s.nodes, dtype=float) / (aggregate * 3600.0) * 1e6).as_(
+        "$/Mtok", f"nodes x price per node-hour / (aggregate tok/s x 3600) x 1e6; {price.source}"
+    )
+    split = _split_ok(r.model.experts, lay.expert_shard) if arm != "tp" else np.asarray(True)
+    fits = np.asarray(mem.fits)
+    feasible = split & fits
+    why = ""
+    if not r.varied:
+        if not split:
+            why = f"{r.model.experts} experts cannot be split evenly over EP{int(lay.expert_shard)}"
+        elif not fits:
+            why = "does not fit in HBM at this concurrency and context"
+    result = ArmResult(
+        arm,
+        _plain(feasible),
+        _plain(fits),
+        why,
+        per_user,
+        step,
+        aggregate,
+        ttft,
+        cost,
+        mem.total_gb,
+        breakdown,
+        mem,
+        running,
+        cell.id if cell else None,
+        model_aggregate,
+    )
+    if s.slo_tok_s is not None:
+        result.meets_slo = _plain(per_user.value >= s.slo_tok_s)
+    if s.ttft_ms is not None:
+        result.meets_ttft = _plain(ttft.value <= s.ttft_ms)
+    return result
+
+
+def _plain(flag: Any) -> Any:
+    """A 0-d boolean array becomes a bool; arrays (sweeps) stay arrays."""
+    arr = np.asarray(flag)
+    return bool(arr) if arr.ndim == 0 else arr
+
+
+def _apply_cell(cell: Cell, arm: str, step: Q, per_user: Q, aggregate: Q, ttft: Q) -> tuple[Q, Q, Q, Q]:
+    pu = cell.q(arm, "per_user_tok_s", "tok/s")
+    itl = cell.q(arm, "itl_ms", "ms")
+    if itl is not None:
+        step = itl
+        per_user = pu if pu is not None else (1000.0 / itl).as_("tok/s")
+    elif pu is not None:
+        per_user = pu
+        step = (1000.0 / pu).as_("ms")
+    aggregate = cell.q(arm, "aggregate_tok_s", "tok/s") or aggregate
+    ttft = cell.q(arm, "ttft_p50_ms", "ms") or ttft
+    return step, per_user, aggregate, ttft
+
+
+def arms_for(r: Resolved) -> list[str]:
+    return ["deepep", r.scenario.alternative, "replica"]
+
+
+def compute(r: Resolved) -> Result:
+    """All arms and the comparison, without the verdict (used by the flip search too)."""
+    fit = engine_fit(r.engine.name)
+    arms = {name: _arm(r, name, fit) for name in arms_for(r)}
+    dee, alt = arms["deepep"], arms[r.scenario.alternative]
+    ratio = (dee.aggregate_tok_s / alt.aggregate_tok_s).as_("x", "aggregate tok/s DeepEP / alternative")
+    ratio_pu = (dee.per_user_tok_s / alt.per_user_tok_s).as_("x", "per-user tok/s DeepEP / alternative")
+    tax = (dee.step_ms - alt.step_ms).as_("ms/token", "DeepEP step - alternative step")
+    return Result(r.scenario, r, arms, r.scenario.alternative, ratio, ratio_pu, tax)
+
+
+def evaluate(scenario: Scenario | None = None, /, **fields: Any) -> Result:
+    """Evaluate a scenario (or keyword fields on top of the calibration defaults)."""
+    from .verdict import decide
+
+    if scenario is None:
+        scenario = Scenario(**fields)
+    elif fields:
+        scenario = scenario.model_copy(update=fields)
+    r = resolve(scenario)
+    result = compute(r)
+    result.verdict = decide(result)
+    return result

@@ -1,0 +1,62 @@
+"""`deepep-calc kernel`: one MoE layer's dispatch + combine latency for a transport and shape."""
+
+from __future__ import annotations
+
+from .catalog.hardware import get_instance
+from .catalog.transports import get_transport
+from .errors import InputError
+from .physics.comm import KernelShape, kernel_us, reference_match
+from .quantity import Q
+
+LIMITS = {"ep": 1024, "tokens": 65536, "hidden": 65536, "topk": 64, "experts": 4096, "comms": 64, "qps": 1024}
+
+
+def _check(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InputError(f"--{name}", value, "a whole number greater than 0")
+    if value > LIMITS[name]:
+        raise InputError(f"--{name}", value, f"at most {LIMITS[name]:,}")
+
+
+def kernel_query(
+    transport: str = "efa-proxy",
+    instance: str = "p5en",
+    ep: int = 16,
+    tokens: int = 128,
+    hidden: int = 7168,
+    topk: int = 8,
+    experts: int = 256,
+    dispatch_dtype: str = "fp8",
+    comms: int = 8,
+    qps: int = 6,
+) -> dict[str, Q]:
+    """Dispatch, combine and total microseconds. A published reference is returned as measured."""
+    for name, value in (
+        ("ep", ep),
+        ("tokens", tokens),
+        ("hidden", hidden),
+        ("topk", topk),
+        ("experts", experts),
+        ("comms", comms),
+        ("qps", qps),
+    ):
+        _check(name, value)
+    if topk > experts:
+        raise InputError("--topk", topk, f"at most the expert count ({experts})")
+    if dispatch_dtype not in ("fp8", "bf16"):
+        raise InputError("--dispatch-dtype", dispatch_dtype, "fp8 or bf16")
+    t = get_transport(transport)
+    inst = get_instance(instance)
+    if inst.name not in t.instances:
+        raise InputError("--instance", instance, f"one of {', '.join(t.instances)} for {t.name}")
+    gpn = inst.gpus_per_node
+    if t.name == "nvlink" and ep > gpn:
+        raise InputError("--ep", ep, f"at most {gpn} for nvlink (one node)")
+    shape = KernelShape(tokens, hidden, topk, experts, dispatch_dtype)
+    ref = reference_match(t, inst, ep, shape, comms)
+    if ref is not None and ref.dispatch_us is not None and ref.combine_us is not None:
+        d = Q.measured(ref.dispatch_us, "us", ref.source)
+        c = Q.measured(ref.combine_us, "us", ref.source)
+        return {"dispatch_us": d, "combine_us": c, "total_us": (d + c).as_("us")}
+    out = kernel_us(t, inst, gpn, ep, shape, comms, qps)
+    return {"dispatch_us": out["dispatch"], "combine_us": out["combine"], "total_us": out["total"]}

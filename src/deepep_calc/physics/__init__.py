@@ -1,0 +1,1 @@
+"""The physical model: parameters, memory, HBM / compute time, communication, step time."""

@@ -1,0 +1,202 @@
+"""`Q`: a number that carries its unit and its provenance.
+
+Every figure the calculator prints is a `Q`. Arithmetic between quantities yields the
+weakest tag of its inputs, so a number computed from an assumption can never be shown as
+measured. A result computed from measured values is `derived`, never `measured`: only an
+observation on hardware is measured.
+
+`Q.value` may be a float or a NumPy array, so the same physics serves one scenario and a
+million-row sweep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+Number = float | int | np.ndarray
+
+
+class Tag(IntEnum):
+    """Provenance strength: a larger value is a stronger claim."""
+
+    ASSUMED = 0
+    DERIVED = 1
+    MEASURED = 2
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Tag:
+        try:
+            return cls[text.upper()]
+        except KeyError:
+            raise ValueError(f"tag must be measured, derived or assumed, not {text!r}") from None
+
+
+MEASURED, DERIVED, ASSUMED = Tag.MEASURED, Tag.DERIVED, Tag.ASSUMED
+
+_MAX_SOURCES = 6
+
+
+@lru_cache(maxsize=8192)
+def _merge_sources(a: str, b: str) -> str:
+    """Union of two source lists, order kept, capped so a long chain stays readable."""
+    if a == b or not b:
+        return a
+    if not a:
+        return b
+    seen: list[str] = []
+    for src in (a, b):
+        for part in src.split("; "):
+            if part and part not in seen and not part.startswith("+"):
+                seen.append(part)
+    if len(seen) > _MAX_SOURCES:
+        seen = [*seen[:_MAX_SOURCES], f"+{len(seen) - _MAX_SOURCES} more"]
+    return "; ".join(seen)
+
+
+_BY_VALUE = (Tag.ASSUMED, Tag.DERIVED, Tag.MEASURED)
+
+
+def _combine_tag(a: Tag, b: Tag = Tag.DERIVED) -> Tag:
+    """Arithmetic on observations is derivation; any assumption weakens the whole result."""
+    return _BY_VALUE[min(a, b, 1)]
+
+
+@dataclass(slots=True)
+class Q:
+    """A value with a unit, a provenance tag and a source. Treat as immutable."""
+
+    value: Any
+    unit: str
+    tag: Tag
+    source: str
+
+    # construction helpers -------------------------------------------------
+    @classmethod
+    def measured(cls, value: Number, unit: str, source: str) -> Q:
+        return cls(value, unit, Tag.MEASURED, source)
+
+    @classmethod
+    def derived(cls, value: Number, unit: str, source: str) -> Q:
+        return cls(value, unit, Tag.DERIVED, source)
+
+    @classmethod
+    def assumed(cls, value: Number, unit: str, source: str) -> Q:
+        return cls(value, unit, Tag.ASSUMED, source)
+
+    def as_(self, unit: str, source: str | None = None) -> Q:
+        """Rename the unit (after a product or quotient) and optionally restate the source."""
+        return Q(self.value, unit, self.tag, source if source is not None else self.source)
+
+    def weaken(self, tag: Tag) -> Q:
+        return Q(self.value, self.unit, _BY_VALUE[min(self.tag, tag)], self.source)
+
+    # arithmetic -------------------------------------------------------------
+    def _binary(self, other: Any, op: str, reverse: bool = False) -> Q:
+        if isinstance(other, Q):
+            if op in "+-" and other.unit != self.unit:
+                raise ValueError(f"cannot {op} {self.unit!r} and {other.unit!r}")
+            ov, tag = other.value, _combine_tag(self.tag, other.tag)
+            source = _merge_sources(self.source, other.source)
+            ounit = other.unit
+        else:
+            ov, tag, source, ounit = other, _combine_tag(self.tag), self.source, ""
+        a, b = (ov, self.value) if reverse else (self.value, ov)
+        ua, ub = (ounit, self.unit) if reverse else (self.unit, ounit)
+        if op == "+":
+            value, unit = a + b, self.unit
+        elif op == "-":
+            value, unit = a - b, self.unit
+        elif op == "*":
+            value, unit = a * b, "·".join(u for u in (ua, ub) if u)
+        else:
+            value = a / b
+            unit = f"{ua or '1'}/{ub}" if ub else ua
+        return Q(value, unit, tag, source)
+
+    def __add__(self, o: Any) -> Q:
+        return self._binary(o, "+")
+
+    def __radd__(self, o: Any) -> Q:
+        return self._binary(o, "+", reverse=True)
+
+    def __sub__(self, o: Any) -> Q:
+        return self._binary(o, "-")
+
+    def __rsub__(self, o: Any) -> Q:
+        return self._binary(o, "-", reverse=True)
+
+    def __mul__(self, o: Any) -> Q:
+        return self._binary(o, "*")
+
+    def __rmul__(self, o: Any) -> Q:
+        return self._binary(o, "*", reverse=True)
+
+    def __truediv__(self, o: Any) -> Q:
+        return self._binary(o, "/")
+
+    def __rtruediv__(self, o: Any) -> Q:
+        return self._binary(o, "/", reverse=True)
+
+    def __neg__(self) -> Q:
+        return Q(-self.value, self.unit, self.tag, self.source)
+
+    # presentation -----------------------------------------------------------
+    @property
+    def scalar(self) -> float:
+        return float(np.asarray(self.value).reshape(-1)[0]) if np.ndim(self.value) else float(self.value)
+
+    def to_json(self) -> dict[str, Any]:
+        value = self.value
+        if isinstance(value, np.ndarray):
+            value = value.tolist()
+        elif isinstance(value, np.generic):
+            value = value.item()
+        if isinstance(value, float) and not np.isfinite(value):
+            value = None
+        return {"value": value, "unit": self.unit, "tag": str(self.tag), "source": self.source}
+
+    def fmt(self, digits: int = 1) -> str:
+        return f"{self.scalar:,.{digits}f} {self.unit}"
+
+    def __repr__(self) -> str:
+        return f"Q({self.value!r} {self.unit}, {self.tag}, {self.source!r})"
+
+
+def weakest(*qs: Q) -> Tag:
+    return _BY_VALUE[min(q.tag for q in qs)]
+
+
+def qmax(a: Q, b: Q) -> Q:
+    """Elementwise maximum; the result rests on both inputs."""
+    if a.unit != b.unit:
+        raise ValueError(f"cannot compare {a.unit!r} and {b.unit!r}")
+    return Q(
+        np.maximum(a.value, b.value),
+        a.unit,
+        _combine_tag(a.tag, b.tag),
+        _merge_sources(a.source, b.source),
+    )
+
+
+def qmin(a: Q, b: Q) -> Q:
+    if a.unit != b.unit:
+        raise ValueError(f"cannot compare {a.unit!r} and {b.unit!r}")
+    return Q(
+        np.minimum(a.value, b.value),
+        a.unit,
+        _combine_tag(a.tag, b.tag),
+        _merge_sources(a.source, b.source),
+    )
+
+
+def qmap(fn: Any, q: Q, unit: str | None = None) -> Q:
+    """Apply a NumPy function to the value, keeping provenance (the function adds no data)."""
+    return Q(fn(q.value), unit if unit is not None else q.unit, _combine_tag(q.tag), q.source)

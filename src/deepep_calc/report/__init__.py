@@ -1,0 +1,1 @@
+"""Presentations of a Result: terminal (rich), Markdown, self-contained HTML."""

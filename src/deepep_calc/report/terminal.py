@@ -1,0 +1,184 @@
+"""The terminal card: verdict, the arms side by side, the tax, memory, a tag on every number."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from ..quantity import Q
+from ..verdict import ARM_LABELS
+
+TAG_STYLE = {"measured": "bold green", "derived": "cyan", "assumed": "yellow"}
+VERDICT_STYLE = {
+    "dense": "bold white on dark_orange3",
+    "capacity": "bold white on blue",
+    "deepep": "bold white on purple",
+}
+
+
+def qtext(q: Q | None, digits: int = 1) -> Text:
+    if q is None:
+        return Text("—")
+    v = q.scalar
+    shown = "n/a" if v != v else f"{v:,.{digits}f}"
+    t = Text(f"{shown} {q.unit} ")
+    t.append(f"[{q.tag}]", style=TAG_STYLE[str(q.tag)])
+    return t
+
+
+def _console() -> Console:
+    return Console(highlight=False, soft_wrap=False)
+
+
+def print_result(result: Any, console: Console | None = None) -> None:
+    console = console or _console()
+    v = result.verdict
+    r = result.resolved
+    s = r.scenario
+    head = Text(f" {v.symbol} {v.title} ", style=VERDICT_STYLE[v.code])
+    scen = Text(
+        f"{r.model.name} ({r.model.weight_dtype}) on {s.nodes}x {r.instance.name} "
+        f"({r.world} GPUs), {r.engine.name} {'CUDA graphs' if s.cuda_graphs else 'eager'}, "
+        f"DeepEP over {r.transport.name}"
+        f"{f' EP_NUM_COMMS={s.comms}' if r.transport.comms_sensitive else ''}, "
+        f"concurrency {s.concurrency}, ISL {s.isl} / OSL {s.osl}",
+        style="dim",
+    )
+    table = Table(show_header=True, header_style="bold", expand=False)
+    table.add_column("")
+    for name in result.arms:
+        style = (
+            "magenta"
+            if name == "deepep" and not r.transport.host_proxied
+            else ("dark_orange" if name == "deepep" else "")
+        )
+        label = ARM_LABELS[name] + (" ★" if name == v.recommended_arm else "")
+        table.add_column(label, style=style, justify="right")
+    rows = [
+        ("per-user decode", lambda a: qtext(a.per_user_tok_s)),
+        ("decode step", lambda a: qtext(a.step_ms, 2)),
+        ("aggregate", lambda a: qtext(a.aggregate_tok_s)),
+        ("TTFT", lambda a: qtext(a.ttft_ms, 0)),
+        ("cost", lambda a: qtext(a.usd_per_mtok, 2)),
+        ("memory / GPU", lambda a: qtext(a.memory_gb_per_gpu)),
+        ("KV headroom", lambda a: qtext(a.memory.headroom_gb)),
+        ("max concurrency", lambda a: qtext(a.memory.max_concurrency, 0)),
+    ]
+    for label, fn in rows:
+        table.add_row(label, *[fn(a) for a in result.arms.values()])
+    for part in next(iter(result.arms.values())).breakdown_ms:
+        table.add_row(
+            Text(f"  step: {part}", style="dim"),
+            *[qtext(a.breakdown_ms[part], 2) for a in result.arms.values()],
+        )
+    table.add_row(
+        "feasible",
+        *[
+            Text("yes" if a.feasible else f"no: {a.why_not}", style="green" if a.feasible else "red")
+            for a in result.arms.values()
+        ],
+    )
+    summary = Text()
+    summary.append("DeepEP tax ")
+    summary.append_text(qtext(result.tax_ms_per_token, 1))
+    summary.append("   aggregate ratio ")
+    summary.append_text(qtext(result.ratio_deepep_vs_alternative, 2))
+    summary.append("   per-user ratio ")
+    summary.append_text(qtext(result.ratio_per_user, 2))
+
+    body: list[Any] = [scen, Text(v.headline, style="bold"), table, summary, Text("Why", style="bold")]
+    body += [Text(f"  • {line}") for line in v.reasons]
+    if v.advisories:
+        body.append(Text("Advisories", style="bold"))
+        body += [Text(f"  • {line}") for line in v.advisories]
+    body.append(Text(f"Verdict is {v.robustness}", style="italic"))
+    body.append(Text(f"Run it ({v.flags['engine']}, {ARM_LABELS[v.flags['arm']]})", style="bold"))
+    flags = v.flags
+    for arg in flags["args"]:
+        body.append(Text(f"  {arg}"))
+    for k, val in flags["config"].items():
+        body.append(Text(f"  {k}: {val}"))
+    for k, val in flags["env"].items():
+        body.append(Text(f"  export {k}={val}"))
+    body.append(Text(f"  {flags['cuda_graphs']}"))
+    legend = Text("tags: ")
+    for tag, style in TAG_STYLE.items():
+        legend.append(f"[{tag}] ", style=style)
+    legend.append(
+        "— measured: observed on hardware; derived: arithmetic on measured values; "
+        "assumed: rests on a spec sheet, price or model assumption (verify locally)",
+        style="dim",
+    )
+    body.append(legend)
+    console.print(Panel(Group(*body), title=head, title_align="left"))
+
+
+def print_calibration(console: Console | None = None) -> None:
+    """The measured calibration cells next to what the tool prints and what the model predicts."""
+    from ..catalog.measured import load_cells
+    from ..evaluate import compute, evaluate
+    from ..physics.fit import cell_scenario
+    from ..scenario import resolve
+
+    console = console or _console()
+    table = Table(title="Calibration: measured cells (TRT-LLM, Qwen3-30B-A3B-FP8, 2x p5en, EP16, eager)")
+    for col in (
+        "cell",
+        "comms",
+        "conc",
+        "ISL",
+        "DeepEP tok/s/user",
+        "dense tok/s/user",
+        "tax ms/token",
+        "aggregate ratio",
+        "model per-user (DeepEP / dense)",
+    ):
+        table.add_column(col, justify="right")
+    for cell in load_cells().values():
+        if cell.engine != "trtllm" or cell.allgather is None or cell.role not in ("calibration", "anchor"):
+            continue
+        sc = cell_scenario(cell, "trtllm")
+        res = evaluate(sc)
+        r = resolve(sc)
+        model = compute(r.vary(concurrency=[cell.concurrency]))
+        md, ma = model.arms["deepep"].per_user_tok_s, model.arms["allgather"].per_user_tok_s
+        table.add_row(
+            cell.id,
+            str(cell.comms),
+            str(cell.concurrency),
+            str(cell.isl),
+            qtext(res.arms["deepep"].per_user_tok_s, 2),
+            qtext(res.arms["allgather"].per_user_tok_s, 2),
+            qtext(res.tax_ms_per_token, 1),
+            qtext(res.ratio_deepep_vs_alternative, 2),
+            Text(f"{float(md.value[0]):.2f} / {float(ma.value[0]):.2f} [{md.tag}]"),
+        )
+    console.print(table)
+    console.print(
+        Text(
+            "The per-user ratio (0.71) and the aggregate ratios (0.65-0.69) differ: aggregate also absorbs "
+            "TTFT and the benchmark's ramp. Both are shown; n = 1 per cell.",
+            style="dim",
+        )
+    )
+
+
+def print_kernel(out: dict[str, Q], query: dict[str, Any], console: Console | None = None) -> None:
+    console = console or _console()
+    table = Table(
+        title=(
+            f"{query['transport']} on {query['instance']}, EP{query['ep']}, {query['tokens']} tokens/rank, "
+            f"hidden {query['hidden']}, top-{query['topk']} of {query['experts']}, "
+            f"{query['dispatch_dtype']} dispatch"
+        )
+    )
+    table.add_column("")
+    table.add_column("latency", justify="right")
+    table.add_column("source")
+    for k in ("dispatch_us", "combine_us", "total_us"):
+        table.add_row(k.replace("_us", ""), qtext(out[k], 1), Text(out[k].source, style="dim"))
+    console.print(table)

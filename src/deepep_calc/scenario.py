@@ -1,0 +1,232 @@
+"""The question a user asks: model, cluster, engine, transport and workload.
+
+`Scenario` holds what the user typed (CLI flag names in snake_case, the same body the web API
+takes). `resolve()` turns it into catalog objects and checks every value, raising an
+`InputError` that names the CLI flag, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from .catalog.engines import Engine, get_engine
+from .catalog.hardware import Instance, get_instance
+from .catalog.model_catalog import resolve_model
+from .catalog.models import DTYPES, ModelSpec
+from .catalog.transports import Transport, get_transport
+from .errors import InputError
+
+# The calibration scenario: the fair A/B of facts/measured.md §1 at concurrency 32.
+DEFAULTS: dict[str, Any] = {
+    "model": "qwen3-30b-a3b-fp8",
+    "instance": "p5en",
+    "nodes": 2,
+    "gpus_per_node": None,
+    "engine": "trtllm",
+    "cuda_graphs": False,
+    "transport": "efa-proxy",
+    "alternative": "allgather",
+    "comms": 8,
+    "max_qps": 2,
+    "concurrency": 32,
+    "isl": 120,
+    "osl": 128,
+    "weight_dtype": None,
+    "slo_tok_s": None,
+    "ttft_ms": None,
+    "price_per_hour": None,
+}
+
+# Beyond these the model has nothing trustworthy to say (and the numbers would overflow
+# intuition long before floats): refuse with a message instead of extrapolating.
+LIMITS = {
+    "nodes": 1024,
+    "gpus_per_node": 72,
+    "comms": 64,
+    "max_qps": 1024,
+    "concurrency": 10_000_000,
+    "isl": 10_000_000,
+    "osl": 10_000_000,
+}
+
+
+class Scenario(BaseModel):
+    """One question. Field names are the CLI flags in snake_case; omitted = CLI default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(DEFAULTS["model"], description="preset name or path to a config.json")
+    instance: str = DEFAULTS["instance"]
+    nodes: int = DEFAULTS["nodes"]
+    gpus_per_node: int | None = Field(None, description="default: the instance's GPU count")
+    engine: str = DEFAULTS["engine"]
+    cuda_graphs: bool = Field(False, description="false = eager (the measured mode)")
+    transport: str = DEFAULTS["transport"]
+    alternative: Literal["allgather", "tp"] = "allgather"
+    comms: int = Field(DEFAULTS["comms"], description="EP_NUM_COMMS")
+    max_qps: int = Field(DEFAULTS["max_qps"], description="EP_EFA_MAX_QPS")
+    concurrency: int = DEFAULTS["concurrency"]
+    isl: int = DEFAULTS["isl"]
+    osl: int = DEFAULTS["osl"]
+    weight_dtype: str | None = Field(None, description="default: the model's native dtype")
+    slo_tok_s: float | None = Field(None, description="per-user decode floor")
+    ttft_ms: float | None = Field(None, description="time-to-first-token ceiling")
+    price_per_hour: float | None = Field(None, description="$ per node-hour override")
+    calibration: str | None = Field(None, description="profile written by `calibrate`")
+    experts: int | None = Field(None, description="override: routed experts")
+    topk: int | None = Field(None, description="override: experts per token")
+    hidden: int | None = Field(None, description="override: hidden size")
+    moe_layers: int | None = Field(None, description="override: MoE layer count")
+    kv_dtype: str | None = Field(None, description="override: KV-cache dtype")
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A checked scenario with its catalog rows attached."""
+
+    scenario: Scenario
+    model: ModelSpec
+    instance: Instance
+    engine: Engine
+    transport: Transport
+    gpus_per_node: int
+
+    @property
+    def world(self) -> Any:
+        return self.scenario.nodes * self.gpus_per_node
+
+    @property
+    def varied(self) -> bool:
+        return not isinstance(self.scenario, Scenario)
+
+    def vary(self, **values: Any) -> Resolved:
+        """The same model, instance, engine and transport with numeric fields as arrays.
+
+        This is how sweeps and the flip search run many scenarios through one pass of the
+        same physics. Values are checked with the rules `resolve()` applies to scalars.
+        """
+        fields = (
+            self.scenario.model_dump() if isinstance(self.scenario, Scenario) else dict(vars(self.scenario))
+        )
+        for name, value in values.items():
+            if name not in VARIABLE:
+                raise InputError(name, value, f"one of the numeric fields {', '.join(VARIABLE)}")
+            arr = np.asarray(value)
+            if name == "cuda_graphs":
+                fields[name] = arr.astype(bool)
+                continue
+            check_array(name, arr)
+            fields[name] = arr.astype(float)
+        return replace(self, scenario=SimpleNamespace(**fields))  # type: ignore[arg-type]
+
+
+VARIABLE = ("nodes", "comms", "max_qps", "concurrency", "isl", "osl", "cuda_graphs")
+
+
+def check_array(name: str, arr: np.ndarray) -> None:
+    """Array twin of the scalar checks: whole numbers in (0, limit]."""
+    flag = f"--{name.replace('_', '-')}"
+    if arr.size == 0:
+        raise InputError(flag, "[]", "at least one value")
+    if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
+        raise InputError(flag, arr.reshape(-1)[0].item(), "whole numbers greater than 0")
+    bad = ~np.isfinite(arr) | (arr <= 0) | (arr != np.floor(arr)) | (arr > LIMITS[name])
+    if bad.any():
+        value = arr[bad].reshape(-1)[0].item()
+        raise InputError(flag, value, f"whole numbers from 1 to {LIMITS[name]:,}")
+
+
+def _positive_int(field: str, value: Any, limit: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InputError(f"--{field.replace('_', '-')}", value, "a whole number greater than 0")
+    if value > limit:
+        raise InputError(
+            f"--{field.replace('_', '-')}", value, f"at most {limit:,} (outside what the model covers)"
+        )
+
+
+def _positive_float(field: str, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise InputError(f"--{field.replace('_', '-')}", value, "a number greater than 0")
+    if value != value or value in (float("inf"), float("-inf")) or value > 1e12:
+        raise InputError(f"--{field.replace('_', '-')}", value, "a finite number below 1e12")
+
+
+def resolve(scenario: Scenario) -> Resolved:
+    """Check every field and attach catalog rows; raise InputError on the first bad value."""
+    s = scenario
+    for name in ("nodes", "comms", "max_qps", "concurrency", "isl", "osl"):
+        _positive_int(name, getattr(s, name), LIMITS[name])
+    if s.gpus_per_node is not None:
+        _positive_int("gpus_per_node", s.gpus_per_node, LIMITS["gpus_per_node"])
+    for name in ("slo_tok_s", "ttft_ms", "price_per_hour"):
+        _positive_float(name, getattr(s, name))
+
+    instance = get_instance(s.instance)
+    engine = get_engine(s.engine)
+    transport = get_transport(s.transport)
+    model = resolve_model(s.model)
+
+    gpn = s.gpus_per_node or instance.gpus_per_node
+    if gpn > instance.gpus_per_node:
+        raise InputError("--gpus-per-node", gpn, f"at most {instance.gpus_per_node} on {instance.name}")
+    if s.weight_dtype is not None:
+        dtype = s.weight_dtype.strip().lower()
+        if dtype not in DTYPES:
+            raise InputError("--weight-dtype", s.weight_dtype, f"one of {', '.join(DTYPES)}")
+        model = model.model_copy(update={"weight_dtype": dtype, "expert_dtype": None})
+    if instance.name not in transport.instances:
+        raise InputError(
+            "--transport",
+            transport.name,
+            f"a transport available on {instance.name}: "
+            + ", ".join(t for t in _transports_for(instance.name)),
+        )
+    model = _apply_overrides(model, s)
+    return Resolved(s, model, instance, engine, transport, gpn)
+
+
+_OVERRIDES = ("experts", "topk", "hidden", "moe_layers", "kv_dtype")
+
+
+def _apply_overrides(model: ModelSpec, s: Scenario) -> ModelSpec:
+    """Structural what-ifs on top of a preset; re-validated as a whole model."""
+    update: dict[str, Any] = {}
+    for name in _OVERRIDES:
+        value = getattr(s, name)
+        if value is None:
+            continue
+        flag = f"--{name.replace('_', '-')}"
+        if name == "kv_dtype":
+            if value not in DTYPES:
+                raise InputError(flag, value, f"one of {', '.join(DTYPES)}")
+        else:
+            _positive_int(name, value, 1_000_000)
+        update[name] = value
+    if not update:
+        return model
+    merged = {**model.model_dump(), **update}
+    if merged["topk"] > merged["experts"]:
+        raise InputError("--topk", merged["topk"], f"at most the expert count ({merged['experts']})")
+    if merged["moe_layers"] > merged["layers"]:
+        raise InputError(
+            "--moe-layers", merged["moe_layers"], f"at most the layer count ({merged['layers']})"
+        )
+    if merged["moe_layers"] < merged["layers"] and merged["dense_intermediate"] <= 0:
+        merged["dense_intermediate"] = merged["moe_intermediate"] * merged["topk"]
+    merged["name"] = f"{model.name} (modified)"
+    merged["source"] = f"{model.source}; user overrides {sorted(update)}"
+    return ModelSpec.model_validate(merged)
+
+
+def _transports_for(instance: str) -> list[str]:
+    from .catalog.transports import load_transports
+
+    return [t.name for t in load_transports().values() if instance in t.instances]
