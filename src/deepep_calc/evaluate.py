@@ -138,7 +138,8 @@ def measured_cell_for(r: Resolved, arm: str) -> Cell | None:
     else:
         return None
     best: Cell | None = None
-    for cell in load_cells().values():
+    user_cells = list(r.profile.cells()) if r.profile is not None else []
+    for cell in [*user_cells, *load_cells().values()]:
         if cell.role not in ROLE_PRIORITY or cell.comms_assumed or not _is_cell_scenario(r, cell):
             continue
         if want is not None and cell.transport != want:
@@ -249,6 +250,8 @@ def arms_for(r: Resolved) -> list[str]:
 def compute(r: Resolved) -> Result:
     """All arms and the comparison, without the verdict (used by the flip search too)."""
     fit = engine_fit(r.engine.name)
+    if r.profile is not None:
+        fit = r.profile.engine_fit(fit, r)
     arms = {name: _arm(r, name, fit) for name in arms_for(r)}
     dee, alt = arms["deepep"], arms[r.scenario.alternative]
     ratio = (dee.aggregate_tok_s / alt.aggregate_tok_s).as_("x", "aggregate tok/s DeepEP / alternative")

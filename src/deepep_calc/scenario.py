@@ -95,6 +95,7 @@ class Resolved:
     engine: Engine
     transport: Transport
     gpus_per_node: int
+    profile: Any = None  # calibrate.profile.Profile when --calibration is given
 
     @property
     def world(self) -> Any:
@@ -190,7 +191,12 @@ def resolve(scenario: Scenario) -> Resolved:
             + ", ".join(t for t in _transports_for(instance.name)),
         )
     model = _apply_overrides(model, s)
-    return Resolved(s, model, instance, engine, transport, gpn)
+    profile = None
+    if s.calibration is not None:
+        from .calibrate.profile import load_profile
+
+        profile = load_profile(s.calibration)
+    return Resolved(s, model, instance, engine, transport, gpn, profile)
 
 
 _OVERRIDES = ("experts", "topk", "hidden", "moe_layers", "kv_dtype")

@@ -11,6 +11,7 @@ reference in facts/kernels.md is reproduced exactly. Everything else scales from
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
@@ -136,20 +137,23 @@ def kernel_us(
     comms: Any = 8,
     qps: Any = 6,
     prefill: bool = False,
+    alpha: Callable[[str], tuple[Q, Q] | None] | None = None,
 ) -> dict[str, Q]:
     """Dispatch and combine latency of one MoE layer. EP within one node rides NVLink only."""
     single = np.asarray(ep) <= gpn
-    results = []
-    for t in {transport.name: transport, "nvlink": get_transport("nvlink")}.values():
-        a_d, a_c = fixed_latency_us(t.name)
+
+    def run(t: Transport) -> tuple[Q, Q]:
+        override = alpha(t.name) if alpha is not None else None
+        a_d, a_c = override if override is not None else fixed_latency_us(t.name)
         d_var, c_var = _variable_us(t, inst, gpn, ep, shape, comms, qps, prefill)
-        results.append((a_d + d_var, a_c + c_var))
-    if len(results) == 1 or not np.any(single):
-        d, c = results[0]
+        return a_d + d_var, a_c + c_var
+
+    if transport.name == "nvlink" or not np.any(single):
+        d, c = run(transport)
     elif np.all(single):
-        d, c = results[-1]
+        d, c = run(get_transport("nvlink"))
     else:
-        (d0, c0), (d1, c1) = results
+        (d0, c0), (d1, c1) = run(transport), run(get_transport("nvlink"))
         d = replace(d0, value=np.where(single, d1.value, d0.value))
         c = replace(c0, value=np.where(single, c1.value, c0.value))
     return {"dispatch": d.as_("us"), "combine": c.as_("us"), "total": (d + c).as_("us")}

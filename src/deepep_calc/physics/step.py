@@ -89,8 +89,17 @@ def moe_comm_us(r: Resolved, lay: Layout, tokens_per_rank: Any, prefill: bool = 
     """Communication of all MoE (or TP) layers of one step for this arm."""
     m, inst, s = r.model, r.instance, r.scenario
     if lay.arm == "deepep":
+        alpha = r.profile.alpha if r.profile is not None else None
         k = kernel_us(
-            r.transport, inst, lay.gpn, lay.ranks, _shape(r, tokens_per_rank), s.comms, s.max_qps, prefill
+            r.transport,
+            inst,
+            lay.gpn,
+            lay.ranks,
+            _shape(r, tokens_per_rank),
+            s.comms,
+            s.max_qps,
+            prefill,
+            alpha,
         )
         return (k["total"] * m.moe_layers).as_("us")
     if lay.arm == "tp":
