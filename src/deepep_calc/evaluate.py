@@ -180,8 +180,11 @@ def _arm(r: Resolved, arm: str, fit: EngineFit) -> ArmResult:
         f"min(concurrency, {r.engine.name} max batch per rank x ranks: {r.engine.max_batch_source})",
     )
     osl = np.asarray(s.osl, dtype=float)
-    request_ms = (ttft + (step * (osl - 1.0)).as_("ms")).as_("ms")
-    aggregate = (running * osl / request_ms * 1000.0).as_("tok/s", "running x OSL / (TTFT + (OSL-1) x step)")
+    service_ms = (ttft + (step * (osl - 1.0)).as_("ms")).as_("ms")
+    aggregate = (running * osl / service_ms * 1000.0).as_("tok/s", "running x OSL / (TTFT + (OSL-1) x step)")
+    # Closed-loop clients beyond the engine's batch wait for a slot: that wait is in their TTFT.
+    waiting_rounds = np.maximum(np.asarray(s.concurrency, dtype=float) / running.value - 1.0, 0.0)
+    ttft = (ttft + (service_ms * waiting_rounds).as_("ms")).as_("ms")
     model_aggregate = aggregate
     cell = None if r.varied else measured_cell_for(r, arm)
     if cell is not None:

@@ -35,14 +35,20 @@ def layout(r: Resolved, arm: str, concurrency: Any | None = None) -> Layout:
     nodes = np.asarray(s.nodes, dtype=float)
     gpn = r.gpus_per_node
     world = nodes * gpn
+    cap = float(r.engine.max_batch_per_rank)  # the engine runs at most this many per DP rank
     if arm in ("deepep", "allgather"):
-        return Layout(arm, world, nodes, gpn, 1.0, world, 1.0, 1.0, np.ceil(conc / world), conc, True)
+        per_rank = np.minimum(np.ceil(conc / world), cap)
+        return Layout(
+            arm, world, nodes, gpn, 1.0, world, 1.0, 1.0, per_rank, np.minimum(conc, cap * world), True
+        )
     if arm == "tp":
         a = m.attention
         kv_shard = 1.0 if a.kind == "mla" else np.minimum(world, a.kv_heads)
-        return Layout(arm, world, nodes, gpn, 1.0, world, world, kv_shard, conc, conc, False)
+        running = np.minimum(conc, cap)
+        return Layout(arm, world, nodes, gpn, 1.0, world, world, kv_shard, running, running, False)
     if arm == "replica":
         per_replica = np.ceil(conc / nodes)
+        per_rank = np.minimum(np.ceil(per_replica / gpn), cap)
         return Layout(
             arm,
             float(gpn),
@@ -52,8 +58,8 @@ def layout(r: Resolved, arm: str, concurrency: Any | None = None) -> Layout:
             float(gpn),
             1.0,
             1.0,
-            np.ceil(per_replica / gpn),
-            per_replica,
+            per_rank,
+            np.minimum(per_replica, cap * gpn),
             True,
         )
     raise ValueError(f"unknown arm {arm!r}")

@@ -143,8 +143,8 @@ _SHOWN = {
 def print_rows(title: str, rows: list[dict[str, Any]]) -> None:
     table = Table(title=title)
     cols = _SHOWN[title]
-    for c in cols:
-        table.add_column(c.replace("_", " "))
+    for i, c in enumerate(cols):
+        table.add_column(c.replace("_", " "), no_wrap=i == 0, overflow="fold")
     for row in rows:
         cells = []
         for c in cols:

@@ -1,0 +1,133 @@
+"""The command-line contract: commands, --json shapes, one-line errors with exit code 2."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from deepep_calc.cli import main
+
+Q_KEYS = {"value", "unit", "tag", "source"}
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_default_card_shows_calibration(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run([], capsys)
+    assert code == 0
+    assert "19.6" in out and "27.6" in out and "14.7" in out and "[measured]" in out
+    assert "Use DENSE" in out
+
+
+def test_evaluate_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["evaluate", "--json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert {"scenario", "verdict", "arms", "ratio_deepep_vs_alternative", "tax_ms_per_token"} <= doc.keys()
+    assert doc["verdict"]["code"] in ("dense", "capacity", "deepep")
+    assert {"headline", "reasons", "advisories", "flags"} <= doc["verdict"].keys()
+    assert set(doc["arms"]) == {"deepep", "allgather", "replica"}
+    for arm in doc["arms"].values():
+        assert isinstance(arm["feasible"], bool) and isinstance(arm["fits_memory"], bool)
+        for key in ("per_user_tok_s", "step_ms", "aggregate_tok_s", "ttft_ms", "usd_per_mtok",
+                    "memory_gb_per_gpu"):
+            assert set(arm[key]) == Q_KEYS and arm[key]["tag"] in ("measured", "derived", "assumed")
+        assert all(set(v) == Q_KEYS for v in arm["breakdown_ms"].values())
+    assert doc["tax_ms_per_token"]["tag"] == "derived"
+    assert round(doc["tax_ms_per_token"]["value"], 1) == 14.7
+
+
+def test_evaluate_tp_alternative(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["evaluate", "--alternative", "tp", "--model", "deepseek-v3", "--nodes", "4", "--json"],
+                       capsys)
+    assert code == 0 and set(json.loads(out)["arms"]) == {"deepep", "tp", "replica"}
+
+
+def test_kernel_json_reproduces_primary_reference(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["kernel", "--transport", "efa-proxy", "--instance", "p5en", "--ep", "16", "--json"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and set(doc) == {"dispatch_us", "combine_us", "total_us"}
+    assert doc["dispatch_us"]["value"] == 185.4 and doc["dispatch_us"]["tag"] == "measured"
+    assert doc["combine_us"]["value"] == 258.2
+
+
+@pytest.mark.parametrize("cmd", ["models", "instances", "transports"])
+def test_catalog_commands(cmd: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run([cmd, "--json"], capsys)
+    rows = json.loads(out)
+    assert code == 0 and len(rows) >= 3 and all("name" in r for r in rows)
+    code, text, _ = run([cmd], capsys)
+    assert code == 0 and rows[0]["name"] in text
+
+
+def test_instances_show_visible_unit_conversion(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(["instances", "--json"], capsys)
+    p5en = next(r for r in json.loads(out) if r["name"] == "p5en")
+    assert p5en["network_gb_s_per_gpu_per_dir"] == 50.0
+    assert "3200 Gb/s" in p5en["network_conversion"] and "/ 8 bit/B" in p5en["network_conversion"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["evaluate", "--model", "no-such-model"], "--model"),
+        (["evaluate", "--instance", "p9"], "--instance"),
+        (["evaluate", "--transport", "carrier-pigeon"], "--transport"),
+        (["evaluate", "--engine", "tgi"], "--engine"),
+        (["evaluate", "--concurrency", "0"], "--concurrency"),
+        (["evaluate", "--concurrency", "-5"], "--concurrency"),
+        (["evaluate", "--nodes", "0"], "--nodes"),
+        (["evaluate", "--nodes", "-1"], "--nodes"),
+        (["evaluate", "--topk", "999"], "--topk"),
+        (["evaluate", "--isl", "abc"], "--isl"),
+        (["evaluate", "--weight-dtype", "fp3"], "--weight-dtype"),
+        (["evaluate", "--transport", "ib-ibgda"], "--transport"),
+        (["evaluate", "--model", "/no/such/dir/config.json"], "config.json"),
+        (["evaluate", "--concurrency", "99999999999"], "--concurrency"),
+        (["kernel", "--ep", "0"], "--ep"),
+        (["kernel", "--topk", "9", "--experts", "8"], "--topk"),
+        (["evaluate", "--no-such-flag"], "no-such-flag"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(argv, capsys)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("deepep-calc: error:"), err
+    assert needle in lines[0]
+    assert "Traceback" not in err
+
+
+def test_malformed_config_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "config.json"
+    bad.write_text('{"model_type": "qwen3_moe", "hidden_size": ')
+    code, _, err = run(["evaluate", "--model", str(bad)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "config.json" in err
+    unknown = tmp_path / "u" / "config.json"
+    unknown.parent.mkdir()
+    unknown.write_text('{"model_type": "llama", "hidden_size": 4096}')
+    code, _, err = run(["evaluate", "--model", str(unknown.parent)], capsys)
+    assert code == 2 and "model_type" in err
+
+
+def test_config_json_path_evaluates(capsys: pytest.CaptureFixture[str]) -> None:
+    folder = Path(__file__).parent / "fixtures" / "hf" / "deepseek-v3"
+    code, out, _ = run(["evaluate", "--model", str(folder), "--instance", "p5", "--json"], capsys)
+    assert code == 0 and json.loads(out)["verdict"]["code"] == "capacity"
+
+
+def test_console_script_installed() -> None:
+    exe = Path(sys.executable).parent / "deepep-calc"
+    proc = subprocess.run([str(exe), "evaluate", "--concurrency", "-1"], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and proc.stdout == ""

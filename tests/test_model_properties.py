@@ -1,0 +1,124 @@
+"""Physics invariants of issue 2, checked over generated scenarios (hypothesis).
+
+Measured cells replace the model at their exact scenarios; those are n = 1 observations
+and are exempt from the monotonicity checks, which are about the model.
+"""
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from deepep_calc import Scenario, evaluate
+from deepep_calc.evaluate import compute
+from deepep_calc.kernel import kernel_query
+from deepep_calc.scenario import resolve
+
+PRESETS = ["deepseek-v3", "qwen3-235b-a22b-fp8", "qwen3-30b-a3b-fp8", "mixtral-8x7b", "gpt-oss-120b",
+           "glm-4.5", "kimi-k2", "llama4-maverick", "dbrx", "deepseek-v2-lite", "qwen3-next-80b-a3b"]
+EFA = ["p5", "p5en", "p6-b200"]
+
+scenarios = st.builds(
+    dict,
+    model=st.sampled_from(PRESETS),
+    instance=st.sampled_from(EFA),
+    nodes=st.sampled_from([1, 2, 4]),
+    engine=st.sampled_from(["trtllm", "vllm", "sglang"]),
+    cuda_graphs=st.booleans(),
+    comms=st.sampled_from([1, 2, 4, 8]),
+    concurrency=st.integers(1, 2048),
+    isl=st.integers(1, 16384),
+    osl=st.integers(1, 4096),
+)
+
+
+def _numbers(result: Any) -> list[float]:
+    out = []
+    for arm in result.arms.values():
+        out += [arm.per_user_tok_s.scalar, arm.memory_gb_per_gpu.scalar, arm.ttft_ms.scalar,
+                arm.aggregate_tok_s.scalar]
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(scenarios, st.sampled_from(["experts", "topk", "hidden", "moe_layers", "weight_dtype", "isl", "osl",
+                                   "concurrency"]))
+def test_every_input_moves_some_number(fields: dict[str, Any], knob: str) -> None:
+    base = evaluate(Scenario(**fields))
+    m = base.model
+    change: dict[str, Any] = {
+        "experts": {"experts": m.experts * 2},
+        "topk": {"topk": max(1, m.topk // 2) if m.topk > 1 else 2},
+        "hidden": {"hidden": m.hidden * 2},
+        "moe_layers": {"moe_layers": max(1, m.moe_layers // 2)},
+        "weight_dtype": {"weight_dtype": "bf16" if m.weight_dtype != "bf16" else "fp8"},
+        "isl": {"isl": fields["isl"] * 4},
+        "osl": {"osl": fields["osl"] * 4},
+        "concurrency": {"concurrency": fields["concurrency"] * 64},
+    }[knob]
+    other = evaluate(Scenario(**{**fields, **change}))
+    assert not np.allclose(_numbers(base), _numbers(other), rtol=1e-9, equal_nan=True), knob
+
+
+@settings(max_examples=40, deadline=None)
+@given(scenarios)
+def test_per_user_never_rises_with_concurrency(fields: dict[str, Any]) -> None:
+    r = resolve(Scenario(**fields))
+    conc = np.unique(np.geomspace(1, 1_000_000, 30).astype(int))
+    res = compute(r.vary(concurrency=conc))
+    for arm in res.arms.values():
+        pu = np.asarray(arm.per_user_tok_s.value)
+        assert np.all(np.diff(pu) <= 1e-9 * pu[:-1]), arm.name
+
+
+@pytest.mark.parametrize("comms", [1, 8])
+def test_tax_never_negative_on_efa_proxy_at_the_calibration_point(comms: int) -> None:
+    r = resolve(Scenario(comms=comms))
+    conc = np.arange(1, 257)
+    for isl in (120, 2048, 8192):
+        res = compute(r.vary(concurrency=conc, isl=np.full(conc.shape, isl)))
+        assert np.all(res.tax_ms_per_token.value > 0)
+    for conc_, isl in ((4, 120), (32, 120), (16, 2048)):
+        assert evaluate(Scenario(comms=comms, concurrency=conc_, isl=isl)).tax_ms_per_token.scalar > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ep=st.sampled_from([8, 16, 32, 64, 128]),
+    tokens=st.integers(1, 4096),
+    hidden=st.sampled_from([1024, 2048, 4096, 5120, 7168, 8192]),
+    topk=st.integers(1, 16),
+    dtype=st.sampled_from(["fp8", "bf16"]),
+)
+def test_ibgda_never_slower_than_efa_proxy(ep: int, tokens: int, hidden: int, topk: int, dtype: str) -> None:
+    shape = dict(ep=ep, tokens=tokens, hidden=hidden, topk=topk, experts=256, dispatch_dtype=dtype)
+    ib = kernel_query("ib-ibgda", "ib-h200", **shape)["total_us"].scalar
+    efa = kernel_query("efa-proxy", "p5en", **shape)["total_us"].scalar
+    assert ib <= efa * (1 + 1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(scenarios)
+def test_ibgda_serving_step_never_slower_than_efa_proxy(fields: dict[str, Any]) -> None:
+    base = {**fields, "nodes": max(2, fields["nodes"])}
+    efa = evaluate(Scenario(**{**base, "instance": "p5en", "transport": "efa-proxy"}))
+    ib = evaluate(Scenario(**{**base, "instance": "ib-h200", "transport": "ib-ibgda"}))
+    assert ib.arms["deepep"].step_ms.scalar <= efa.arms["deepep"].step_ms.scalar * (1 + 1e-9)
+
+
+def test_kernel_grows_with_ep_tokens_hidden() -> None:
+    def total(**kw: Any) -> float:
+        return kernel_query("efa-proxy", "p5en", **kw)["total_us"].scalar
+
+    assert total(ep=16) < total(ep=32) < total(ep=64) < total(ep=128)
+    assert total(tokens=64) < total(tokens=128) < total(tokens=512)
+    assert total(hidden=2048) < total(hidden=7168) < total(hidden=16384)
+    assert total(topk=4) < total(topk=8)
+
+
+def test_more_nodes_more_remote_traffic_in_serving() -> None:
+    steps = [evaluate(Scenario(model="deepseek-v3", nodes=n, concurrency=1024)).arms["deepep"]
+             .breakdown_ms["moe_comm"].scalar for n in (2, 4, 8)]
+    assert steps[0] < steps[1] < steps[2]
