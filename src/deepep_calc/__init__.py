@@ -9,22 +9,17 @@ Public API::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .quantity import Q, Tag
 from .scenario import Scenario
 
-if TYPE_CHECKING:
-    from .evaluate import Result
+# Imported eagerly on purpose: binding the function here, while the submodule of the same
+# name is first imported, keeps `deepep_calc.evaluate` the function for every later import.
+from .evaluate import Result, evaluate  # noqa: E402  isort: skip
 
 __all__ = ["Q", "Result", "Scenario", "Tag", "evaluate", "load_catalog"]
 __version__ = "0.1.0"
-
-
-def evaluate(scenario: Scenario | None = None, /, **fields: Any) -> Result:
-    from .evaluate import evaluate as _evaluate
-
-    return _evaluate(scenario, **fields)
 
 
 def load_catalog() -> dict[str, Any]:

@@ -95,17 +95,36 @@ def app(ctx: click.Context) -> None:
 @app.command("evaluate")
 @scenario_options
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
-def evaluate_cmd(as_json: bool, **kwargs: Any) -> None:
+@click.option(
+    "--sensitivity",
+    "with_sensitivity",
+    is_flag=True,
+    help="also vary every assumed constant over its spread (tornado; ~0.1 s)",
+)
+def evaluate_cmd(as_json: bool, with_sensitivity: bool, **kwargs: Any) -> None:
     """Verdict and both arms for one scenario."""
     from .evaluate import evaluate
 
     result = evaluate(scenario_from(kwargs))
+    rows = None
+    if with_sensitivity:
+        from .sensitivity import annotate, sensitivity
+
+        rows = sensitivity(result.scenario)
+        annotate(result, rows)
     if as_json:
-        emit_json(result.to_json())
+        out = result.to_json()
+        if rows is not None:
+            out["sensitivity"] = [row.to_json() for row in rows]
+        emit_json(out)
     else:
         from .report.terminal import print_result
 
         print_result(result)
+        if rows is not None:
+            from .commands.sweep import print_sensitivity
+
+            print_sensitivity(rows)
 
 
 @app.command("kernel")
@@ -119,6 +138,7 @@ def evaluate_cmd(as_json: bool, **kwargs: Any) -> None:
 @click.option("--dispatch-dtype", type=click.Choice(["fp8", "bf16"]), default="fp8", show_default=True)
 @click.option("--comms", type=int, default=8, show_default=True, help="EP_NUM_COMMS")
 @click.option("--qps", type=int, default=6, show_default=True, help="EP_EFA_MAX_QPS")
+@click.option("--calibration", help="profile from `deepep-calc calibrate --kernel-log`")
 @click.option("--json", "as_json", is_flag=True)
 def kernel_cmd(as_json: bool, **kw: Any) -> None:
     """Dispatch + combine latency of one MoE layer (decode shape)."""

@@ -117,7 +117,7 @@ def _is_cell_scenario(r: Resolved, cell: Cell) -> bool:
         and r.instance.name == cell.instance
         and s.nodes == cell.nodes
         and r.gpus_per_node == r.instance.gpus_per_node
-        and not s.cuda_graphs
+        and s.cuda_graphs == cell.cuda_graphs
         and r.engine.name == cell.engine
         and s.comms == cell.comms
         and s.concurrency == cell.concurrency
@@ -125,7 +125,7 @@ def _is_cell_scenario(r: Resolved, cell: Cell) -> bool:
         and s.osl == cell.osl
         and s.weight_dtype in (None, r.model.weight_dtype)
         and all(getattr(s, k) is None for k in ("experts", "topk", "hidden", "moe_layers", "kv_dtype"))
-        and s.max_qps == 2
+        and s.max_qps == cell.max_qps
     )
 
 

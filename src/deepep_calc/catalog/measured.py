@@ -43,6 +43,8 @@ class Cell(BaseModel):
     osl: int = Field(ge=0)
     osl_assumed: bool = False
     shape_assumed: bool = False
+    cuda_graphs: bool = False  # the catalog's cells are eager; a user's calibration may not be
+    max_qps: int = Field(2, gt=0)  # EP_EFA_MAX_QPS the cell ran with
     source: str
     deepep: ArmMetrics
     allgather: ArmMetrics | None = None

@@ -1,0 +1,466 @@
+"""The calibration profile: what `calibrate` writes and every face of the tool reads back.
+
+A profile is a TOML file holding the scenario the runs describe, a sha256 fingerprint of every
+input file, the measured cells (replayed exactly by `evaluate --calibration`), the fitted
+constants with their tags and the built-in values they replace, residuals and warnings. It is
+a record as much as an input: reading it tells you which files it rests on and how well the
+model reproduced them.
+
+`Profile` implements the hooks the core calls: `cells()` (measured cells, consulted before the
+catalog's), `engine_fit(fit, r)` (the engine constants) and `alpha(transport)` (a transport's
+refitted per-layer fixed latency, or None).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+import tomllib
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+
+from ..catalog.measured import Cell
+from ..errors import FileInputError, InputError
+from ..physics.comm import KernelShape
+from ..physics.fit import UNKNOWNS
+from ..physics.step import EngineFit
+from ..quantity import Q, Tag
+from ..scenario import Resolved, Scenario
+from .aiperf import read_text_file
+
+if TYPE_CHECKING:
+    from .fit import AlphaCalibration, EngineCalibration, FittedConstant
+    from .runs import RunSet
+
+SCHEMA_VERSION = 1
+KIND = "deepep-calc calibration profile"
+MAX_PROFILE_BYTES = 4 * 1024 * 1024
+CONSTANTS = (*UNKNOWNS, "ttft_steps")
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class QRecord(BaseModel):
+    """A `Q` as stored: the keys of `Q.to_json()`."""
+
+    model_config = _STRICT
+
+    value: float
+    unit: str
+    tag: Literal["measured", "derived", "assumed"]
+    source: str
+
+    @classmethod
+    def of(cls, q: Q) -> QRecord:
+        return cls(value=q.scalar, unit=q.unit, tag=str(q.tag), source=q.source)  # type: ignore[arg-type]
+
+    def q(self, label: str = "") -> Q:
+        source = f"{label}: {self.source}" if label else self.source
+        return Q(self.value, self.unit, Tag.parse(self.tag), source)
+
+
+class ConstantRecord(QRecord):
+    """A fitted constant (its source says what pinned it) and the built-in value it replaces."""
+
+    builtin: float
+
+
+class InputRecord(BaseModel):
+    model_config = _STRICT
+
+    role: Literal["dense", "deepep", "kernel-log"]
+    path: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size_bytes: int = Field(ge=0)
+    benchmark_id: str | None = None
+    aiperf_version: str | None = None
+    schema_version: str | None = None
+    export_format: str | None = None
+    concurrency: int | None = None
+    comms: int | None = None
+
+
+class KernelRecord(BaseModel):
+    """alpha of one transport refitted to a kernel log, and the log's medians at its shape."""
+
+    model_config = _STRICT
+
+    transport: str
+    instance: str
+    ep: int = Field(gt=0)
+    tokens: int = Field(gt=0)
+    hidden: int = Field(gt=0)
+    topk: int = Field(gt=0)
+    experts: int = Field(gt=0)
+    comms: int = Field(gt=0)
+    qps: int = Field(gt=0)
+    dispatch_alpha_us: ConstantRecord
+    combine_alpha_us: ConstantRecord
+    dispatch_p50_us: QRecord | None = None
+    combine_p50_us: QRecord | None = None
+    total_p50_us: QRecord | None = None
+
+
+class PairRecord(BaseModel):
+    """The derived A/B figures of one cell (DeepEP run and its dense twin)."""
+
+    model_config = _STRICT
+
+    cell: str
+    tax_ms: QRecord
+    tax_spread_ms: QRecord | None = None
+    tax_from_per_user_ms: QRecord | None = None
+    per_user_ratio: QRecord | None = None
+    aggregate_ratio: QRecord | None = None
+    ttft_ratio: QRecord | None = None
+
+
+class MultiCommRecord(BaseModel):
+    model_config = _STRICT
+
+    concurrency: int
+    comms_low: int
+    comms_high: int
+    itl_ratio: QRecord
+    aggregate_ratio: QRecord | None = None
+    per_user_ratio: QRecord | None = None
+
+
+class ConstantsRecord(BaseModel):
+    """The four engine constants of the step model (physics/step.py `EngineFit`)."""
+
+    model_config = _STRICT
+
+    launch_us_per_layer: ConstantRecord
+    proxy_fixed_us: ConstantRecord
+    proxy_lane_us: ConstantRecord
+    ttft_steps: ConstantRecord
+
+    def get(self, name: str) -> ConstantRecord:
+        return getattr(self, name)
+
+
+class ResidualRecord(BaseModel):
+    model_config = _STRICT
+
+    cell: str
+    arm: str
+    quantity: Literal["step_ms", "tax_ms", "ttft_ms"]
+    measured: float
+    model: float
+    residual: float
+
+
+class Profile(BaseModel):
+    """A calibration profile (schema 1). Field names are the TOML keys."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    kind: Literal["deepep-calc calibration profile"]
+    schema_version: Literal[1]
+    created_at: str
+    tool_version: str
+    scenario: Scenario
+    inputs: list[InputRecord] = Field(min_length=1)
+    constants: ConstantsRecord
+    measured: list[Cell] = Field(alias="cells", min_length=1)  # `cells()` is the hook's method
+    kernel: list[KernelRecord] = Field(default_factory=list, max_length=1)
+    pairs: list[PairRecord] = Field(default_factory=list)
+    multicomm: list[MultiCommRecord] = Field(default_factory=list)
+    residuals: list[ResidualRecord] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+    _name: str = PrivateAttr("")  # the file name, set when written or read
+
+    # hooks the core calls ---------------------------------------------------------------------
+    @property
+    def label(self) -> str:
+        """How sources name this profile: by its file name."""
+        return f"profile {self._name}" if self._name else "calibration profile"
+
+    @property
+    def engine(self) -> str:
+        return self.measured[0].engine
+
+    def cells(self) -> list[Cell]:
+        """The user's cells, their source prefixed with this profile's file name."""
+        return [c.model_copy(update={"source": f"{self.label}: {c.source}"}) for c in self.measured]
+
+    def engine_fit(self, fit: EngineFit, r: Resolved) -> EngineFit:
+        """The profile's constants replace the built-in engine's (`fit`) for its own engine."""
+        if r.engine.name != self.engine:
+            raise InputError(
+                "--calibration",
+                self._name,
+                f"--engine {self.engine}: the profile's constants were fitted on {self.engine} runs, "
+                f"not {r.engine.name}",
+            )
+        return EngineFit(*(self.constants.get(k).q(self.label) for k in CONSTANTS))
+
+    def alpha(self, transport: str) -> tuple[Q, Q] | None:
+        """Refitted (dispatch, combine) per-layer fixed latency for `transport`, else None."""
+        for k in self.kernel:
+            if k.transport == transport:
+                return k.dispatch_alpha_us.q(self.label), k.combine_alpha_us.q(self.label)
+        return None
+
+    def kernel_measured(
+        self, transport: str, instance: str, ep: int, shape: KernelShape, comms: int, qps: int
+    ) -> dict[str, Q] | None:
+        """The log's own medians (measured) when a kernel query is exactly the logged one."""
+        for k in self.kernel:
+            if (
+                (k.transport, k.instance, k.ep, k.comms, k.qps) == (transport, instance, ep, comms, qps)
+                and (k.tokens, k.hidden) == (shape.tokens, shape.hidden)
+                and (k.topk, k.experts) == (shape.topk, shape.experts)
+                and shape.dispatch_dtype == "fp8"
+                and k.dispatch_p50_us is not None
+                and k.combine_p50_us is not None
+            ):
+                d, c = k.dispatch_p50_us.q(self.label), k.combine_p50_us.q(self.label)
+                return {"dispatch_us": d, "combine_us": c, "total_us": (d + c).as_("us")}
+        return None
+
+
+# Writing -------------------------------------------------------------------------------------
+
+
+def fingerprint(path: Path) -> tuple[str, int]:
+    """sha256 and size of a file, read in chunks (a profile records exactly what it rests on)."""
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 16), b""):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def now_utc() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def to_toml(profile: Profile) -> str:
+    """The profile as TOML text; parsed back and validated before it may reach the disk."""
+    import tomli_w
+
+    doc = profile.model_dump(mode="json", exclude_none=True, by_alias=True)
+    header = (
+        "# deepep-calc calibration profile: written by `deepep-calc calibrate`, read by\n"
+        "# `--calibration FILE`. Cells are your measurements (replayed exactly); constants are\n"
+        "# fitted to them (tag derived) or kept from the built-in fit (tag assumed).\n"
+    )
+    text = header + tomli_w.dumps(doc)
+    Profile.model_validate(tomllib.loads(text))
+    return text
+
+
+def check_output(path: Path, force: bool) -> None:
+    """Refuse early what the final write would refuse, before any work is done."""
+    if path.is_dir():
+        raise FileInputError(path, "is a directory; expected the profile file to write")
+    if path.exists() and not force:
+        raise FileInputError(path, "already exists; pass --force to overwrite it")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise FileInputError(parent, "no such directory to write the profile into")
+
+
+def write_text_atomic(path: Path, text: str, force: bool) -> None:
+    """Write via a temporary file in the same directory and `os.replace`: never half a profile."""
+    check_output(path, force)
+    parent = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise FileInputError(parent, f"cannot write there ({exc.strerror or exc})") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise FileInputError(path, f"cannot write it ({exc.strerror or exc})") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+# Reading -------------------------------------------------------------------------------------
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read a profile (cached by resolved path, mtime and size); one-line errors otherwise."""
+    p = Path(path).expanduser()
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise FileInputError(
+            p, "no such file (expected a profile written by `deepep-calc calibrate`)"
+        ) from None
+    except OSError as exc:
+        raise FileInputError(p, f"cannot read it ({exc.strerror or exc})") from None
+    if p.is_dir():
+        raise FileInputError(p, "is a directory; expected a calibration profile (.toml)")
+    return _load(str(p.resolve()), st.st_mtime_ns, st.st_size, str(path))
+
+
+@lru_cache(maxsize=32)
+def _load(resolved: str, _mtime_ns: int, _size: int, shown: str) -> Profile:
+    p = Path(resolved)
+    text = read_text_file(p, MAX_PROFILE_BYTES)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise FileInputError(shown, f"not a TOML file ({' '.join(str(exc).split())})") from None
+    if doc.get("kind") != KIND or "schema_version" not in doc:
+        raise FileInputError(
+            shown, "not a deepep-calc calibration profile (no kind / schema_version at the top)"
+        )
+    if doc["schema_version"] != SCHEMA_VERSION:
+        raise FileInputError(
+            shown,
+            f"schema_version {doc['schema_version']!r} is not supported (this deepep-calc reads "
+            f"{SCHEMA_VERSION}); re-run deepep-calc calibrate",
+        )
+    inputs = doc.get("inputs")
+    if isinstance(inputs, list):
+        for i, item in enumerate(inputs):
+            missing = [k for k in ("sha256", "size_bytes") if not isinstance(item, dict) or k not in item]
+            if missing:
+                raise FileInputError(
+                    shown,
+                    f"input {i + 1} has no fingerprint ({', '.join(missing)} missing), so the profile "
+                    "cannot say what it rests on; re-run deepep-calc calibrate",
+                )
+    try:
+        profile = Profile.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(part) for part in err["loc"]) or "(top level)"
+        raise FileInputError(shown, f"not a valid calibration profile: {loc}: {err['msg']}") from None
+    profile._name = p.name
+    return profile
+
+
+# Building ------------------------------------------------------------------------------------
+
+
+def _opt(q: Q | None) -> QRecord | None:
+    return QRecord.of(q) if q is not None else None
+
+
+def _constant(c: FittedConstant) -> ConstantRecord:
+    return ConstantRecord(**QRecord.of(c.q).model_dump(), builtin=c.builtin.scalar)
+
+
+def input_records(rs: RunSet, kernel_log: Path | None) -> list[InputRecord]:
+    """Fingerprints of every file the profile rests on."""
+    out = []
+    runs = [("dense", run) for run in rs.dense.values()] + [("deepep", run) for run in rs.deepep.values()]
+    for role, run in runs:
+        sha, size = fingerprint(run.path)
+        out.append(
+            InputRecord(
+                role=role,  # type: ignore[arg-type]
+                path=str(run.path),
+                sha256=sha,
+                size_bytes=size,
+                benchmark_id=run.benchmark_id,
+                aiperf_version=run.aiperf_version,
+                schema_version=run.schema_version,
+                export_format=run.export_format,
+                concurrency=run.concurrency,
+                comms=run.comms if role == "deepep" else None,
+            )
+        )
+    if kernel_log is not None:
+        sha, size = fingerprint(kernel_log)
+        out.append(InputRecord(role="kernel-log", path=str(kernel_log), sha256=sha, size_bytes=size))
+    return out
+
+
+def build_profile(
+    rs: RunSet,
+    cells: list[Cell],
+    calib: EngineCalibration,
+    alpha: AlphaCalibration | None,
+    inputs: list[InputRecord],
+    name: str,
+) -> Profile:
+    """Assemble the profile; `name` (the output file name) labels its sources."""
+    from .. import __version__
+
+    kernel = []
+    if alpha is not None:
+        sh = alpha.shape
+        kernel.append(
+            KernelRecord(
+                transport=alpha.transport,
+                instance=alpha.instance,
+                ep=alpha.ep,
+                tokens=int(sh.tokens),
+                hidden=sh.hidden,
+                topk=sh.topk,
+                experts=sh.experts,
+                comms=alpha.comms,
+                qps=alpha.qps,
+                dispatch_alpha_us=_constant(alpha.dispatch),
+                combine_alpha_us=_constant(alpha.combine),
+                dispatch_p50_us=_opt(alpha.dispatch_p50),
+                combine_p50_us=_opt(alpha.combine_p50),
+                total_p50_us=_opt(alpha.total_p50),
+            )
+        )
+    pairs = [
+        PairRecord(
+            cell=rs.cell_id(*key),
+            tax_ms=QRecord.of(p.tax_ms),
+            tax_spread_ms=_opt(p.tax_spread_ms),
+            tax_from_per_user_ms=_opt(p.tax_from_per_user_ms),
+            per_user_ratio=_opt(p.per_user_ratio),
+            aggregate_ratio=_opt(p.aggregate_ratio),
+            ttft_ratio=_opt(p.ttft_ratio),
+        )
+        for key, p in sorted(rs.pairs.items())
+    ]
+    multicomm = [
+        MultiCommRecord(
+            concurrency=m.concurrency,
+            comms_low=m.comms_low,
+            comms_high=m.comms_high,
+            itl_ratio=QRecord.of(m.itl_ratio),
+            aggregate_ratio=_opt(m.aggregate_ratio),
+            per_user_ratio=_opt(m.per_user_ratio),
+        )
+        for m in rs.multicomm
+    ]
+    residuals = [ResidualRecord.model_validate({**vars(x), "residual": x.residual}) for x in calib.residuals]
+    warnings = list(rs.warnings) + (alpha.warnings if alpha is not None else [])
+    profile = Profile(
+        kind=KIND,
+        schema_version=SCHEMA_VERSION,
+        created_at=now_utc(),
+        tool_version=f"deepep-calc {__version__}",
+        scenario=rs.scenario,
+        inputs=inputs,
+        constants=ConstantsRecord(**{k: _constant(calib.constants[k]) for k in CONSTANTS}),
+        cells=cells,
+        kernel=kernel,
+        pairs=pairs,
+        multicomm=multicomm,
+        residuals=residuals,
+        warnings=list(dict.fromkeys(warnings)),
+    )
+    profile._name = name
+    return profile

@@ -1,0 +1,313 @@
+"""Turn a user's AIPerf runs into one consistent calibration set: the scenario, A/B pairs, cells.
+
+Why a separate step: before anything is fitted, the runs must describe one workload (same
+model, ISL, OSL), every dense run must have its DeepEP twin at the same concurrency, and each
+run must be placed at a concurrency and an EP_NUM_COMMS. Values the exports state are
+authoritative (a flag that contradicts them is an error); values only a file name hints at
+(engine, EP_NUM_COMMS) give way to an explicit flag, with a warning.
+
+The measured cells built here are what `evaluate --calibration` reproduces exactly, and what
+`calibrate.fit` solves the engine constants from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field, replace
+
+from ..catalog.measured import ArmMetrics, Cell
+from ..catalog.model_catalog import load_models
+from ..errors import FileInputError, InputError
+from ..quantity import Q
+from ..scenario import Resolved, Scenario, resolve
+from .aiperf import OSL_TOLERANCE, ABPair, AIPerfRun, _length, check_pair, derive_pair, group_by_concurrency
+
+CELL_PREFIX = "your"
+"""Ids of the user's cells read `your-c<concurrency>-k<EP_NUM_COMMS>`."""
+
+
+@dataclass(frozen=True)
+class MultiComm:
+    """DeepEP at two EP_NUM_COMMS values, same concurrency: the multi-comm effect, derived."""
+
+    concurrency: int
+    comms_low: int
+    comms_high: int
+    aggregate_ratio: Q | None  # high / low
+    per_user_ratio: Q | None  # high / low
+    itl_ratio: Q  # low / high: how much shorter the step got
+
+
+@dataclass
+class RunSet:
+    """The checked runs, keyed by where they sit, and the scenario they share."""
+
+    scenario: Scenario
+    resolved: Resolved
+    dense: dict[int, AIPerfRun]  # by concurrency
+    deepep: dict[tuple[int, int], AIPerfRun]  # by (concurrency, EP_NUM_COMMS)
+    pairs: dict[tuple[int, int], ABPair]  # DeepEP key -> its A/B with the dense twin
+    multicomm: list[MultiComm]
+    warnings: list[str] = field(default_factory=list)
+
+    def cell_id(self, concurrency: int, comms: int) -> str:
+        return f"{CELL_PREFIX}-c{concurrency}-k{comms}"
+
+
+def _warn(warnings: list[str], text: str) -> None:
+    if text not in warnings:
+        warnings.append(text)
+
+
+def _refuse_unusable(runs: Sequence[AIPerfRun]) -> None:
+    seen: dict[str, AIPerfRun] = {}
+    for run in runs:
+        key = str(run.path.resolve())
+        if key in seen:
+            raise FileInputError(run.path, "given twice; pass each run once")
+        seen[key] = run
+        if run.itl_ms is None:
+            raise FileInputError(
+                run.path,
+                "no inter-token latency (not a streaming run?): nothing to fit; re-run AIPerf streaming",
+            )
+
+
+def _engine(runs: Sequence[AIPerfRun], base: Scenario, explicit: Collection[str], warnings: list[str]) -> str:
+    hints = sorted({r.engine for r in runs if r.engine})
+    if "engine" in explicit:
+        if hints and hints != [base.engine.strip().lower()]:
+            _warn(warnings, f"the file names say engine {', '.join(hints)}; using --engine {base.engine}")
+        return base.engine
+    if len(hints) > 1:
+        says = " and ".join(hints)
+        raise InputError("--engine", None, f"one engine for every run; the file names say {says}")
+    if not hints:
+        raise InputError(
+            "--engine",
+            None,
+            "the engine of these runs (trtllm, vllm or sglang): neither the flag nor the file names say",
+        )
+    return hints[0]
+
+
+def _model(runs: Sequence[AIPerfRun], base: Scenario, explicit: Collection[str], warnings: list[str]) -> str:
+    named = [r for r in runs if r.model]
+    for run in named[1:]:
+        assert run.model is not None and named[0].model is not None
+        if run.model.lower() != named[0].model.lower():
+            raise InputError(
+                "model",
+                run.model,
+                f"the same model in every run; {named[0].name} ran {named[0].model!r}, {run.name} differs",
+            )
+    exported = named[0].model if named else None
+    presets = load_models()
+    if "model" in explicit:
+        spec = presets.get(base.model.strip().lower())
+        if exported and spec is not None and spec.hf_id and spec.hf_id.lower() != exported.lower():
+            _warn(warnings, f"the exports ran {exported!r} but --model {base.model} is {spec.hf_id!r}")
+        return base.model
+    if exported is None:
+        raise InputError("--model", None, "a preset or config.json path: the exports do not name the model")
+    for name, spec in presets.items():
+        if spec.hf_id and spec.hf_id.lower() == exported.lower():
+            return name
+    raise InputError("--model", exported, "a preset name or config.json path (no preset has this HF id)")
+
+
+def _shape_length(runs: Sequence[AIPerfRun], which: str, base: Scenario, explicit: Collection[str]) -> int:
+    """The ISL or OSL every run shares: requested where exported, else the measured mean."""
+    label, flag = which.upper(), f"--{which}"
+    known = [(run, *_length(run, which)) for run in runs]
+    known = [(run, v, exact) for run, v, exact in known if v is not None]
+
+    def differ(a: float, a_exact: bool, b: float, b_exact: bool) -> bool:
+        return a != b if a_exact and b_exact else abs(a - b) > OSL_TOLERANCE * max(a, b)
+
+    for run, value, exact in known[1:]:
+        ref, ref_value, ref_exact = known[0]
+        if differ(ref_value, ref_exact, value, exact):
+            raise InputError(
+                which,
+                value,
+                f"the same {label} in every run; {ref.name} ran {ref_value:g}, {run.name} ran {value:g}",
+            )
+    exact_values = [v for _, v, exact in known if exact]
+    value = exact_values[0] if exact_values else (known[0][1] if known else None)
+    if which in explicit:
+        given = getattr(base, which)
+        if value is not None and differ(float(given), True, value, bool(exact_values)):
+            raise InputError(flag, given, f"the {label} the runs used ({value:g})")
+        return int(given)
+    if value is None:
+        raise InputError(flag, None, f"the runs' {label}: the exports state none; pass {flag}")
+    return round(value)
+
+
+def _place(
+    runs: Sequence[AIPerfRun], base: Scenario, explicit: Collection[str], deepep: bool, warnings: list[str]
+) -> list[AIPerfRun]:
+    """Give every run a concurrency (and DeepEP runs an EP_NUM_COMMS)."""
+    out = []
+    for run in runs:
+        if run.concurrency is None and "concurrency" in explicit:
+            run = replace(run, concurrency=base.concurrency)
+        if deepep:
+            if "comms" in explicit:
+                if run.comms is not None and run.comms != base.comms:
+                    says = f"the file name says EP_NUM_COMMS={run.comms}"
+                    _warn(warnings, f"{run.name}: {says}; using --comms {base.comms}")
+                run = replace(run, comms=base.comms)
+            elif run.comms is None:
+                _warn(
+                    warnings,
+                    f"{run.name}: EP_NUM_COMMS not stated (no 'epnc<K>' in the file name); "
+                    f"assumed {base.comms}, pass --comms",
+                )
+                run = replace(run, comms=base.comms)
+        out.append(run)
+    return out
+
+
+def _one_per_slot(groups: dict[int, list[AIPerfRun]], what: str) -> dict[int, AIPerfRun]:
+    for conc, runs in groups.items():
+        if len(runs) > 1:
+            names = ", ".join(r.name for r in runs)
+            raise InputError(what, conc, f"one run per cell; {len(runs)} at concurrency {conc} ({names})")
+    return {conc: runs[0] for conc, runs in groups.items()}
+
+
+def _multicomm(deepep: dict[tuple[int, int], AIPerfRun]) -> list[MultiComm]:
+    out = []
+    for conc in sorted({c for c, _ in deepep}):
+        ks = sorted(k for c, k in deepep if c == conc)
+        if len(ks) < 2:
+            continue
+        lo, hi = deepep[(conc, ks[0])], deepep[(conc, ks[-1])]
+        assert lo.itl_ms is not None and hi.itl_ms is not None
+        ratios = [
+            (a / b).as_("x") if a is not None and b is not None else None
+            for a, b in ((hi.aggregate_tok_s, lo.aggregate_tok_s), (hi.per_user_tok_s, lo.per_user_tok_s))
+        ]
+        out.append(MultiComm(conc, ks[0], ks[-1], *ratios, (lo.itl_ms / hi.itl_ms).as_("x")))
+    return out
+
+
+def assemble(
+    dense_runs: Sequence[AIPerfRun],
+    deepep_runs: Sequence[AIPerfRun],
+    base: Scenario,
+    explicit: Collection[str] = (),
+) -> RunSet:
+    """Check the runs against each other and the flags; return them placed, paired and resolved.
+
+    `explicit` names the scenario fields the user typed (the rest are defaults the exports may
+    replace). Raises InputError / FileInputError on anything that would make the fit a
+    comparison of different workloads.
+    """
+    if not deepep_runs:
+        raise InputError("--deepep", None, "at least one DeepEP run (an AIPerf export file or folder)")
+    if base.alternative != "allgather":
+        raise InputError(
+            "--alternative", base.alternative, "allgather (the dense runs are read as the allgather arm)"
+        )
+    if base.calibration is not None:
+        raise InputError("--calibration", base.calibration, "none: calibrate writes a profile, it reads none")
+    _refuse_unusable([*dense_runs, *deepep_runs])
+    warnings: list[str] = []
+    dense_list = _place(dense_runs, base, explicit, False, warnings)
+    deepep_list = _place(deepep_runs, base, explicit, True, warnings)
+
+    dense = _one_per_slot(group_by_concurrency(dense_list), "--dense")
+    deepep: dict[tuple[int, int], AIPerfRun] = {}
+    for conc, group in group_by_concurrency(deepep_list).items():
+        by_k: dict[int, list[AIPerfRun]] = {}
+        for run in group:
+            assert run.comms is not None
+            by_k.setdefault(run.comms, []).append(run)
+        for k, one in _one_per_slot(by_k, "--deepep").items():
+            deepep[(conc, k)] = one
+
+    pairs: dict[tuple[int, int], ABPair] = {}
+    for conc, d in dense.items():
+        twins = [key for key in deepep if key[0] == conc]
+        if not twins:  # an A/B whose arms ran different concurrencies: check_pair names it
+            check_pair(d, deepep_list[0])
+            raise InputError("concurrency", conc, "a DeepEP run at the concurrency of every dense run")
+        for key in twins:
+            pair = derive_pair(d, deepep[key])
+            pairs[key] = pair
+            for w in pair.warnings:
+                _warn(warnings, w)
+    for key, run in deepep.items():
+        if key not in pairs:
+            for w in run.warnings:
+                _warn(warnings, f"DeepEP run ({run.name}): {w}")
+
+    runs = [*dense.values(), *deepep.values()]
+    shared = {
+        "engine": _engine(runs, base, explicit, warnings),
+        "model": _model(runs, base, explicit, warnings),
+        "isl": _shape_length(runs, "isl", base, explicit),
+        "osl": _shape_length(runs, "osl", base, explicit),
+    }
+    concs = sorted({c for c, _ in deepep})
+    if "concurrency" in explicit and base.concurrency not in concs:
+        raise InputError("--concurrency", base.concurrency, f"one of the runs' concurrencies ({concs})")
+    shared["concurrency"] = base.concurrency if "concurrency" in explicit else concs[0]
+    if "comms" not in explicit:  # the scenario names one cell: the first at its concurrency
+        shared["comms"] = min(k for c, k in deepep if c == shared["concurrency"])
+    scenario = base.model_copy(update=shared)
+    resolved = resolve(scenario)
+    if resolved.gpus_per_node != resolved.instance.gpus_per_node:
+        _warn(
+            warnings,
+            f"--gpus-per-node {resolved.gpus_per_node}: measured cells are replayed only at the instance's "
+            f"full {resolved.instance.gpus_per_node} GPUs; the fitted constants still apply",
+        )
+    return RunSet(scenario, resolved, dense, deepep, pairs, _multicomm(deepep), warnings)
+
+
+def _metrics(run: AIPerfRun) -> ArmMetrics:
+    def positive(q: Q | None) -> float | None:
+        return q.scalar if q is not None and q.scalar > 0 else None
+
+    return ArmMetrics(
+        aggregate_tok_s=positive(run.aggregate_tok_s),
+        per_user_tok_s=positive(run.per_user_tok_s),
+        itl_ms=positive(run.itl_ms),
+        ttft_p50_ms=positive(run.ttft_p50_ms),
+    )
+
+
+def build_cells(rs: RunSet) -> list[Cell]:
+    """One measured cell per DeepEP run, carrying its dense twin when there is one."""
+    s, r = rs.scenario, rs.resolved
+    cells = []
+    for (conc, k), run in sorted(rs.deepep.items()):
+        twin = rs.dense.get(conc)
+        source = f"your DeepEP run {run.source}" + (f"; your dense run {twin.source}" if twin else "")
+        cells.append(
+            Cell(
+                id=rs.cell_id(conc, k),
+                role="calibration",
+                title=f"your {r.engine.name} runs: DeepEP EP_NUM_COMMS={k}, concurrency {conc}"
+                + (" with its dense twin" if twin else ""),
+                engine=r.engine.name,
+                transport=r.transport.name,
+                comms=k,
+                concurrency=conc,
+                isl=s.isl,
+                osl=s.osl,
+                cuda_graphs=s.cuda_graphs,
+                max_qps=s.max_qps,
+                source=source,
+                deepep=_metrics(run),
+                allgather=_metrics(twin) if twin else None,
+                model=s.model.strip().lower(),
+                instance=r.instance.name,
+                nodes=s.nodes,
+            )
+        )
+    return cells
