@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import InputError
 from ._toml import validate_rows
+from .constants import override_key
 
 
 class KernelRef(BaseModel):
@@ -90,4 +91,10 @@ def get_transport(name: str) -> Transport:
     key = name.strip().lower()
     if key not in transports:
         raise InputError("--transport", name, f"one of {', '.join(transports)}")
+    active = override_key()
+    if active:
+        prefix = f"transport:{key}:"
+        update = {k[len(prefix) :]: v for k, v in active if k.startswith(prefix)}
+        if update:  # a sensitivity case on this transport's assumed figures
+            return transports[key].model_copy(update=update)
     return transports[key]

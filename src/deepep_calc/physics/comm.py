@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from ..catalog.constants import const
+from ..catalog.constants import const, override_key
 from ..catalog.hardware import Instance, get_instance
 from ..catalog.transports import KernelRef, Transport, get_transport
 from ..quantity import Q, qmax
@@ -107,12 +107,17 @@ def _ref_shape(ref: KernelRef) -> KernelShape:
     return KernelShape(ref.tokens, ref.hidden, ref.topk, ref.experts, "fp8")
 
 
-@cache
 def fixed_latency_us(name: str) -> tuple[Q, Q]:
     """Per-layer fixed latency alpha of dispatch and combine, solved from the primary reference.
 
-    A reference that gives only dispatch + combine is split in the efa-proxy ratio.
+    A reference that gives only dispatch + combine is split in the efa-proxy ratio. Re-solved
+    under constant overrides, so the primary reference stays exact in a sensitivity case.
     """
+    return _fixed_latency_cached(name, override_key())
+
+
+@lru_cache(maxsize=256)
+def _fixed_latency_cached(name: str, _key: tuple[tuple[str, float], ...]) -> tuple[Q, Q]:
     t = get_transport(name)
     ref = t.reference
     inst = get_instance(ref.instance)

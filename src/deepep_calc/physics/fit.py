@@ -11,10 +11,11 @@ re-solved by least squares (the residual is then reported, not hidden).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 
 import numpy as np
 
+from ..catalog.constants import override_key
 from ..catalog.engines import Anchor, Engine, get_engine
 from ..catalog.measured import Cell, load_cells
 from ..quantity import Q
@@ -118,13 +119,24 @@ def _solve(engine: Engine) -> FitReport:
     )
 
 
-@cache
 def solve_engine(name: str) -> FitReport:
+    """The engine's fit; re-solved (and cached separately) under constant overrides."""
+    return _solve_cached(name, override_key())
+
+
+@lru_cache(maxsize=256)
+def _solve_cached(name: str, _key: tuple[tuple[str, float], ...]) -> FitReport:
     return _solve(get_engine(name))
 
 
-@cache
 def engine_fit(name: str) -> EngineFit:
+    """Constants of the step model. Under `catalog.constants.overrides` the fit is redone with
+    the overridden constants, so the measured anchors stay reproduced exactly."""
+    return _engine_fit_cached(name, override_key())
+
+
+@lru_cache(maxsize=256)
+def _engine_fit_cached(name: str, _key: tuple[tuple[str, float], ...]) -> EngineFit:
     rep = solve_engine(name)
     engine = get_engine(name)
     cells = ", ".join(rep.anchors)

@@ -64,7 +64,9 @@ def engine_fits_table() -> str:
         rep = solve_engine(name)
         fit = engine_fit(name)
         v = rep.values
-        notes = ", ".join([*(f"{p} pinned to 0" for p in rep.pinned), *(f"{b} borrowed" for b in rep.borrowed)])
+        notes = ", ".join(
+            [*(f"{p} pinned to 0" for p in rep.pinned), *(f"{b} borrowed" for b in rep.borrowed)]
+        )
         res = ", ".join(f"{x:+.1f}" for x in rep.residuals_us)
         lines.append(
             f"| {name} | {v['launch_us_per_layer']:.1f} | {v['proxy_fixed_us']:.1f} | "
@@ -89,7 +91,9 @@ SECTIONS: dict[str, Callable[[], str]] = {
     "validation": validation_tables,
 }
 
-_BLOCK = re.compile(r"(<!-- BEGIN GENERATED: (?P<name>[\w-]+) -->\n)(.*?)(<!-- END GENERATED: (?P=name) -->)", re.S)
+_BLOCK = re.compile(
+    r"(<!-- BEGIN GENERATED: (?P<name>[\w-]+) -->\n)(.*?)(<!-- END GENERATED: (?P=name) -->)", re.S
+)
 
 
 def render(text: str) -> str:

@@ -1,0 +1,552 @@
+"""Break-even answers: where does the verdict of one scenario change, and by how much?
+
+Each answer is solved on the model, not read off a blind scan:
+
+kernel_tie_us      per-MoE-layer dispatch + combine latency at which DeepEP's aggregate equals
+                   the alternative's. The latency enters as a shift of the transport's fixed
+                   latency alpha (every dispatch pays it, prefill included), and 1 / aggregate is
+                   linear in that shift (step and TTFT both are), so two model passes give the
+                   exact root.
+concurrency_tie    smallest concurrency at which DeepEP's aggregate reaches the alternative's:
+concurrency_win    ... and beats it by more than the noise band (the verdict's threshold). Tokens
+                   per rank = concurrency / EP, so this is where the alternative's all-rank
+                   traffic outgrows DeepEP's top-k traffic.
+capacity_isl       smallest input length (at this concurrency) at which capacity forces EP.
+capacity_conc      smallest concurrency (at this context) at which capacity forces EP.
+capacity_nodes     smallest node count at which single-node replicas hold the load (below it,
+                   capacity forces EP).
+ep_nodes           fewest nodes on which the DeepEP arm fits in HBM.
+comms_proxy        EP_NUM_COMMS beyond which the host proxy stops being issue-bound: its fitted
+                   per-layer cost is proxy_fixed_us + proxy_lane_us / K (physics/step.py); the
+                   proxy is issue-bound while the part that more comms divide, lane / K, exceeds
+                   the part they do not, so K* = proxy_lane_us / proxy_fixed_us.
+comms_bandwidth    EP_NUM_COMMS beyond which more comms add no scale-out bandwidth: the measured
+                   curve k1 * K^e reaches the line rate at K = (line / k1)^(1/e).
+qps_kernel         EP_EFA_MAX_QPS beyond which the kernel's issue term (work requests x op cost /
+                   lanes) is no longer the largest of the three pipes of physics/comm.py in either
+                   direction; bisection on the kernel model against the same kernel with a free
+                   issue path.
+
+Integer answers come from a search that first evaluates a geometric + linear grid over the whole
+allowed range in one vectorised pass (so a first crossing is not jumped over), then narrows the
+bracket with further vectorised passes. The model's figures are used throughout (measured-cell
+substitution does not respond to a what-if). "Never within limits" is an answer, not an error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from .catalog.constants import const
+from .evaluate import Result, compute
+from .physics.comm import KernelShape, fixed_latency_us, kernel_us, scaleout_bw
+from .physics.fit import engine_fit
+from .physics.layout import layout
+from .quantity import Q, weakest
+from .scenario import LIMITS, Resolved, Scenario, resolve
+from .verdict import ARM_LABELS, classify_codes
+
+SHIFT_US = 100.0  # probe shift of the fixed latency for the linear solve (any non-zero value)
+
+
+@dataclass
+class Answer:
+    key: str
+    question: str
+    value: Q | None
+    note: str
+    check: dict[str, Q] = field(default_factory=dict)  # the model at (and beside) the answer
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "question": self.question,
+            "value": self.value.to_json() if self.value is not None else None,
+            "note": self.note,
+            "check": {k: v.to_json() for k, v in self.check.items()},
+        }
+
+
+# The model at many points -------------------------------------------------------------------
+
+
+def model(r: Resolved, **arrays: Any) -> Result:
+    """The vectorised model (no measured substitution) at the given numeric fields."""
+    s = r.scenario
+    fields = {"concurrency": np.atleast_1d(np.asarray(arrays.pop("concurrency", s.concurrency)))}
+    fields.update({k: np.atleast_1d(np.asarray(v)) for k, v in arrays.items()})
+    return compute(r.vary(**fields))
+
+
+def _at(q: Q, i: int = 0) -> Q:
+    """Row i of a vectorised quantity (a value that did not vary holds for every row)."""
+    values = np.asarray(q.value).reshape(-1)
+    return Q(float(values[min(i, values.size - 1)]), q.unit, q.tag, q.source)
+
+
+def first_true(pred: Callable[[np.ndarray], np.ndarray], lo: int, hi: int, points: int = 96) -> int | None:
+    """Smallest integer in [lo, hi] where `pred` holds, or None if it holds nowhere on the grid.
+
+    One vectorised pass over a geometric + linear grid finds the first bracket; each further
+    pass divides the bracket ~`points` ways (a k-ary bisection). Exact for predicates that turn
+    true once; for others it returns the first crossing the grid sees.
+    """
+    grid = _grid(lo, hi, points, include_ends=True)
+    ok = np.asarray(pred(grid), dtype=bool)
+    if not ok.any():
+        return None
+    j = int(np.argmax(ok))
+    if j == 0:
+        return int(grid[0])
+    below, above = int(grid[j - 1]), int(grid[j])
+    while above - below > 1:
+        cand = _grid(below, above, points, include_ends=False)
+        if cand.size == 0:
+            break
+        ok = np.asarray(pred(cand), dtype=bool)
+        if ok.any():
+            k = int(np.argmax(ok))
+            above = int(cand[k])
+            below = int(cand[k - 1]) if k > 0 else below
+        else:
+            below = int(cand[-1])
+    return above
+
+
+def _grid(lo: int, hi: int, points: int, include_ends: bool) -> np.ndarray:
+    half = max(points // 2, 2)
+    geo = np.geomspace(max(lo, 1), hi, half)
+    lin = np.linspace(lo, hi, half)
+    grid = np.unique(np.round(np.concatenate([geo, lin])).astype(np.int64))
+    if include_ends:
+        return np.unique(np.concatenate([[lo, hi], grid[(grid >= lo) & (grid <= hi)]]))
+    return grid[(grid > lo) & (grid < hi)]
+
+
+# (a) kernel latency at which DeepEP ties the alternative ------------------------------------
+
+
+class AlphaShift:
+    """A calibration-profile stand-in that adds `delta_us` to every DeepEP fixed latency.
+
+    Split evenly between dispatch and combine (only their sum matters to the step). Any real
+    profile on the scenario keeps its cells, engine constants and its own alpha underneath.
+    """
+
+    def __init__(self, inner: Any, delta_us: float) -> None:
+        self.inner, self.delta = inner, delta_us
+
+    def alpha(self, name: str) -> tuple[Q, Q]:
+        base = self.inner.alpha(name) if self.inner is not None else None
+        a_d, a_c = base if base is not None else fixed_latency_us(name)
+        half = self.delta / 2.0
+        return (a_d + half).as_("us"), (a_c + half).as_("us")
+
+    def engine_fit(self, fit: Any, r: Resolved) -> Any:
+        return self.inner.engine_fit(fit, r) if self.inner is not None else fit
+
+    def cells(self) -> list[Any]:
+        return list(self.inner.cells()) if self.inner is not None else []
+
+    def __getattr__(self, name: str) -> Any:
+        if self.inner is None:
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def with_kernel_shift(r: Resolved, delta_us: float) -> Resolved:
+    """The same scenario with every DeepEP dispatch + combine `delta_us` slower per MoE layer."""
+    return replace(r, profile=AlphaShift(r.profile, delta_us))
+
+
+def _per_layer_us(result: Result, layers: int) -> Q:
+    comm = result.arms["deepep"].breakdown_ms["moe_comm"]
+    return _at((comm * (1000.0 / max(layers, 1))).as_("us", f"DeepEP kernels per step / {layers} MoE layers"))
+
+
+def kernel_tie(r: Resolved) -> Answer:
+    alt_name = r.scenario.alternative
+    q = f"Per-MoE-layer dispatch + combine latency at which DeepEP ties {ARM_LABELS[alt_name]}"
+    base = model(r)
+    layers = r.model.moe_layers
+    now = _per_layer_us(base, layers)
+    dee, alt = base.arms["deepep"], base.arms[alt_name]
+    for name, arm in (("DeepEP", dee), (ARM_LABELS[alt_name], alt)):
+        if not bool(np.all(arm.feasible)):
+            return Answer(
+                "kernel_tie_us", q, None, f"no tie to find: {name} is not feasible here ({_why(r, arm)})"
+            )
+    probe = model(with_kernel_shift(r, SHIFT_US)).arms["deepep"]
+    y0 = (1.0 / _at(dee.aggregate_tok_s)).as_("s/tok")
+    y1 = (1.0 / _at(probe.aggregate_tok_s)).as_("s/tok")
+    target = (1.0 / _at(alt.aggregate_tok_s)).as_("s/tok")
+    delta = ((target - y0) / (y1 - y0) * SHIFT_US).as_("us")
+    tie = (now + delta).as_(
+        "us",
+        "solved: 1/aggregate is linear in the kernels' fixed latency; "
+        f"DeepEP now {now.scalar:,.0f} us per layer",
+    )
+    ratio = _at(model(with_kernel_shift(r, delta.scalar)).ratio_deepep_vs_alternative)
+    floor = _per_layer_us(model(with_kernel_shift(r, -_alpha_total(r))), layers)
+    check = {"now_us": now, "solution_us": tie, "ratio_at_solution": ratio, "floor_us": floor}
+    if tie.scalar <= 0:
+        note = (
+            f"no kernel latency ties: even at 0 us per layer (now {now.scalar:,.1f} us) DeepEP stays "
+            f"behind; the rest of its step (engine, proxy) decides"
+        )
+        return Answer("kernel_tie_us", q, None, note, check)
+    note = (
+        f"now {now.scalar:,.1f} us per layer; DeepEP ties at {tie.scalar:,.1f} us ({delta.scalar:+,.1f} us)"
+    )
+    if tie.scalar < floor.scalar:
+        note += (
+            f"; below the {floor.scalar:,.1f} us that the bandwidth and issue terms alone take at this "
+            "shape: no fixed-latency saving reaches it"
+        )
+    return Answer("kernel_tie_us", q, tie, note, check)
+
+
+def _why(r: Resolved, arm: Any) -> str:
+    if not bool(np.all(arm.fits_memory)):
+        return "it does not fit in HBM"
+    world = r.scenario.nodes * r.gpus_per_node
+    return f"{r.model.experts} experts do not split evenly over EP{world}"
+
+
+def _alpha_total(r: Resolved) -> float:
+    name = r.transport.name if r.scenario.nodes > 1 else "nvlink"
+    base = r.profile.alpha(name) if r.profile is not None else None
+    a_d, a_c = base if base is not None else fixed_latency_us(name)
+    return a_d.scalar + a_c.scalar
+
+
+# (b) concurrency at which DeepEP overtakes the alternative ----------------------------------
+
+
+def _ratio_pred(r: Resolved, threshold: float) -> Callable[[np.ndarray], np.ndarray]:
+    alt_name = r.scenario.alternative
+
+    def pred(conc: np.ndarray) -> np.ndarray:
+        res = model(r, concurrency=conc)
+        both = np.asarray(res.arms["deepep"].feasible) & np.asarray(res.arms[alt_name].feasible)
+        return both & (np.asarray(res.ratio_deepep_vs_alternative.value) >= threshold)
+
+    return pred
+
+
+def concurrency_cross(r: Resolved, win: bool) -> Answer:
+    noise = const("noise_band")
+    threshold = 1.0 + noise.scalar if win else 1.0
+    alt = ARM_LABELS[r.scenario.alternative]
+    key = "concurrency_win" if win else "concurrency_tie"
+    question = (
+        f"Concurrency at which DeepEP beats {alt} by more than the {noise.scalar:.0%} noise band"
+        if win
+        else f"Concurrency at which DeepEP's aggregate reaches {alt}'s"
+    )
+    limit = LIMITS["concurrency"]
+    found = first_true(_ratio_pred(r, threshold), 1, limit)
+    if found is None:
+        probe = model(r, concurrency=np.array([limit]))
+        note = f"never within limits (concurrency 1 to {limit:,})"
+        dee, other = probe.arms["deepep"], probe.arms[r.scenario.alternative]
+        if not bool(np.all(dee.feasible)):
+            note += f": DeepEP is not feasible ({_why(r, dee)})"
+        elif not bool(np.all(other.feasible)):
+            note += f": {alt} is not feasible ({_why(r, other)})"
+        else:
+            note += f": at {limit:,} the ratio is {_at(probe.ratio_deepep_vs_alternative).scalar:.3f}"
+        return Answer(key, question, None, note, {"ratio_at_limit": _at(probe.ratio_deepep_vs_alternative)})
+    at = model(r, concurrency=np.array([found, max(found - 1, 1)]))
+    ratio_at, ratio_below = _at(at.ratio_deepep_vs_alternative, 0), _at(at.ratio_deepep_vs_alternative, 1)
+    tokens = float(np.asarray(layout(r, "deepep", np.array([found])).seqs_per_rank).reshape(-1)[0])
+    value = Q(float(found), "requests", ratio_at.tag, f"search on the model ratio >= {threshold:g}")
+    note = f"at concurrency {found:,} ({tokens:,.0f} tokens per rank) the ratio is {ratio_at.scalar:.3f}"
+    if found == 1:
+        note = f"already at concurrency 1: the ratio is {ratio_at.scalar:.3f}"
+    else:
+        note += f"; at {found - 1:,} it is {ratio_below.scalar:.3f}"
+    tokens_q = Q(tokens, "tokens/rank", ratio_at.tag, "concurrency / EP ranks (engine batch cap applies)")
+    return Answer(
+        key,
+        question,
+        value,
+        note,
+        {"ratio_at": ratio_at, "ratio_below": ratio_below, "tokens_per_rank": tokens_q},
+    )
+
+
+# (c) capacity -------------------------------------------------------------------------------
+
+
+def _codes(r: Resolved, **arrays: Any) -> tuple[np.ndarray, Result]:
+    res = model(r, **arrays)
+    codes, _ = classify_codes(res)
+    return np.asarray(codes).reshape(-1), res
+
+
+def _memory_check(res: Result, arm: str, i: int) -> dict[str, Q]:
+    mem = res.arms[arm].memory
+    return {"memory_gb_per_gpu": _at(mem.total_gb, i), "usable_gb": _at(mem.usable_gb, i)}
+
+
+def capacity_field(r: Resolved, name: str) -> Answer:
+    """Smallest ISL or concurrency at which capacity forces EP (memory grows with both)."""
+    label = {"isl": "input length", "concurrency": "concurrency"}[name]
+    question = f"Smallest {label} at which one node can no longer hold it (capacity forces EP)"
+    key = f"capacity_{'isl' if name == 'isl' else 'conc'}"
+    limit = LIMITS[name]
+
+    def pred(values: np.ndarray) -> np.ndarray:
+        return _codes(r, **{name: values})[0] == "capacity"
+
+    found = first_true(pred, 1, limit)
+    unit = "tokens" if name == "isl" else "requests"
+    if found is None:
+        return Answer(key, question, None, f"never within limits ({label} up to {limit:,})")
+    _, res = _codes(r, **{name: np.array([found, max(found - 1, 1)])})
+    check = {
+        **{f"{k}_at": v for k, v in _memory_check(res, "replica", 0).items()},
+        **{f"{k}_below": v for k, v in _memory_check(res, "replica", 1).items()},
+    }
+    tag = weakest(*check.values())
+    value = Q(float(found), unit, tag, f"search on single-node memory vs HBM ({label})")
+    if found == 1:
+        return Answer(
+            key,
+            question,
+            value,
+            f"forced already at {label} 1: the weights alone need more than one node",
+            check,
+        )
+    return Answer(
+        key,
+        question,
+        value,
+        f"one node holds it up to {label} {found - 1:,}; from {found:,} experts must be sharded across nodes",
+        check,
+    )
+
+
+def capacity_nodes(r: Resolved) -> Answer:
+    question = "Node count below which capacity forces EP (single-node replicas cannot hold the load)"
+    limit = LIMITS["nodes"]
+
+    def pred(nodes: np.ndarray) -> np.ndarray:
+        return _codes(r, nodes=nodes)[0] != "capacity"
+
+    found = first_true(pred, 1, limit)
+    if found is None:
+        _, res = _codes(r, nodes=np.array([1]))
+        check = _memory_check(res, "replica", 0)
+        return Answer(
+            "capacity_nodes",
+            question,
+            None,
+            f"forced at every node count up to {limit:,}: one node needs "
+            f"{check['memory_gb_per_gpu'].scalar:,.0f} GB per GPU against "
+            f"{check['usable_gb'].scalar:,.0f} usable",
+            check,
+        )
+    _, res = _codes(r, nodes=np.array([found, max(found - 1, 1)]))
+    check = {
+        **{f"{k}_at": v for k, v in _memory_check(res, "replica", 0).items()},
+        **{f"{k}_below": v for k, v in _memory_check(res, "replica", 1).items()},
+    }
+    value = Q(float(found), "nodes", weakest(*check.values()), "search on single-node replica memory")
+    note = (
+        "never forced: one node holds this load"
+        if found == 1
+        else f"below {found} nodes each replica carries too many sequences; "
+        f"from {found} single-node replicas fit"
+    )
+    return Answer("capacity_nodes", question, value, note, check)
+
+
+def ep_nodes(r: Resolved) -> Answer:
+    question = "Fewest nodes on which the DeepEP arm fits in HBM"
+    limit = LIMITS["nodes"]
+
+    def pred(nodes: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(np.asarray(model(r, nodes=nodes).arms["deepep"].fits_memory), nodes.shape)
+
+    found = first_true(pred, 1, limit)
+    if found is None:
+        return Answer("ep_nodes", question, None, f"does not fit on any node count up to {limit:,}")
+    res = model(r, nodes=np.array([found]))
+    check = _memory_check(res, "deepep", 0)
+    value = Q(float(found), "nodes", weakest(*check.values()), "search on DeepEP arm memory per GPU")
+    world = found * r.gpus_per_node
+    note = f"{check['memory_gb_per_gpu'].scalar:,.1f} GB per GPU of {check['usable_gb'].scalar:,.1f} usable"
+    if r.model.experts % world:
+        note += (
+            f"; {r.model.experts} experts do not split evenly over EP{world}: "
+            "pick a node count that divides them"
+        )
+    return Answer("ep_nodes", question, value, note, check)
+
+
+# (d) where the transport stops being issue-bound --------------------------------------------
+
+
+def comms_proxy(r: Resolved) -> Answer:
+    t = r.transport
+    question = "EP_NUM_COMMS beyond which the host proxy stops being issue-bound"
+    if not (t.host_proxied and t.comms_sensitive):
+        why = "GPU-initiated: no host proxy" if not t.host_proxied else "its proxy does not use EP_NUM_COMMS"
+        return Answer("comms_proxy", question, None, f"not applicable to {t.name} ({why})")
+    if r.scenario.nodes <= 1:
+        return Answer("comms_proxy", question, None, "not applicable: one node, no scale-out proxy")
+    fit = engine_fit(r.engine.name)
+    if r.profile is not None:
+        fit = r.profile.engine_fit(fit, r)
+    lane, fixed = fit.proxy_lane_us, fit.proxy_fixed_us
+    check = {"proxy_lane_us": lane, "proxy_fixed_us": fixed}
+    if fixed.scalar <= 0:
+        return Answer(
+            "comms_proxy",
+            question,
+            None,
+            f"never within limits: the {r.engine.name} fit puts the whole proxy cost in the part "
+            "EP_NUM_COMMS divides, so every added comm still shortens the step",
+            check,
+        )
+    k = (lane / fixed).as_("comms", f"proxy_lane_us / proxy_fixed_us ({r.engine.name} fit)")
+    if k.scalar > LIMITS["comms"]:
+        note = f"never within limits: the lane share stays larger up to EP_NUM_COMMS {LIMITS['comms']}"
+        return Answer("comms_proxy", question, None, note, {**check, "solution": k})
+    if k.scalar <= 1:
+        note = (
+            f"not issue-bound at any setting: even at EP_NUM_COMMS=1 the divisible part "
+            f"({lane.scalar:,.0f} us) is below the fixed part ({fixed.scalar:,.0f} us) per layer"
+        )
+    else:
+        note = (
+            f"beyond EP_NUM_COMMS={math.ceil(k.scalar)} the fixed {fixed.scalar:,.0f} us per layer outweighs "
+            f"the {lane.scalar:,.0f} us / K that more comms divide (now {r.scenario.comms})"
+        )
+    return Answer("comms_proxy", question, k, note, check)
+
+
+def comms_bandwidth(r: Resolved) -> Answer:
+    t, inst = r.transport, r.instance
+    question = "EP_NUM_COMMS beyond which more comms add no scale-out bandwidth"
+    if not t.comms_sensitive:
+        return Answer(
+            "comms_bandwidth", question, None, f"not applicable: {t.name}'s bandwidth does not depend on it"
+        )
+    if r.scenario.nodes <= 1:
+        return Answer("comms_bandwidth", question, None, "not applicable: one node, no scale-out traffic")
+    assert t.bw_k1_gb_s is not None and t.bw_comms_exponent is not None
+    line = inst.net_gb_s_per_gpu(r.gpus_per_node)
+    k1 = Q.derived(t.bw_k1_gb_s, "GB/s", t.bw_source)
+    k = Q(
+        float((line.scalar / k1.scalar) ** (1.0 / t.bw_comms_exponent)),
+        "comms",
+        weakest(line, k1),
+        f"(line rate / k1)^(1/{t.bw_comms_exponent:g}): the measured curve reaches {line.scalar:,.1f} GB/s",
+    )
+    bw = scaleout_bw(t, inst, r.gpus_per_node, k.scalar)
+    check = {"line_gb_s": line, "bandwidth_at": _at(bw)}
+    if k.scalar > LIMITS["comms"]:
+        return Answer("comms_bandwidth", question, None, "never within limits", {**check, "solution": k})
+    note = (
+        f"k1 x K^{t.bw_comms_exponent:g} reaches the {line.scalar:,.1f} GB/s line rate at K = {k.scalar:,.1f}"
+    )
+    return Answer("comms_bandwidth", question, k, note, check)
+
+
+def _kernel_pair(r: Resolved, qps: np.ndarray) -> tuple[dict[str, Q], dict[str, Q]]:
+    """The kernel at these QP counts, and the same kernel with a free issue path."""
+    s, t, inst = r.scenario, r.transport, r.instance
+    world = s.nodes * r.gpus_per_node
+    tokens = np.asarray(layout(r, "deepep").seqs_per_rank, dtype=float)
+    shape = KernelShape(tokens, r.model.hidden, r.model.topk, r.model.experts, "fp8")
+    alpha = r.profile.alpha if r.profile is not None else None
+    real = kernel_us(t, inst, r.gpus_per_node, world, shape, s.comms, qps, alpha=alpha)
+    free = kernel_us(
+        t.model_copy(update={"op_us": 0.0}), inst, r.gpus_per_node, world, shape, s.comms, qps, alpha=alpha
+    )
+    return real, free
+
+
+def issue_bound(r: Resolved, qps: np.ndarray) -> np.ndarray:
+    """True where either direction's issue term is the largest of the kernel's three pipes."""
+    real, free = _kernel_pair(r, qps)
+    out = np.zeros(np.shape(qps), dtype=bool)
+    for d in ("dispatch", "combine"):
+        out |= np.asarray(real[d].value) > np.asarray(free[d].value) * (1.0 + 1e-9)
+    return out
+
+
+def qps_kernel(r: Resolved) -> Answer:
+    t = r.transport
+    question = "EP_EFA_MAX_QPS beyond which the kernel stops being issue-bound"
+    if not t.comms_sensitive:
+        return Answer(
+            "qps_kernel", question, None, f"not applicable: the QP cap does not enter {t.name}'s issue model"
+        )
+    if r.scenario.nodes * r.gpus_per_node <= r.gpus_per_node:
+        return Answer("qps_kernel", question, None, "not applicable: one node, no scale-out issue path")
+    top = float(t.reference.qps)
+    if bool(issue_bound(r, np.array([top]))[0]):
+        real, free = _kernel_pair(r, np.array([top]))
+        return Answer(
+            "qps_kernel",
+            question,
+            None,
+            "issue-bound at every QP count the model distinguishes "
+            f"(lanes saturate at {t.reference.qps} QPs, the reference's setting)",
+            {"kernel_us": _at(real["total"]), "issue_free_us": _at(free["total"])},
+        )
+    if not bool(issue_bound(r, np.array([1.0]))[0]):
+        return Answer("qps_kernel", question, None, "not issue-bound even at 1 QP at this shape")
+    lo, hi = 1.0, top
+    for _ in range(5):  # each pass cuts the bracket 64 ways: 64^5 >> the precision we print
+        cand = np.linspace(lo, hi, 65)
+        bound = issue_bound(r, cand)
+        j = int(np.argmin(bound))  # first point no longer issue-bound
+        lo, hi = float(cand[j - 1]), float(cand[j])
+    real, free = _kernel_pair(r, np.array([hi, 0.8 * hi]))
+    tag = weakest(real["total"], free["total"])
+    value = Q(hi, "QPs", tag, "bisection: kernel issue term vs wire / NVLink time (physics/comm.py)")
+    check = {
+        "kernel_us_at": _at(real["total"], 0),
+        "issue_free_us_at": _at(free["total"], 0),
+        "kernel_us_below": _at(real["total"], 1),
+        "issue_free_us_below": _at(free["total"], 1),
+    }
+    note = (
+        f"below {hi:.1f} QPs posting work requests is the bottleneck; from {math.ceil(hi)} "
+        f"the wire or NVLink is (now EP_EFA_MAX_QPS={r.scenario.max_qps})"
+    )
+    return Answer("qps_kernel", question, value, note, check)
+
+
+# All of them ---------------------------------------------------------------------------------
+
+
+def breakeven(scenario: Scenario | None = None, /, **fields: Any) -> list[Answer]:
+    """Every break-even answer for a scenario (keyword fields on top of the defaults)."""
+    if scenario is None:
+        scenario = Scenario(**fields)
+    elif fields:
+        scenario = scenario.model_copy(update=fields)
+    r = resolve(scenario)
+    return [
+        kernel_tie(r),
+        concurrency_cross(r, win=False),
+        concurrency_cross(r, win=True),
+        capacity_field(r, "isl"),
+        capacity_field(r, "concurrency"),
+        capacity_nodes(r),
+        ep_nodes(r),
+        comms_proxy(r),
+        comms_bandwidth(r),
+        qps_kernel(r),
+    ]

@@ -1,0 +1,447 @@
+"""Sweeps: every combination of lists and ranges of scenario fields, through one vectorised model.
+
+A sweep is a product of axes, one per scenario field. Categorical fields (model, instance,
+engine, transport, ...) and the numeric fields the physics cannot take as arrays
+(`gpus_per_node`, the structural overrides, the SLO targets and the price) are resolved once
+per combination; the numeric fields of `scenario.VARIABLE` become NumPy arrays over a flattened
+grid, evaluated in bounded chunks by `compute(resolved.vary(...))` and `classify_codes`. No
+Python loop runs per row.
+
+Everything is validated before any work: a bad value anywhere raises `InputError` naming the
+flag, and nothing is written.
+
+The vectorised path runs the model everywhere: it does not replace a measured cell's numbers
+with the measurement, as `evaluate()` does for one scenario. A sweep row therefore equals
+`compute(resolve(row))` wherever the row is not a measured cell, and its model figures
+(`ArmResult.model_aggregate_tok_s` and the breakdown) where it is.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from .errors import InputError
+from .scenario import DEFAULTS, VARIABLE, Resolved, Scenario, check_array, resolve
+
+CHUNK_ROWS = 200_000  # rows per vectorised pass: ~100 MB of intermediates at most
+MAX_ROWS = 50_000_000  # beyond this a sweep is a mistake, not a question
+MAX_COMBINATIONS = 20_000  # resolved one by one: keep the Python-level loop small
+MAX_AXIS_VALUES = 1_000_000
+
+FIELDS = tuple(Scenario.model_fields)
+INT_FIELDS = (
+    "nodes",
+    "gpus_per_node",
+    "comms",
+    "max_qps",
+    "concurrency",
+    "isl",
+    "osl",
+    "experts",
+    "topk",
+    "hidden",
+    "moe_layers",
+)
+FLOAT_FIELDS = ("slo_tok_s", "ttft_ms", "price_per_hour")
+BOOL_FIELDS = ("cuda_graphs",)
+STRING_FIELDS = tuple(f for f in FIELDS if f not in INT_FIELDS + FLOAT_FIELDS + BOOL_FIELDS)
+ALTERNATIVES = ("allgather", "tp")
+
+ARM_KEYS = ("deepep", "alternative", "replica")
+ARM_METRICS = ("per_user_tok_s", "step_ms", "aggregate_tok_s", "ttft_ms", "usd_per_mtok", "memory_gb_per_gpu")
+RESULT_METRICS = ("ratio_deepep_vs_alternative", "tax_ms_per_token")
+VERDICT_CODES = ("dense", "deepep", "capacity")
+ARM_NAMES = ("deepep", "allgather", "tp", "replica")
+
+_TRUE = {"true", "1", "yes", "on", "graphs", "cuda-graphs"}
+_FALSE = {"false", "0", "no", "off", "eager"}
+
+
+def flag(name: str) -> str:
+    return f"--{name.replace('_', '-')}"
+
+
+def code_index(values: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    """Position of each string in `names`, vectorised (much faster than np.unique on strings)."""
+    idx = np.zeros(np.shape(values), dtype=np.int8)
+    for i, name in enumerate(names[1:], start=1):
+        idx[values == name] = i
+    return idx
+
+
+# Parsing -------------------------------------------------------------------------------------
+
+_RANGE = re.compile(r"^\s*([^:]+):([^:]+)(?::\s*([x+]?)\s*([^:]+))?\s*$")
+
+
+def _number(name: str, text: str, kind: type) -> float:
+    allowed = "whole numbers" if kind is int else "numbers"
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(
+            flag(name), text.strip(), f"{allowed}, a comma list or a range a:b[:xK|:+K]"
+        ) from None
+    if kind is int and (not math.isfinite(value) or value != int(value)):
+        raise InputError(flag(name), text.strip(), "whole numbers")
+    return value
+
+
+def _range(name: str, text: str, kind: type) -> list[float]:
+    """`a:b` (step 1), `a:b:+K` or `a:b:K` (arithmetic), `a:b:xK` (geometric), ends included."""
+    m = _RANGE.match(text)
+    assert m is not None
+    lo, hi = _number(name, m.group(1), float), _number(name, m.group(2), float)
+    op, step_text = m.group(3) or "+", m.group(4)
+    step = _number(name, step_text, float) if step_text is not None else 1.0
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+        raise InputError(flag(name), text, "a range a:b with a <= b")
+    if op == "x":
+        if not step > 1 or lo <= 0:
+            raise InputError(flag(name), text, "a geometric range a:b:xK with a > 0 and K > 1")
+        count = math.floor(math.log(hi / lo) / math.log(step) + 1e-9) + 1
+        values = lo * np.power(step, np.arange(count))
+    else:
+        if not step > 0:
+            raise InputError(flag(name), text, "an arithmetic range a:b:+K with K > 0")
+        count = math.floor((hi - lo) / step + 1e-9) + 1
+        values = lo + step * np.arange(min(count, MAX_AXIS_VALUES + 1))
+    if count > MAX_AXIS_VALUES:
+        raise InputError(flag(name), text, f"at most {MAX_AXIS_VALUES:,} values per field")
+    if kind is int:
+        values = np.unique(np.round(values))
+    return [float(v) for v in values]
+
+
+def parse_values(name: str, text: str | None) -> list[Any]:
+    """The values one flag stands for: a comma list, ranges, or one value."""
+    if name not in FIELDS:
+        raise InputError("sweep field", name, f"one of {', '.join(FIELDS)}")
+    if text is None:
+        return [DEFAULTS.get(name)]
+    parts = [p.strip() for p in str(text).split(",")]
+    if any(not p for p in parts):
+        raise InputError(flag(name), text, "a comma list with no empty items")
+    out: list[Any] = []
+    for part in parts:
+        if name in BOOL_FIELDS:
+            low = part.lower()
+            if low not in _TRUE | _FALSE:
+                raise InputError(flag(name), part, "true/false (or graphs/eager)")
+            out.append(low in _TRUE)
+        elif name in INT_FIELDS or name in FLOAT_FIELDS:
+            kind = int if name in INT_FIELDS else float
+            if ":" in part:
+                out.extend(_range(name, part, kind))
+            else:
+                out.append(_number(name, part, kind))
+        elif name == "alternative":
+            if part.lower() not in ALTERNATIVES:
+                raise InputError(flag(name), part, "allgather or tp")
+            out.append(part.lower())
+        else:
+            out.append(part)
+    if name in INT_FIELDS:
+        out = [int(v) for v in out]
+    # keep the first occurrence of each value, in the order given
+    return list(dict.fromkeys(out))
+
+
+# The plan: parsed, checked, resolved -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Combination:
+    """One categorical choice: its scalar scenario, resolved, and its place on the axes."""
+
+    index: tuple[int, ...]  # position on each categorical axis
+    resolved: Resolved
+
+
+@dataclass
+class SweepPlan:
+    axes: dict[str, list[Any]]  # every scenario field -> its values, in field order
+    numeric: tuple[str, ...]  # fields evaluated as arrays (scenario.VARIABLE)
+    categorical: tuple[str, ...]  # fields resolved per combination
+    combinations: list[Combination] = field(default_factory=list)
+
+    @property
+    def numeric_shape(self) -> tuple[int, ...]:
+        return tuple(len(self.axes[f]) for f in self.numeric)
+
+    @property
+    def rows_per_combination(self) -> int:
+        return math.prod(self.numeric_shape)
+
+    @property
+    def rows(self) -> int:
+        return self.rows_per_combination * len(self.combinations)
+
+    @property
+    def varied(self) -> tuple[str, ...]:
+        return tuple(f for f in FIELDS if len(self.axes[f]) > 1)
+
+
+def plan_sweep(raw: Mapping[str, str | None]) -> SweepPlan:
+    """Parse every flag, check every value and resolve every combination, before any work."""
+    unknown = [k for k in raw if k not in FIELDS]
+    if unknown:
+        raise InputError("sweep field", unknown[0], f"one of {', '.join(FIELDS)}")
+    axes = {name: parse_values(name, raw.get(name)) for name in FIELDS}
+    numeric = tuple(f for f in FIELDS if f in VARIABLE)
+    categorical = tuple(f for f in FIELDS if f not in VARIABLE)
+    for name in numeric:
+        arr = np.asarray(axes[name], dtype=bool if name in BOOL_FIELDS else float)
+        if name not in BOOL_FIELDS:
+            check_array(name, arr)
+    cat_sizes = [len(axes[f]) for f in categorical]
+    n_comb = math.prod(cat_sizes)
+    if n_comb > MAX_COMBINATIONS:
+        raise InputError(
+            "sweep", f"{n_comb:,} combinations", f"at most {MAX_COMBINATIONS:,} categorical combinations"
+        )
+    rows = n_comb * math.prod(len(axes[f]) for f in numeric)
+    if rows > MAX_ROWS:
+        raise InputError("sweep", f"{rows:,} rows", f"at most {MAX_ROWS:,} rows")
+    plan = SweepPlan(axes, numeric, categorical)
+    first_numeric = {f: axes[f][0] for f in numeric}
+    for index in itertools.product(*(range(n) for n in cat_sizes)):
+        fields = {f: axes[f][i] for f, i in zip(categorical, index, strict=True)}
+        plan.combinations.append(Combination(index, resolve(_scenario({**fields, **first_numeric}))))
+    return plan
+
+
+def _scenario(fields: dict[str, Any]) -> Scenario:
+    try:
+        return Scenario(**fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = str(err["loc"][0]) if err.get("loc") else "sweep"
+        raise InputError(flag(name), fields.get(name), err.get("msg", "a valid value")) from None
+
+
+# Evaluation -----------------------------------------------------------------------------------
+
+
+def numeric_columns(
+    plan: SweepPlan, start: int, stop: int
+) -> tuple[dict[str, np.ndarray], tuple[np.ndarray, ...]]:
+    """Rows [start, stop) of the flattened numeric grid, and each row's index on every axis."""
+    shape = plan.numeric_shape
+    idx = np.unravel_index(np.arange(start, stop, dtype=np.int64), shape)
+    cols = {}
+    for name, ix in zip(plan.numeric, idx, strict=True):
+        values = np.asarray(plan.axes[name], dtype=bool if name in BOOL_FIELDS else float)
+        cols[name] = values[ix]
+    return cols, idx
+
+
+def evaluate_chunk(resolved: Resolved, columns: dict[str, np.ndarray]) -> dict[str, Any]:
+    """One vectorised pass: the sweep's metric columns for these rows (arrays or scalars + tags).
+
+    Returns column name -> array (or a scalar that holds for every row), and `<column>_tag`
+    -> the provenance tag, which is one value for the whole pass.
+    """
+    from .evaluate import compute
+    from .verdict import classify_codes
+
+    result = compute(resolved.vary(**columns))
+    codes, rec = classify_codes(result)
+    out: dict[str, Any] = {}
+    for key, arm_name in zip(ARM_KEYS, ("deepep", result.alternative, "replica"), strict=True):
+        arm = result.arms[arm_name]
+        for metric in ARM_METRICS:
+            q = getattr(arm, metric)
+            out[f"{key}_{metric}"] = q.value
+            out[f"{key}_{metric}_tag"] = str(q.tag)
+        out[f"{key}_feasible"] = np.asarray(arm.feasible, dtype=bool)
+    for metric in RESULT_METRICS:
+        q = getattr(result, metric)
+        out[metric] = q.value
+        out[f"{metric}_tag"] = str(q.tag)
+    out["verdict"] = codes
+    out["recommended_arm"] = rec
+    return out
+
+
+@dataclass
+class Chunk:
+    combination: Combination
+    start: int
+    stop: int
+    numeric: dict[str, np.ndarray]
+    numeric_index: tuple[np.ndarray, ...]
+    metrics: dict[str, Any]
+
+    @property
+    def rows(self) -> int:
+        return self.stop - self.start
+
+    def column(self, name: str) -> Any:
+        """A metric or a numeric scenario column, broadcast to the chunk's rows."""
+        value = self.metrics[name] if name in self.metrics else self.numeric[name]
+        return np.broadcast_to(np.asarray(value), (self.rows,))
+
+
+def iter_chunks(
+    plan: SweepPlan, chunk_rows: int = CHUNK_ROWS, evaluator: Callable[..., dict[str, Any]] | None = None
+) -> Iterator[Chunk]:
+    """Evaluate the plan combination by combination, `chunk_rows` grid rows at a time."""
+    per = plan.rows_per_combination
+    for comb in plan.combinations:
+        for start in range(0, per, chunk_rows):
+            stop = min(start + chunk_rows, per)
+            cols, idx = numeric_columns(plan, start, stop)
+            run = evaluator or evaluate_chunk
+            yield Chunk(comb, start, stop, cols, idx, run(comb.resolved, cols))
+
+
+# Running a sweep -----------------------------------------------------------------------------
+
+
+@dataclass
+class SweepSummary:
+    rows: int
+    combinations: int
+    chunks: int
+    seconds: float
+    verdicts: dict[str, int]
+    recommended: dict[str, int]
+    output: str | None
+    map: str | None
+    varied: dict[str, list[Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows,
+            "combinations": self.combinations,
+            "chunks": self.chunks,
+            "seconds": round(self.seconds, 3),
+            "rows_per_s": round(self.rows / self.seconds) if self.seconds > 0 else None,
+            "verdicts": self.verdicts,
+            "recommended_arm": self.recommended,
+            "output": self.output,
+            "map": self.map,
+            "varied": self.varied,
+        }
+
+
+def run_sweep(
+    plan: SweepPlan,
+    output: str | None = None,
+    map_path: str | None = None,
+    x: str | None = None,
+    y: str | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+    progress: bool = True,
+) -> SweepSummary:
+    """Evaluate every row; stream them to `output` and fill the verdict map; all-or-nothing files."""
+    from .sweep_output import open_table_writer
+    from .verdict_map import MapGrid, check_map_target, write_map
+
+    if chunk_rows <= 0:
+        raise InputError("--chunk-rows", chunk_rows, "a whole number greater than 0")
+    grid = None
+    if map_path is not None:
+        check_map_target(map_path)
+        grid = MapGrid(plan, x or "nodes", y or "concurrency")
+    writer = open_table_writer(output, plan) if output is not None else None
+    verdicts = dict.fromkeys(VERDICT_CODES, 0)
+    recommended = dict.fromkeys(ARM_NAMES, 0)
+    n_chunks = len(plan.combinations) * max(1, math.ceil(plan.rows_per_combination / chunk_rows))
+    started = time.perf_counter()
+    bar = _ProgressBar(plan.rows, n_chunks > 1, started) if progress else None
+    done = 0
+    try:
+        for chunk in iter_chunks(plan, chunk_rows):
+            counts = np.bincount(code_index(chunk.column("verdict"), VERDICT_CODES), minlength=3)
+            for code, count in zip(VERDICT_CODES, counts, strict=True):
+                verdicts[code] += int(count)
+            counts = np.bincount(code_index(chunk.column("recommended_arm"), ARM_NAMES), minlength=4)
+            for arm, count in zip(ARM_NAMES, counts, strict=True):
+                recommended[arm] += int(count)
+            if writer is not None:
+                writer.write(chunk)
+            if grid is not None:
+                grid.add(chunk)
+            done += chunk.rows
+            if bar is not None:
+                bar.update(done)
+        if writer is not None:
+            writer.commit()
+            writer = None
+        if grid is not None and map_path is not None:
+            write_map(grid, map_path)
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    finally:
+        if bar is not None:
+            bar.stop()
+    elapsed = time.perf_counter() - started
+    return SweepSummary(
+        plan.rows,
+        len(plan.combinations),
+        n_chunks,
+        elapsed,
+        {k: v for k, v in verdicts.items() if v},
+        {k: v for k, v in recommended.items() if v},
+        output,
+        map_path,
+        {f: plan.axes[f] for f in plan.varied},
+    )
+
+
+class _ProgressBar:
+    """A rich progress bar on stderr, shown for multi-chunk sweeps or once one runs past 1 s."""
+
+    def __init__(self, total: int, show_now: bool, started: float) -> None:
+        self.total, self.started = total, started
+        self.progress: Any = None
+        self.task: Any = None
+        if show_now:
+            self._start()
+
+    def _start(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        console = Console(stderr=True)
+        if not console.is_terminal:
+            self.progress = False
+            return
+        self.progress = Progress(
+            TextColumn("sweep"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        )
+        self.progress.start()
+        self.task = self.progress.add_task("sweep", total=self.total)
+
+    def update(self, done: int) -> None:
+        if self.progress is None and time.perf_counter() - self.started > 1.0:
+            self._start()
+        if self.progress:
+            self.progress.update(self.task, completed=done)
+
+    def stop(self) -> None:
+        if self.progress:
+            self.progress.stop()
+
+
+def sweep(raw: Mapping[str, str | None], **kwargs: Any) -> SweepSummary:
+    """Plan and run in one call (the Python twin of `deepep-calc sweep`)."""
+    return run_sweep(plan_sweep(raw), **kwargs)

@@ -1,0 +1,216 @@
+"""Break-even answers, substituted back into the model, reproduce the tie they claim."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from deepep_calc.breakeven import (
+    breakeven,
+    capacity_field,
+    capacity_nodes,
+    comms_bandwidth,
+    comms_proxy,
+    concurrency_cross,
+    ep_nodes,
+    first_true,
+    issue_bound,
+    kernel_tie,
+    model,
+    qps_kernel,
+    with_kernel_shift,
+)
+from deepep_calc.catalog.constants import const
+from deepep_calc.cli import main
+from deepep_calc.physics.comm import kernel_us, scaleout_bw
+from deepep_calc.physics.fit import engine_fit
+from deepep_calc.quantity import Q
+from deepep_calc.scenario import Resolved, Scenario, resolve
+from deepep_calc.verdict import classify_codes
+
+GDA = Scenario(model="deepseek-v3", nodes=4, transport="efa-gda")
+IB = Scenario(model="deepseek-v3", instance="ib-h800", transport="ib-ibgda", nodes=4, engine="vllm")
+KIMI = Scenario(model="kimi-k2", nodes=2, concurrency=256, isl=4096)
+
+
+def _r(s: Scenario) -> Resolved:
+    return resolve(s)
+
+
+def _ratio(r: Resolved, **arrays: object) -> float:
+    return float(np.asarray(model(r, **arrays).ratio_deepep_vs_alternative.value).reshape(-1)[0])
+
+
+def _per_layer_us(r: Resolved) -> float:
+    comm = model(r).arms["deepep"].breakdown_ms["moe_comm"]
+    return float(np.asarray(comm.value).reshape(-1)[0]) * 1000.0 / r.model.moe_layers
+
+
+@pytest.mark.parametrize("scenario", [GDA, IB], ids=["efa-gda", "ib-ibgda"])
+def test_kernel_latency_substituted_back_ties(scenario: Scenario) -> None:
+    r = _r(scenario)
+    answer = kernel_tie(r)
+    assert answer.value is not None and answer.value.unit == "us"
+    assert answer.value.tag is not None and answer.value.source
+    shift = answer.value.scalar - _per_layer_us(r)
+    shifted = with_kernel_shift(r, shift)
+    # the shifted model really runs its kernels at the answer's latency per layer ...
+    assert _per_layer_us(shifted) == pytest.approx(answer.value.scalar, rel=1e-9)
+    # ... and there DeepEP's aggregate equals the alternative's
+    assert _ratio(shifted) == pytest.approx(1.0, abs=0.01)
+    # a little faster wins, a little slower loses
+    assert _ratio(with_kernel_shift(r, shift - 5.0)) > 1.0 > _ratio(with_kernel_shift(r, shift + 5.0))
+
+
+def test_kernel_latency_never_ties_when_the_rest_of_the_step_decides() -> None:
+    answer = kernel_tie(_r(Scenario()))  # the calibration scenario: the proxy and engine dominate
+    assert answer.value is None
+    assert "even at 0 us" in answer.note
+    assert answer.check["solution_us"].scalar < 0
+
+
+@pytest.mark.parametrize("win", [False, True])
+def test_concurrency_crossing_brackets_the_threshold(win: bool) -> None:
+    r = _r(IB)
+    answer = concurrency_cross(r, win=win)
+    threshold = 1.0 + const("noise_band").scalar if win else 1.0
+    assert answer.value is not None
+    c = int(answer.value.scalar)
+    assert c > 1
+    at, below = _ratio(r, concurrency=[c]), _ratio(r, concurrency=[c - 1])
+    assert below < threshold <= at
+    assert at == pytest.approx(threshold, rel=0.01)  # substituted back: a tie within 1 %
+    assert answer.check["ratio_at"].scalar == pytest.approx(at)
+
+
+def test_concurrency_never_within_limits_is_said_honestly() -> None:
+    answer = concurrency_cross(_r(Scenario()), win=False)
+    assert answer.value is None
+    assert answer.note.startswith("never within limits")
+
+
+def test_capacity_isl_is_where_one_node_runs_out() -> None:
+    r = _r(Scenario())
+    answer = capacity_field(r, "isl")
+    assert answer.value is not None
+    isl = int(answer.value.scalar)
+    res = model(r, isl=[isl, isl - 1])
+    codes, _ = classify_codes(res)
+    assert list(codes) == ["capacity", "dense"]
+    mem = res.arms["replica"].memory
+    total, usable = np.asarray(mem.total_gb.value), float(np.asarray(mem.usable_gb.value).reshape(-1)[0])
+    assert total[0] > usable >= total[1]
+    assert total[0] == pytest.approx(usable, rel=0.01)
+
+
+def test_capacity_when_weights_alone_do_not_fit() -> None:
+    r = _r(KIMI)
+    assert capacity_field(r, "isl").value.scalar == 1
+    assert capacity_field(r, "concurrency").value.scalar == 1
+    forced = capacity_nodes(r)
+    assert forced.value is None and "every node count" in forced.note
+    ep = ep_nodes(r)
+    assert ep.value is not None and ep.value.scalar == 2
+    fits = model(r, nodes=[1, 2]).arms["deepep"].fits_memory
+    assert list(np.asarray(fits)) == [False, True]
+
+
+def test_capacity_nodes_brackets() -> None:
+    r = _r(Scenario(model="deepseek-v3", engine="vllm", concurrency=4096, isl=8192))
+    answer = capacity_nodes(r)
+    n = int(answer.value.scalar)
+    assert n > 1
+    codes, _ = classify_codes(model(r, nodes=[n - 1, n]))
+    assert codes[0] == "capacity" and codes[1] != "capacity"
+
+
+def test_comms_proxy_lane_share_equals_fixed_share() -> None:
+    r = _r(Scenario(engine="sglang"))
+    fit = engine_fit("sglang")
+    answer = comms_proxy(r)
+    k = answer.value.scalar
+    assert fit.proxy_lane_us.scalar / k == pytest.approx(fit.proxy_fixed_us.scalar, rel=1e-9)
+    assert answer.value.tag is not None
+    vllm = comms_proxy(_r(Scenario(engine="vllm")))
+    assert vllm.value is None and "never within limits" in vllm.note  # the vLLM fit pins the fixed part to 0
+    assert comms_proxy(_r(GDA)).value is None  # GPU-initiated: not applicable
+
+
+def test_comms_bandwidth_reaches_line_rate() -> None:
+    r = _r(Scenario())
+    answer = comms_bandwidth(r)
+    k = answer.value.scalar
+    line = r.instance.net_gb_s_per_gpu(r.gpus_per_node).scalar
+    bw_at = scaleout_bw(r.transport, r.instance, r.gpus_per_node, k).scalar
+    bw_below = scaleout_bw(r.transport, r.instance, r.gpus_per_node, 0.9 * k).scalar
+    assert bw_at == pytest.approx(line, rel=0.01)
+    assert bw_below < 0.99 * line
+
+
+def test_qps_where_the_issue_term_stops_being_the_max() -> None:
+    r = _r(KIMI)
+    answer = qps_kernel(r)
+    q = answer.value.scalar
+    assert 1.0 < q < r.transport.reference.qps
+    assert issue_bound(r, np.array([0.99 * q]))[0]
+    assert not issue_bound(r, np.array([1.01 * q]))[0]
+    c = answer.check
+    assert c["kernel_us_at"].scalar == pytest.approx(c["issue_free_us_at"].scalar, rel=0.01)
+    assert c["kernel_us_below"].scalar > c["issue_free_us_below"].scalar
+    assert qps_kernel(_r(GDA)).value is None
+
+
+def test_kernel_is_issue_bound_at_every_modelled_qp_when_lanes_saturate() -> None:
+    answer = qps_kernel(_r(Scenario()))
+    assert answer.value is None and "every QP count" in answer.note
+
+
+def test_first_true() -> None:
+    assert first_true(lambda x: x >= 12_345, 1, 10_000_000) == 12_345
+    assert first_true(lambda x: x >= 1, 1, 100) == 1
+    assert first_true(lambda x: x > 100, 1, 100) is None
+    assert first_true(lambda x: x >= 100, 1, 100) == 100
+
+
+def test_all_answers_are_tagged_quantities_and_json() -> None:
+    answers = breakeven(GDA)
+    keys = [a.key for a in answers]
+    assert keys == [
+        "kernel_tie_us",
+        "concurrency_tie",
+        "concurrency_win",
+        "capacity_isl",
+        "capacity_conc",
+        "capacity_nodes",
+        "ep_nodes",
+        "comms_proxy",
+        "comms_bandwidth",
+        "qps_kernel",
+    ]
+    for a in answers:
+        assert a.note
+        if a.value is not None:
+            assert isinstance(a.value, Q) and a.value.source
+        json.dumps(a.to_json(), allow_nan=False)
+
+
+def test_cli_breakeven_json(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["breakeven", "--model", "deepseek-v3", "--nodes", "4", "--transport", "efa-gda", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    tie = out["answers"][0]
+    assert tie["key"] == "kernel_tie_us"
+    assert set(tie["value"]) == {"value", "unit", "tag", "source"}
+
+
+def test_kernel_shift_moves_only_the_fixed_latency() -> None:
+    r = _r(GDA)
+    shape_tokens = 16.0
+    from deepep_calc.physics.comm import KernelShape
+
+    shape = KernelShape(shape_tokens, 7168, 8, 256)
+    base = kernel_us(r.transport, r.instance, 8, 32, shape)["total"].scalar
+    shifted = with_kernel_shift(r, 40.0).profile
+    moved = kernel_us(r.transport, r.instance, 8, 32, shape, alpha=shifted.alpha)["total"].scalar
+    assert moved - base == pytest.approx(40.0)

@@ -1,0 +1,140 @@
+"""Constant overrides (context-local, refitting what is fitted) and the tornado built on them."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from deepep_calc.catalog.constants import const, load_constants, override_key, overrides
+from deepep_calc.catalog.hardware import get_instance
+from deepep_calc.catalog.transports import get_transport
+from deepep_calc.cli import main
+from deepep_calc.evaluate import compute, evaluate
+from deepep_calc.physics.comm import KernelShape, fixed_latency_us, kernel_us
+from deepep_calc.physics.fit import engine_fit, solve_engine
+from deepep_calc.quantity import Tag
+from deepep_calc.scenario import Scenario, resolve
+from deepep_calc.sensitivity import cases, fragility, sensitivity
+from deepep_calc.verdict import classify
+
+NEAR_THRESHOLD = Scenario(model="deepseek-v3", nodes=4, transport="efa-gda", concurrency=128)
+
+
+def test_override_is_scoped_and_nested() -> None:
+    base = const("hbm_efficiency")
+    with overrides({"hbm_efficiency": 0.9}):
+        assert const("hbm_efficiency").value == 0.9
+        assert const("hbm_efficiency").tag is Tag.ASSUMED
+        with overrides({"compute_efficiency": 0.5}):
+            assert const("hbm_efficiency").value == 0.9 and const("compute_efficiency").value == 0.5
+        assert const("compute_efficiency").value == load_constants()["compute_efficiency"].value
+    assert const("hbm_efficiency") is base
+    assert override_key() == ()
+
+
+def test_override_does_not_leak_across_threads() -> None:
+    seen: dict[str, float] = {}
+    inside = threading.Event()
+    done = threading.Event()
+
+    def other() -> None:
+        inside.wait(5)
+        seen["other"] = const("hbm_efficiency").value
+        done.set()
+
+    t = threading.Thread(target=other)
+    t.start()
+    with overrides({"hbm_efficiency": 0.55}):
+        inside.set()
+        done.wait(5)
+        seen["self"] = const("hbm_efficiency").value
+    t.join(5)
+    assert seen == {"self": 0.55, "other": load_constants()["hbm_efficiency"].value}
+
+
+def test_engine_fit_is_redone_and_anchors_stay_exact() -> None:
+    base = solve_engine("trtllm").values["launch_us_per_layer"]
+    with overrides({"hbm_efficiency": 0.6}):
+        rep = solve_engine("trtllm")
+        assert rep.values["launch_us_per_layer"] != pytest.approx(base)
+        assert max(abs(x) for x in rep.residuals_us) < 1e-6
+        assert engine_fit("trtllm").launch_us_per_layer.scalar == pytest.approx(
+            rep.values["launch_us_per_layer"]
+        )
+    assert solve_engine("trtllm").values["launch_us_per_layer"] == base
+
+
+def test_kernel_reference_stays_exact_under_an_override() -> None:
+    t = get_transport("efa-gda")
+    ref = t.reference
+    inst = get_instance(ref.instance)
+    shape = KernelShape(ref.tokens, ref.hidden, ref.topk, ref.experts)
+    before = fixed_latency_us("efa-gda")[0].scalar
+    with overrides({"transport:efa-gda:wire_efficiency": 0.9, "nvlink_efficiency": 0.4}):
+        assert get_transport("efa-gda").wire_efficiency == 0.9
+        assert fixed_latency_us("efa-gda")[0].scalar != pytest.approx(before)
+        k = kernel_us(get_transport("efa-gda"), inst, inst.gpus_per_node, ref.ep, shape)
+        assert k["dispatch"].scalar == pytest.approx(ref.dispatch_us)
+    assert get_transport("efa-gda").wire_efficiency == t.wire_efficiency
+
+
+def test_cases_cover_every_assumed_constant_with_a_spread() -> None:
+    keys = {c.key for c in cases(NEAR_THRESHOLD)}
+    wanted = {n for n, c in load_constants().items() if c.spread > 0 and c.tag == "assumed"}
+    assert wanted <= keys
+    assert "transport:efa-gda:wire_efficiency" in keys
+    assert "noise_band" not in keys  # derived, no spread: not an assumption to vary
+    assert "transport:efa-proxy:wire_efficiency" not in {c.key for c in cases(Scenario())}  # measured curve
+
+
+def test_tornado_rows_match_direct_evaluation() -> None:
+    rows = sensitivity(NEAR_THRESHOLD)
+    assert rows[0].base_verdict == evaluate(NEAR_THRESHOLD).verdict.code == "deepep"
+    flipped = [r for r in rows if not r.survives]
+    assert flipped, "this scenario sits near the noise band: some assumption must flip it"
+    row = flipped[0]
+    value, code = row.flips()[0]
+    with overrides({row.case.key: value}):
+        direct, _ = classify(compute(resolve(NEAR_THRESHOLD)))
+    assert direct == code
+    assert fragility(rows).startswith(f"fragile: flips to ■ {code} if {row.case.label} is {value:g}")
+    # survivors first sorted after flips, and flips ordered by swing
+    assert [r.survives for r in rows] == sorted(r.survives for r in rows)
+
+
+def test_calibration_scenario_is_robust() -> None:
+    rows = sensitivity(Scenario())
+    assert all(r.survives for r in rows)
+    assert fragility(rows).startswith("robust")
+    for r in rows:
+        assert r.ratio_low.tag is Tag.ASSUMED  # a what-if value is an assumption
+
+
+def test_evaluate_sensitivity_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    main(
+        [
+            "evaluate",
+            "--model",
+            "deepseek-v3",
+            "--nodes",
+            "4",
+            "--transport",
+            "efa-gda",
+            "--concurrency",
+            "128",
+            "--sensitivity",
+            "--json",
+        ]
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert "constants: fragile" in out["verdict"]["robustness"]
+    assert {row["input"] for row in out["sensitivity"]} >= {"hbm_efficiency", "nccl_hop_efa_us"}
+    assert evaluate(NEAR_THRESHOLD).verdict.robustness.count("constants:") == 0  # evaluate() untouched
+
+
+def test_cli_sensitivity_text(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["sensitivity"])
+    out = capsys.readouterr().out
+    assert "hbm_efficiency" in out and "Verdict is robust" in out

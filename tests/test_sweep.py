@@ -1,0 +1,380 @@
+"""Sweeps: the vectorised path equals the scalar one, bad input stops before work, files are atomic."""
+
+from __future__ import annotations
+
+import csv
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from deepep_calc import sweep as sweep_mod
+from deepep_calc import sweep_output
+from deepep_calc.cli import main
+from deepep_calc.errors import CalcError, InputError
+from deepep_calc.evaluate import compute, evaluate
+from deepep_calc.scenario import Scenario, resolve
+from deepep_calc.sweep import FIELDS, iter_chunks, parse_values, plan_sweep, run_sweep
+from deepep_calc.sweep_output import chunk_values, columns
+
+SPEC = {
+    "model": "qwen3-30b-a3b-fp8,deepseek-v3",
+    "transport": "efa-proxy,efa-gda",
+    "nodes": "1,2,4",
+    "concurrency": "1:256:x4,32",
+    "isl": "120,2048",
+    "comms": "1,8",
+    "cuda_graphs": "false,true",
+}
+
+
+def _rows(plan: Any, chunk_rows: int = 10_000) -> list[dict[str, Any]]:
+    """Every row of a sweep as plain Python values (codes decoded), in sweep order."""
+    out: list[dict[str, Any]] = []
+    for chunk in iter_chunks(plan, chunk_rows):
+        values = chunk_values(chunk)
+        cols = {}
+        for name, _kind in columns():
+            v = values[name]
+            if isinstance(v, tuple):
+                idx, names = v
+                cols[name] = [names[i] for i in idx]
+            elif isinstance(v, np.ndarray) and v.ndim == 1:
+                cols[name] = v.tolist()
+            else:
+                item = v.item() if isinstance(v, np.ndarray) else v
+                cols[name] = [item] * chunk.rows
+        out += [dict(zip(cols, vals, strict=True)) for vals in zip(*cols.values(), strict=True)]
+    return out
+
+
+def _scenario(row: dict[str, Any]) -> Scenario:
+    fields = {f: row[f] for f in FIELDS if row[f] is not None}
+    fields.pop("gpus_per_node")  # resolved value; the instance default
+    fields.pop("weight_dtype")  # resolved value; the model's native dtype
+    return Scenario(**fields)
+
+
+def _close(a: float, b: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1e-300)
+
+
+@pytest.fixture(scope="module")
+def plan() -> Any:
+    return plan_sweep(SPEC)
+
+
+@pytest.fixture(scope="module")
+def rows(plan: Any) -> list[dict[str, Any]]:
+    return _rows(plan)
+
+
+def test_plan_counts_every_combination(plan: Any, rows: list[dict[str, Any]]) -> None:
+    assert plan.rows == 2 * 2 * 3 * 6 * 2 * 2 * 2 == len(rows)
+    assert parse_values("concurrency", SPEC["concurrency"]) == [1, 4, 16, 64, 256, 32]
+    assert {r["model"] for r in rows} == {"qwen3-30b-a3b-fp8", "deepseek-v3"}
+
+
+def test_random_rows_equal_scalar_evaluate(rows: list[dict[str, Any]]) -> None:
+    rng = random.Random(5)
+    sample = rng.sample(rows, 24)
+    # a measured cell (the calibration scenario) is always in the sample
+    cell = next(
+        r
+        for r in rows
+        if r["model"] == "qwen3-30b-a3b-fp8"
+        and r["transport"] == "efa-proxy"
+        and r["nodes"] == 2
+        and r["concurrency"] == 32
+        and r["isl"] == 120
+        and r["comms"] == 8
+        and not r["cuda_graphs"]
+    )
+    checked_cell = False
+    for row in [*sample, cell]:
+        scenario = _scenario(row)
+        result = compute(resolve(scenario))
+        full = evaluate(scenario)
+        assert row["verdict"] == full.verdict.code, row
+        assert row["recommended_arm"] == full.verdict.recommended_arm, row
+        measured = any(a.measured_cell for a in result.arms.values())
+        checked_cell |= measured
+        for key, name in (("deepep", "deepep"), ("alternative", result.alternative), ("replica", "replica")):
+            arm = result.arms[name]
+            assert row[f"{key}_feasible"] == bool(arm.feasible)
+            assert _close(row[f"{key}_memory_gb_per_gpu"], arm.memory_gb_per_gpu.scalar)
+            assert _close(row[f"{key}_aggregate_tok_s"], arm.model_aggregate_tok_s.scalar)
+            assert row[f"{key}_aggregate_tok_s_tag"] == str(arm.model_aggregate_tok_s.tag)
+            if arm.measured_cell:
+                continue  # the scalar path shows the measurement here; the sweep runs the model
+            for metric in ("per_user_tok_s", "step_ms", "ttft_ms", "usd_per_mtok"):
+                q = getattr(arm, metric)
+                assert _close(row[f"{key}_{metric}"], q.scalar), (metric, row)
+                assert row[f"{key}_{metric}_tag"] == str(q.tag)
+        if not measured:
+            assert _close(row["ratio_deepep_vs_alternative"], result.ratio_deepep_vs_alternative.scalar)
+            assert _close(row["tax_ms_per_token"], result.tax_ms_per_token.scalar)
+    assert checked_cell
+
+
+def test_chunk_size_does_not_change_results(plan: Any, rows: list[dict[str, Any]]) -> None:
+    small = _rows(plan, chunk_rows=7)
+    assert len(small) == len(rows)
+    for a, b in zip(small[::37], rows[::37], strict=True):
+        for k, v in a.items():
+            assert v == b[k] or (isinstance(v, float) and math.isnan(v) and math.isnan(b[k])), k
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1:512:x2", [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]),
+        ("1:64:+8", [1, 9, 17, 25, 33, 41, 49, 57]),
+        ("1:20:5", [1, 6, 11, 16]),
+        ("3:5", [3, 4, 5]),
+        ("4,2,4", [4, 2]),
+        ("1:3,8", [1, 2, 3, 8]),
+    ],
+)
+def test_parse_numeric(text: str, expected: list[int]) -> None:
+    assert parse_values("concurrency", text) == expected
+
+
+def test_parse_other_kinds() -> None:
+    assert parse_values("cuda_graphs", "false,true") == [False, True]
+    assert parse_values("cuda_graphs", "eager,graphs") == [False, True]
+    assert parse_values("alternative", "tp,allgather") == ["tp", "allgather"]
+    assert parse_values("slo_tok_s", "10:20:+5") == [10.0, 15.0, 20.0]
+    assert parse_values("model", None) == ["qwen3-30b-a3b-fp8"]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "flag"),
+    [
+        ("concurrency", "5:1", "--concurrency"),
+        ("concurrency", "1:10:x1", "--concurrency"),
+        ("concurrency", "1:10:+0", "--concurrency"),
+        ("concurrency", "a:b", "--concurrency"),
+        ("nodes", "1,,2", "--nodes"),
+        ("nodes", "1.5", "--nodes"),
+        ("cuda_graphs", "maybe", "--cuda-graphs"),
+        ("alternative", "allgather,ep", "--alternative"),
+        ("concurrency", "1:100000000000", "--concurrency"),
+    ],
+)
+def test_parse_errors_name_the_flag(name: str, text: str, flag: str) -> None:
+    with pytest.raises(InputError) as err:
+        plan_sweep({name: text})
+    assert err.value.field == flag
+
+
+def _no_work(*_: Any) -> Any:
+    raise AssertionError("the sweep started evaluating before validating")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--concurrency", "1,2,-3"],
+        ["--nodes", "1,2,5000"],
+        ["--transport", "efa-proxy,efa-gda,warp-drive"],
+        ["--model", "deepseek-v3,no-such-model"],
+        ["--instance", "p5,p5en", "--transport", "efa-gda"],  # efa-gda does not exist on p5
+        ["--gpus-per-node", "8,16"],
+        ["--alternative", "allgather,dense"],
+    ],
+)
+def test_invalid_list_fails_before_any_work(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sweep_mod, "evaluate_chunk", _no_work)
+    out = tmp_path / "rows.csv"
+    with pytest.raises(SystemExit) as exc:
+        main(["sweep", *args, "-o", str(out), "--map", str(tmp_path / "map.html")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("deepep-calc: error: --")
+    assert len(err.splitlines()) == 1
+    bad = args[1].split(",")[-1]
+    assert bad in err or "gpus-per-node" in err or "--transport" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_targets_fail_before_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sweep_mod, "evaluate_chunk", _no_work)
+    plan = plan_sweep({"nodes": "1,2"})
+    with pytest.raises(CalcError, match=r"\.csv or \.parquet"):
+        run_sweep(plan, output=str(tmp_path / "rows.txt"), progress=False)
+    with pytest.raises(CalcError, match="directory does not exist"):
+        run_sweep(plan, output=str(tmp_path / "missing" / "rows.csv"), progress=False)
+    with pytest.raises(CalcError, match=r"\.html or \.png"):
+        run_sweep(plan, map_path=str(tmp_path / "map.svg"), progress=False)
+    with pytest.raises(InputError, match="--x"):
+        run_sweep(plan, map_path=str(tmp_path / "map.html"), x="speed", progress=False)
+    many = plan_sweep({"model": "qwen3-30b-a3b-fp8,deepseek-v3", "isl": "1:13", "osl": "1,2"})
+    with pytest.raises(InputError, match="panels"):
+        run_sweep(many, map_path=str(tmp_path / "map.html"), progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_parquet_without_pyarrow_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sweep_output, "have_pyarrow", lambda: False)
+    monkeypatch.setattr(sweep_mod, "evaluate_chunk", _no_work)
+    with pytest.raises(CalcError, match=r"pip install 'deepep-calc\[parquet\]'"):
+        run_sweep(plan_sweep({}), output=str(tmp_path / "rows.parquet"), progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def _interrupt_after(n: int) -> Any:
+    real = sweep_mod.evaluate_chunk
+    calls = {"n": 0}
+
+    def evaluator(resolved: Any, cols: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] > n:
+            raise KeyboardInterrupt
+        return real(resolved, cols)
+
+    return evaluator
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_interrupted_sweep_leaves_no_partial_file(
+    suffix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sweep_mod, "evaluate_chunk", _interrupt_after(2))
+    target = tmp_path / f"rows{suffix}"
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(plan_sweep({"concurrency": "1:100"}), output=str(target), chunk_rows=10, progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_interrupt_keeps_an_existing_file_intact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "rows.csv"
+    target.write_text("previous results\n")
+    monkeypatch.setattr(sweep_mod, "evaluate_chunk", _interrupt_after(1))
+    with pytest.raises(SystemExit) as exc:
+        main(["sweep", "--concurrency", "1:50", "--chunk-rows", "10", "-o", str(target)])
+    assert exc.value.code == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert target.read_text() == "previous results\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["rows.csv"]
+
+
+def _parse_csv_value(text: str, kind: str) -> Any:
+    if text == "":
+        return None
+    if kind == "int":
+        return int(text)
+    if kind == "float":
+        return float(text)
+    if kind == "bool":
+        return text == "true"
+    return text
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    return a == b
+
+
+@pytest.mark.parametrize("arrow", [True, False])
+def test_csv_round_trip(arrow: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not arrow:
+        monkeypatch.setattr(sweep_output, "have_pyarrow", lambda: False)
+    spec = {
+        "model": "qwen3-30b-a3b-fp8,deepseek-v3",
+        "nodes": "1,2",
+        "concurrency": "1:64:x4",
+        "slo_tok_s": "5",
+    }
+    plan = plan_sweep(spec)
+    target = tmp_path / "rows.csv"
+    summary = run_sweep(plan, output=str(target), chunk_rows=5, progress=False)
+    assert summary.rows == plan.rows == 2 * 2 * 4
+    expected = _rows(plan)
+    kinds = dict(columns())
+    with open(target, newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader)
+        assert header == [name for name, _ in columns()]
+        got = [
+            {h: _parse_csv_value(v, kinds[h]) for h, v in zip(header, line, strict=True)} for line in reader
+        ]
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected, strict=True):
+        for k in header:
+            assert _same(g[k], e[k]), (k, g[k], e[k])
+    assert sum(summary.verdicts.values()) == plan.rows
+
+
+def test_parquet_round_trip(tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    plan = plan_sweep(
+        {"transport": "efa-proxy,efa-gda", "concurrency": "1:64:x2", "cuda_graphs": "false,true"}
+    )
+    target = tmp_path / "rows.parquet"
+    run_sweep(plan, output=str(target), chunk_rows=6, progress=False)
+    table = pq.read_table(target)
+    assert table.column_names == [name for name, _ in columns()]
+    got = table.to_pylist()
+    expected = _rows(plan)
+    assert len(got) == len(expected) == plan.rows
+    for g, e in zip(got, expected, strict=True):
+        for k, v in e.items():
+            assert _same(g[k], v), k
+
+
+def test_verdict_maps(tmp_path: Path) -> None:
+    spec = {
+        "model": "deepseek-v3",
+        "transport": "efa-proxy,efa-gda",
+        "nodes": "1,2,4,8",
+        "concurrency": "1:4096:x4",
+    }
+    plan = plan_sweep(spec)
+    html = tmp_path / "map.html"
+    summary = run_sweep(plan, map_path=str(html), progress=False)
+    text = html.read_text(encoding="utf-8")
+    assert "plotly" in text.lower() and "transport=efa-gda" in text
+    for code in summary.verdicts:
+        assert code in text
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "map.png"
+    run_sweep(plan, map_path=str(png), progress=False)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["map.html", "map.png"]
+
+
+def test_map_grid_holds_every_verdict() -> None:
+    from deepep_calc.verdict_map import MapGrid
+
+    plan = plan_sweep({"transport": "efa-proxy,efa-gda", "nodes": "1,2,4", "concurrency": "1:64:x2"})
+    grid = MapGrid(plan, "nodes", "concurrency")
+    for chunk in iter_chunks(plan, 5):
+        grid.add(chunk)
+    assert grid.code.shape == (2, 7, 3)
+    assert (grid.code >= 0).all()
+    rows = _rows(plan)
+    first = rows[0]
+    assert sweep_mod.VERDICT_CODES[grid.code[0, 0, 0]] == first["verdict"]
+
+
+def test_cli_sweep_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    main(["sweep", "--nodes", "1,2", "--concurrency", "4,32", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert out["rows"] == 4 and out["combinations"] == 1
+    assert sum(out["verdicts"].values()) == 4
+    assert out["varied"] == {"nodes": [1, 2], "concurrency": [4, 32]}
