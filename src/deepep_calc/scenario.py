@@ -7,6 +7,9 @@ takes). `resolve()` turns it into catalog objects and checks every value, raisin
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any, Literal
@@ -173,7 +176,7 @@ def resolve(scenario: Scenario) -> Resolved:
     instance = get_instance(s.instance)
     engine = get_engine(s.engine)
     transport = get_transport(s.transport)
-    model = resolve_model(s.model)
+    model = _model_named(s.model)
 
     gpn = s.gpus_per_node or instance.gpus_per_node
     if gpn > instance.gpus_per_node:
@@ -197,6 +200,29 @@ def resolve(scenario: Scenario) -> Resolved:
 
         profile = load_profile(s.calibration)
     return Resolved(s, model, instance, engine, transport, gpn, profile)
+
+
+# Models that exist only in memory for the current evaluation (a config.json the web page
+# received): a context variable, so every re-resolution inside explain.py sees them too, and
+# nothing is written to disk.
+_INLINE_MODELS: ContextVar[dict[str, ModelSpec] | None] = ContextVar("inline_models", default=None)
+
+
+@contextmanager
+def inline_models(specs: dict[str, ModelSpec]) -> Iterator[None]:
+    """Let `Scenario.model` name these specs (key -> spec) while the block runs."""
+    token = _INLINE_MODELS.set({**(_INLINE_MODELS.get() or {}), **specs})
+    try:
+        yield
+    finally:
+        _INLINE_MODELS.reset(token)
+
+
+def _model_named(name: str) -> ModelSpec:
+    inline = _INLINE_MODELS.get()
+    if inline and name in inline:
+        return inline[name]
+    return resolve_model(name)
 
 
 _OVERRIDES = ("experts", "topk", "hidden", "moe_layers", "kv_dtype")

@@ -1,0 +1,77 @@
+"""`deepep-calc serve` (the local web calculator) and `deepep-calc report` (HTML / Markdown).
+
+Light at import time: FastAPI, uvicorn and plotly are imported inside the commands.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+import click
+
+from ..cli import scenario_from, scenario_options
+from ..errors import InputError
+
+
+def register(app: click.Group) -> None:
+    app.add_command(serve_cmd)
+    app.add_command(report_cmd)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="address to bind (loopback by default)")
+@click.option("--port", type=int, default=8000, show_default=True)
+def serve_cmd(host: str, port: int) -> None:
+    """The web calculator and its JSON API on this machine."""
+    if not 0 < port < 65536:
+        raise InputError("--port", port, "a port from 1 to 65535")
+    import uvicorn
+
+    from ..web.app import create_app
+
+    if not is_loopback(host):
+        click.echo(
+            f"deepep-calc: warning: binding {host} makes the calculator reachable from other machines; "
+            "it has no authentication",
+            err=True,
+        )
+    shown = f"[{host}]" if ":" in host else host
+    click.echo(f"deepep-calc: serving on http://{shown}:{port}/  (Ctrl-C to stop)")
+    uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+
+
+@click.command("report")
+@scenario_options
+@click.option("--html", "html_path", metavar="FILE", help="write one self-contained HTML report")
+@click.option("--md", "md_path", metavar="FILE", help="write a Markdown summary")
+def report_cmd(html_path: str | None, md_path: str | None, **kwargs: Any) -> None:
+    """A shareable report of one scenario: verdict, arms, charts and provenance."""
+    if not html_path and not md_path:
+        raise click.UsageError("give --html FILE and/or --md FILE")
+    from ..evaluate import evaluate
+
+    result = evaluate(scenario_from(kwargs))
+    rendered = []
+    if html_path:
+        from ..report.html import render_html
+
+        rendered.append((html_path, render_html(result)))
+    if md_path:
+        from ..report.markdown import render_markdown
+
+        rendered.append((md_path, render_markdown(result)))
+    from ..report.html import write_atomic
+
+    for path, text in rendered:  # everything rendered before anything is written
+        written = write_atomic(path, text)
+        click.echo(f"deepep-calc: wrote {written}")

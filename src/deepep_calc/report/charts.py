@@ -1,0 +1,479 @@
+"""Plotly figures for the page, the mechanism page and the HTML report.
+
+Every point comes from the model: the scenario's `Result`, or one vectorised `compute()`
+pass over a grid (`Resolved.vary`). Nothing here does physics; the figures only arrange
+numbers and carry each number's provenance tag into its hover text. Model lines come from
+varied passes, which never substitute measured cells, so the measured points are overlaid
+separately and can be seen against the model.
+
+Figures are returned as plain plotly JSON dicts (`{"data": [...], "layout": {...}}`): they go
+straight into `Plotly.newPlot`, into the report and into the JSON API, without the cost of
+plotly's Python-side validation on every request. `as_figure()` wraps one in a
+`plotly.graph_objects.Figure` for notebook users.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..catalog.measured import Cell, load_cells
+from ..evaluate import Result, compute
+from ..quantity import Q
+from ..scenario import LIMITS, Resolved
+from ..verdict import ARM_LABELS, SYMBOLS, TITLES, classify_codes
+from . import palette
+
+Figure = dict[str, Any]
+
+BREAKDOWN_LABELS = {
+    "engine": "engine overhead",
+    "hbm": "HBM reads",
+    "compute": "tensor-core time beyond HBM",
+    "moe_comm": "MoE dispatch + combine kernels",
+    "proxy": "host-proxy round trips",
+}
+MEMORY_LABELS = {
+    "weights": "weights",
+    "kv_cache": "KV cache",
+    "buffers": "communication buffers",
+    "reserve": "framework reserve",
+}
+CODES = ("dense", "capacity", "deepep")
+MEASURED_ROLES = ("calibration", "anchor", "cross-check")
+
+_FONT = {"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12, "color": "#212529"}
+
+
+def _layout(**extra: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "template": None,
+        "font": _FONT,
+        "margin": {"l": 60, "r": 16, "t": 10, "b": 44},
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "#ffffff",
+        "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "font": {"size": 11}},
+        "hoverlabel": {"align": "left"},
+        "height": 360,
+    }
+    base.update(extra)
+    return base
+
+
+def _axis(title: str, **extra: Any) -> dict[str, Any]:
+    return {"title": {"text": title}, "gridcolor": "#e9ecef", "zeroline": False, **extra}
+
+
+def _num(value: Any) -> float | None:
+    """A JSON-safe float (plotly draws a gap for null)."""
+    v = float(value)
+    return v if math.isfinite(v) else None
+
+
+def _series(values: Any, mask: Any = None) -> list[float | None]:
+    arr = np.asarray(values, dtype=float).reshape(-1)
+    keep = np.ones(arr.shape, bool) if mask is None else np.broadcast_to(np.asarray(mask), arr.shape)
+    return [_num(v) if k else None for v, k in zip(arr, keep, strict=True)]
+
+
+def _tagline(q: Q) -> str:
+    return f"[{q.tag}] {q.source}"
+
+
+def _wrap(text: str, width: int = 70) -> str:
+    """Hover labels do not wrap by themselves; long sources get line breaks."""
+    words, lines, line = text.split(), [], ""
+    for w in words:
+        if line and len(line) + len(w) + 1 > width:
+            lines.append(line)
+            line = w
+        else:
+            line = f"{line} {w}".strip()
+    if line:
+        lines.append(line)
+    return "<br>".join(lines)
+
+
+def arm_name(result: Result, arm: str) -> str:
+    if arm == "deepep":
+        return f"DeepEP ({result.resolved.transport.name})"
+    return ARM_LABELS[arm]
+
+
+# 1. per-user tok/s vs concurrency -------------------------------------------------------------
+
+
+def concurrency_grid(concurrency: int, extra: tuple[int, ...] = ()) -> np.ndarray:
+    """Powers of two around the scenario (and any measured concurrencies), within LIMITS."""
+    top = min(max(512, concurrency * 4), LIMITS["concurrency"])
+    points = {2**i for i in range(int(math.log2(top)) + 1)} | {concurrency, *extra}
+    return np.array(sorted(p for p in points if 1 <= p <= LIMITS["concurrency"]), dtype=float)
+
+
+def measured_cells_for(r: Resolved) -> list[Cell]:
+    """Measured cells of this engine, model, instance, node count and EP_NUM_COMMS."""
+    s = r.scenario
+    user = list(r.profile.cells()) if getattr(r, "profile", None) is not None else []
+    out = []
+    for cell in [*user, *load_cells().values()]:
+        if (
+            cell.role in MEASURED_ROLES
+            and cell.isl > 0
+            and cell.engine == r.engine.name
+            and cell.model == str(s.model).strip().lower()
+            and cell.instance == r.instance.name
+            and cell.nodes == s.nodes
+            and cell.comms == s.comms
+            and r.gpus_per_node == r.instance.gpus_per_node
+        ):
+            out.append(cell)
+    return out
+
+
+def _cell_per_user(cell: Cell, arm: str) -> Q | None:
+    pu = cell.q(arm, "per_user_tok_s", "tok/s")
+    if pu is not None:
+        return pu
+    itl = cell.q(arm, "itl_ms", "ms")
+    return None if itl is None else (1000.0 / itl).as_("tok/s")
+
+
+def per_user_vs_concurrency(result: Result, grid: np.ndarray | None = None) -> Figure:
+    """Model lines for every arm (one vectorised pass) with the measured points on top."""
+    r = result.resolved
+    s = r.scenario
+    cells = measured_cells_for(r)
+    if grid is None:
+        grid = concurrency_grid(int(s.concurrency), tuple(c.concurrency for c in cells))
+    batch = compute(r.vary(concurrency=np.asarray(grid)))
+    proxied = r.transport.host_proxied
+    x = [int(c) for c in grid]
+    traces: list[dict[str, Any]] = []
+    for arm, a in batch.arms.items():
+        colour = palette.arm_colour(arm, proxied)
+        q = a.per_user_tok_s
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"{arm_name(result, arm)}: model [{q.tag}]",
+                "x": x,
+                "y": _series(q.value, a.feasible),
+                "line": {"color": colour, "width": 2.5, "dash": "dot" if arm == "replica" else "solid"},
+                "hovertemplate": f"{arm_name(result, arm)}<br>concurrency %{{x}}: %{{y:.1f}} tok/s"
+                f"<br>[{q.tag}] model<extra></extra>",
+            }
+        )
+    for arm in ("deepep", "allgather"):
+        if arm not in result.arms:
+            continue
+        pts = []
+        for cell in cells:
+            if arm == "deepep" and cell.transport != r.transport.name:
+                continue
+            q = _cell_per_user(cell, arm)
+            if q is not None:
+                pts.append((cell, q))
+        if not pts:
+            continue
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": f"{arm_name(result, arm)}: measured",
+                "x": [c.concurrency for c, _ in pts],
+                "y": [q.scalar for _, q in pts],
+                "marker": {
+                    "color": palette.arm_colour(arm, proxied),
+                    "size": 10,
+                    "symbol": "circle",
+                    "line": {"color": palette.MEASURED_MARK, "width": 1.5},
+                },
+                "text": [_wrap(f"cell {c.id} (ISL {c.isl}, eager): [{q.tag}] {c.source}") for c, q in pts],
+                "hovertemplate": "%{y:.2f} tok/s at concurrency %{x}<br>%{text}<extra></extra>",
+            }
+        )
+    layout = _layout(
+        xaxis=_axis("concurrency (requests in flight, log scale)", type="log", **_log_ticks(x)),
+        yaxis=_axis("per-user decode tok/s", rangemode="tozero"),
+        shapes=[_vline(int(s.concurrency))],
+        annotations=[_vlabel(int(s.concurrency), "this scenario")],
+    )
+    return {"data": traces, "layout": layout}
+
+
+def _log_ticks(values: list[int]) -> dict[str, Any]:
+    """Ticks at the grid's powers of two, thinned to about eight labels."""
+    powers = [v for v in values if v & (v - 1) == 0]
+    step = max(1, -(-len(powers) // 8))
+    ticks = powers[::step]
+    return {"tickvals": ticks, "ticktext": [f"{v:,}" for v in ticks]}
+
+
+def _vline(x: float) -> dict[str, Any]:
+    return {
+        "type": "line",
+        "xref": "x",
+        "yref": "paper",
+        "x0": x,
+        "x1": x,
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": "#868e96", "width": 1, "dash": "dash"},
+    }
+
+
+def _vlabel(x: float, text: str) -> dict[str, Any]:
+    return {
+        "x": math.log10(x),
+        "xref": "x",
+        "y": 1,
+        "yref": "paper",
+        "text": text,
+        "showarrow": False,
+        "xanchor": "left",
+        "yanchor": "top",
+        "font": {"size": 10, "color": "#868e96"},
+    }
+
+
+# 2. stacked step-time breakdown ------------------------------------------------------------
+
+
+def step_breakdown(result: Result) -> Figure:
+    """Where one decode step's milliseconds go, per arm (the model's split)."""
+    arms = list(result.arms)
+    proxied = result.resolved.transport.host_proxied
+    x = [_coloured(arm_name(result, a), palette.arm_colour(a, proxied)) for a in arms]
+    traces: list[dict[str, Any]] = []
+    for part, label in BREAKDOWN_LABELS.items():
+        qs = [result.arms[a].breakdown_ms.get(part) for a in arms]
+        if all(q is None for q in qs):
+            continue
+        traces.append(
+            {
+                "type": "bar",
+                "name": label,
+                "x": x,
+                "y": [None if q is None else _num(q.scalar) for q in qs],
+                "marker": {"color": palette.BREAKDOWN[part]},
+                "textposition": "none",
+                "text": [_wrap(_tagline(q)) if q is not None else "" for q in qs],
+                "hovertemplate": f"{label}: %{{y:.2f}} ms<br>%{{text}}<extra></extra>",
+            }
+        )
+    steps = [result.arms[a].step_ms for a in arms]
+    traces.append(
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": "decode step shown in the table",
+            "x": x,
+            "y": [_num(q.scalar) for q in steps],
+            "marker": {
+                "symbol": "line-ew-open",
+                "size": 34,
+                "color": palette.MEASURED_MARK,
+                "line": {"width": 2},
+            },
+            "text": [_wrap(_tagline(q)) for q in steps],
+            "hovertemplate": "step %{y:.2f} ms<br>%{text}<extra></extra>",
+        }
+    )
+    layout = _layout(barmode="stack", xaxis=_axis(""), yaxis=_axis("ms per decode step"))
+    return {"data": traces, "layout": layout}
+
+
+def _coloured(text: str, colour: str) -> str:
+    return f"<span style='color:{colour}'><b>{text}</b></span>"
+
+
+# 3. memory per GPU ----------------------------------------------------------------------------
+
+
+def memory_chart(result: Result) -> Figure:
+    """Memory per GPU by part, against the usable HBM line; the gap is the KV headroom."""
+    arms = list(result.arms)
+    proxied = result.resolved.transport.host_proxied
+    x = [_coloured(arm_name(result, a), palette.arm_colour(a, proxied)) for a in arms]
+    traces: list[dict[str, Any]] = []
+    for part, label in MEMORY_LABELS.items():
+        qs = [_memory_part(result.arms[a].memory, part) for a in arms]
+        traces.append(
+            {
+                "type": "bar",
+                "name": label,
+                "x": x,
+                "y": [_num(q.scalar) for q in qs],
+                "marker": {"color": palette.MEMORY[part]},
+                "textposition": "none",
+                "text": [_wrap(_tagline(q)) for q in qs],
+                "hovertemplate": f"{label}: %{{y:.1f}} GB<br>%{{text}}<extra></extra>",
+            }
+        )
+    usable = result.arms[arms[0]].memory.usable_gb
+    annotations = []
+    for xi, a in zip(x, arms, strict=True):
+        m = result.arms[a].memory
+        head = m.headroom_gb.scalar
+        total = m.total_gb.scalar
+        text = f"headroom {head:,.0f} GB" if head >= 0 else f"over by {-head:,.0f} GB"
+        annotations.append(
+            {
+                "x": xi,
+                "y": max(total, 0.0),
+                "text": text,
+                "showarrow": False,
+                "yanchor": "bottom",
+                "font": {"size": 11, "color": "#2b8a3e" if head >= 0 else "#c92a2a"},
+            }
+        )
+    annotations.append(
+        {
+            "xref": "paper",
+            "x": 1,
+            "y": usable.scalar,
+            "text": f"usable HBM {usable.scalar:,.0f} GB [{usable.tag}]",
+            "showarrow": False,
+            "xanchor": "right",
+            "yanchor": "bottom",
+            "font": {"size": 10, "color": "#c92a2a"},
+        }
+    )
+    layout = _layout(
+        barmode="stack",
+        xaxis=_axis(""),
+        yaxis=_axis("GB per GPU"),
+        shapes=[
+            {
+                "type": "line",
+                "xref": "paper",
+                "x0": 0,
+                "x1": 1,
+                "y0": usable.scalar,
+                "y1": usable.scalar,
+                "line": {"color": "#c92a2a", "width": 1.5, "dash": "dash"},
+            }
+        ],
+        annotations=annotations,
+    )
+    return {"data": traces, "layout": layout}
+
+
+def _memory_part(m: Any, part: str) -> Q:
+    return {"weights": m.weights_gb, "kv_cache": m.kv_gb, "buffers": m.buffers_gb, "reserve": m.reserve_gb}[
+        part
+    ]
+
+
+# 4. verdict map ---------------------------------------------------------------------------------
+
+
+def verdict_grid(result: Result) -> tuple[np.ndarray, np.ndarray]:
+    s = result.resolved.scenario
+    nodes = {1, 2, 4, 8, 16, 32, int(s.nodes)}
+    conc = {4**i for i in range(8)} | {int(s.concurrency)}
+    return (
+        np.array(sorted(n for n in nodes if n <= LIMITS["nodes"]), dtype=float),
+        np.array(sorted(c for c in conc if c <= LIMITS["concurrency"]), dtype=float),
+    )
+
+
+def verdict_map(
+    result: Result, nodes: np.ndarray | None = None, concurrency: np.ndarray | None = None
+) -> Figure:
+    """The verdict over nodes x concurrency, from one vectorised pass on a meshgrid."""
+    r = result.resolved
+    s = r.scenario
+    if nodes is None or concurrency is None:
+        nodes, concurrency = verdict_grid(result)
+    n_grid, c_grid = np.meshgrid(nodes, concurrency, indexing="ij")
+    batch = compute(r.vary(nodes=n_grid, concurrency=c_grid))
+    codes, rec = classify_codes(batch)
+    codes = np.broadcast_to(codes, n_grid.shape)
+    rec = np.broadcast_to(rec, n_grid.shape)
+    ratio = np.broadcast_to(np.asarray(batch.ratio_deepep_vs_alternative.value, dtype=float), n_grid.shape)
+    z = [[CODES.index(str(c)) for c in row] for row in codes]
+    xs = [str(int(c)) for c in concurrency]
+    ys = [str(int(n)) for n in nodes]
+    hover = [
+        [
+            f"{SYMBOLS[str(codes[i, j])]} {TITLES[str(codes[i, j])]}<br>run {ARM_LABELS[str(rec[i, j])]}; "
+            f"DeepEP / {ARM_LABELS[result.alternative]} aggregate {ratio[i, j]:.2f} "
+            f"[{batch.ratio_deepep_vs_alternative.tag}]"
+            for j in range(len(xs))
+        ]
+        for i in range(len(ys))
+    ]
+    scale = []
+    for k, code in enumerate(CODES):
+        scale += [[k / 3, palette.VERDICT[code]], [(k + 1) / 3, palette.VERDICT[code]]]
+    traces: list[dict[str, Any]] = [
+        {
+            "type": "heatmap",
+            "x": xs,
+            "y": ys,
+            "z": z,
+            "zmin": -0.5,
+            "zmax": 2.5,
+            "colorscale": scale,
+            "showscale": False,
+            "xgap": 2,
+            "ygap": 2,
+            "text": [[SYMBOLS[str(c)] for c in row] for row in codes],
+            "texttemplate": "%{text}",
+            "textfont": {"color": "#ffffff", "size": 13},
+            "customdata": hover,
+            "hovertemplate": "nodes %{y}, concurrency %{x}<br>%{customdata}<extra></extra>",
+        },
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": "this scenario",
+            "x": [str(int(s.concurrency))],
+            "y": [str(int(s.nodes))],
+            "marker": {"symbol": "square-open", "size": 30, "color": "#000000", "line": {"width": 3}},
+            "hoverinfo": "skip",
+        },
+    ]
+    for code in CODES:  # legend entries for the three colours
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": f"{SYMBOLS[code]} {TITLES[code]}",
+                "x": [None],
+                "y": [None],
+                "marker": {"symbol": "square", "size": 12, "color": palette.VERDICT[code]},
+            }
+        )
+    layout = _layout(
+        xaxis=_axis("concurrency", type="category"),
+        yaxis=_axis("nodes", type="category"),
+        height=340,
+    )
+    return {"data": traces, "layout": layout}
+
+
+# all of them -------------------------------------------------------------------------------------
+
+
+CHARTS = {
+    "per_user": per_user_vs_concurrency,
+    "breakdown": step_breakdown,
+    "memory": memory_chart,
+    "verdict_map": verdict_map,
+}
+
+
+def all_charts(result: Result) -> dict[str, Figure]:
+    return {name: build(result) for name, build in CHARTS.items()}
+
+
+def as_figure(fig: Figure) -> Any:
+    """A `plotly.graph_objects.Figure` (validated) for interactive use."""
+    import plotly.graph_objects as go
+
+    return go.Figure(fig)

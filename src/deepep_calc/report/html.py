@@ -1,0 +1,97 @@
+"""`deepep-calc report --html`: one self-contained HTML file for a design review.
+
+Inline CSS, inline plotly.js (read from the installed `plotly` wheel), inline figures: the
+file opens from disk with no server and no network. It is rendered with the page's own Jinja
+macros, so the report and the web page show the same numbers the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import FileInputError
+from ..evaluate import Result
+from . import view
+
+
+def _static(name: str) -> str:
+    from importlib import resources
+
+    return resources.files("deepep_calc.web").joinpath("static", name).read_text("utf-8")
+
+
+def _inline_script(text: str) -> str:
+    """Script text that cannot close its own <script> element early."""
+    return text.replace("</script", "<\\/script").replace("<!--", "<\\!--")
+
+
+def report_context(result: Result) -> dict[str, Any]:
+    from ..web.api import details_of
+
+    data = result.to_json()
+    details = details_of(result)
+    return {
+        "data": data,
+        "verdict": data["verdict"],
+        "cards": view.verdict_cards(data),
+        "summary": details["summary"],
+        "details": details,
+        "cli": details["cli"],
+    }
+
+
+def render_html(result: Result) -> str:
+    from .. import __version__
+
+    ctx = report_context(result)
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        view.templates()
+        .get_template("report.html")
+        .render(
+            **ctx,
+            generated=f"deepep-calc {__version__}, {stamp}",
+            css=_static("style.css"),
+            plotly_js=_inline_script(view.plotly_js_path().read_text("utf-8")),
+            charts_js=_inline_script(_static("charts.js")),
+        )
+    )
+
+
+def write_atomic(path: str | Path, text: str) -> Path:
+    """Write through a temporary file in the same folder, then rename: never half a file."""
+    target = Path(path).expanduser()
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise FileInputError(target, "is a folder; give a file name")
+    if not folder.is_dir():
+        raise FileInputError(target, f"folder {folder} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    except OSError as err:
+        raise FileInputError(target, f"cannot be written ({err.strerror or err})") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report is an ordinary file
+        os.replace(tmp, target)
+    except BaseException as err:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise FileInputError(target, f"cannot be written ({err.strerror or err})") from None
+        raise
+    return target
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_html(result: Result, path: str | Path) -> Path:
+    return write_atomic(path, render_html(result))

@@ -1,0 +1,84 @@
+"""`deepep-calc report --md`: the verdict, the arms and the provenance as Markdown.
+
+For pasting into an issue or a design document. Every number carries its tag in brackets,
+as on the terminal card, and the provenance table gives each one's source.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..evaluate import Result
+from . import view
+
+
+def _cell(text: Any) -> str:
+    """Table-cell text: pipes escaped, no line breaks."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _q(q: dict[str, Any], digits: int) -> str:
+    unit = view.unit_shown(q["unit"])
+    return f"{view.fmt(q['value'], digits)}{' ' + unit if unit else ''} [{q['tag']}]"
+
+
+def render_markdown(result: Result) -> str:
+    from ..web.api import details_of
+
+    data = result.to_json()
+    details = details_of(result)
+    v = data["verdict"]
+    arms = list(data["arms"])
+    out = [
+        "# deepep-calc report",
+        "",
+        f"**{v['symbol']} {v['title']}**: {v['headline']}",
+        "",
+        f"Scenario: {details['summary']}.",
+        "",
+    ]
+    if details["cli"]:
+        out += ["Reproduce:", "", "```", details["cli"], "```", ""]
+    out += ["## Why", "", *[f"- {line}" for line in v["reasons"]], ""]
+    out += ["## Advisories", "", *([f"- {line}" for line in v["advisories"]] or ["- none"]), ""]
+    out += [f"Verdict is {v['robustness']}.", ""]
+
+    head = [view.arm_label(data, a) + (" ★" if a == v["recommended_arm"] else "") for a in arms]
+    out += ["## The arms", "", "| | " + " | ".join(head) + " |", "|---|" + "---:|" * len(arms)]
+    for label, path, digits in view.ARM_ROWS:
+        cells = [_q(view.dig(data["arms"][a], path), digits) for a in arms]
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    feas = ["yes" if data["arms"][a]["feasible"] else f"no: {data['arms'][a]['why_not']}" for a in arms]
+    out.append("| Feasible | " + " | ".join(_cell(f) for f in feas) + " |")
+    out.append("")
+    out += ["| Comparison | |", "|---|---:|"]
+    out += [f"| {label} | {_q(data[key], digits)} |" for label, key, digits in view.COMPARE_ROWS]
+    out.append("")
+
+    flags = v["flags"]
+    out += [f"## Run it ({flags['engine']}, {flags['arm']})", "", "```", *details["flag_lines"], "```", ""]
+
+    m = details["model"]
+    out += [
+        "## Model evaluated",
+        "",
+        f"{m['name']} ({m['family']}): {m['experts']} experts, top-{m['topk']}, hidden {m['hidden']}, "
+        f"{m['moe_layers']} of {m['layers']} layers MoE, {m['attention'].upper()} attention, weights "
+        f"{m['weight_dtype']}, KV {m['kv_dtype']}; {_q(m['total_params_b'], 1)} total, "
+        f"{_q(m['active_params_b'], 1)} active. Source: {m['source']}.",
+        "",
+    ]
+
+    out += ["## Provenance", "", "| number | value | tag | source |", "|---|---:|---|---|"]
+    for r in details["provenance"]:
+        value = f"{r['value']} {r['unit']}".strip()
+        out.append(f"| {_cell(r['where'])} | {_cell(value)} | {r['tag']} | {_cell(r['source'])} |")
+    out += ["", "Tags: " + "; ".join(f"**{t}**: {meaning}" for t, meaning in view.TAG_MEANING.items()) + "."]
+    return "\n".join(out) + "\n"
+
+
+def write_markdown(result: Result, path: str | Path) -> Path:
+    from .html import write_atomic
+
+    return write_atomic(path, render_markdown(result))

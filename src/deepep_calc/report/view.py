@@ -1,0 +1,256 @@
+"""What the page and the HTML / Markdown reports show, decided once.
+
+The rows of the arms table, the number formatting, the provenance table and the Jinja
+environment live here so the web page (server-rendered and JavaScript-updated), the HTML
+report and the Markdown summary cannot disagree. Everything works on `Result.to_json()`,
+the same object the CLI prints and the API returns: a figure shown anywhere is a figure in
+that object.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from functools import cache
+from typing import Any
+
+from ..scenario import DEFAULTS
+from ..verdict import ARM_LABELS, SYMBOLS, TITLES
+
+# (label, path inside one arm's JSON, decimals)
+ARM_ROWS: list[tuple[str, str, int]] = [
+    ("Per-user decode", "per_user_tok_s", 1),
+    ("Decode step", "step_ms", 2),
+    ("Aggregate throughput", "aggregate_tok_s", 1),
+    ("Time to first token", "ttft_ms", 0),
+    ("Cost", "usd_per_mtok", 2),
+    ("Memory per GPU", "memory_gb_per_gpu", 1),
+    ("KV headroom per GPU", "memory_detail_gb.headroom", 1),
+    ("Max concurrency that fits", "max_concurrency", 0),
+    ("Running sequences", "running_sequences", 0),
+]
+# (label, key at the top level of the result, decimals)
+COMPARE_ROWS: list[tuple[str, str, int]] = [
+    ("DeepEP / alternative, aggregate", "ratio_deepep_vs_alternative", 2),
+    ("DeepEP / alternative, per user", "ratio_per_user", 2),
+    ("DeepEP tax per token", "tax_ms_per_token", 1),
+]
+TAG_MEANING = {
+    "measured": "observed on hardware (a cited run or your imported benchmark)",
+    "derived": "arithmetic on measured values only",
+    "assumed": "rests on a spec sheet, a price, a model assumption or a value you typed: verify locally",
+}
+VERDICT_BLURB = {
+    "dense": "All-to-all is not the bottleneck at this scale; on a host-proxied path the per-step "
+    "proxy round trip costs more than the expert bytes it saves.",
+    "capacity": "The model or its KV cache does not fit without sharding experts across nodes: "
+    "accept the all-to-all, because the alternative is running out of memory.",
+    "deepep": "The per-step proxy tax is gone or small (GPU-initiated transport), or the batch is "
+    "large enough that allgather bytes dominate.",
+}
+CODES = ("dense", "capacity", "deepep")
+
+
+def fmt(value: Any, digits: int) -> str:
+    """The one number format (the page's JavaScript mirrors it: en-US grouping, fixed decimals)."""
+    if value is None:
+        return "n/a"
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if v != v:
+        return "n/a"
+    return f"{v:,.{digits}f}"
+
+
+def unit_shown(unit: str) -> str:
+    return "" if unit in ("x", "1") else unit
+
+
+def dig(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        obj = obj[part]
+    return obj
+
+
+def arm_label(data: dict[str, Any], arm: str) -> str:
+    if arm == "deepep":
+        return f"DeepEP ({data['scenario']['transport']})"
+    return ARM_LABELS[arm]
+
+
+def provenance_rows(data: dict[str, Any]) -> list[dict[str, str]]:
+    """Every number of a result, flattened: where it is, value, unit, tag and source."""
+    rows: list[dict[str, str]] = []
+
+    def add(where: str, q: dict[str, Any], digits: int = 2) -> None:
+        rows.append(
+            {
+                "where": where,
+                "value": fmt(q["value"], digits),
+                "unit": unit_shown(q["unit"]),
+                "tag": q["tag"],
+                "source": q["source"],
+            }
+        )
+
+    for arm, a in data["arms"].items():
+        label = arm_label(data, arm)
+        for row_label, path, digits in ARM_ROWS:
+            add(f"{label}: {row_label.lower()}", dig(a, path), digits)
+        for part, q in a["breakdown_ms"].items():
+            add(f"{label}: step part {part}", q, 2)
+        for part, q in a["memory_detail_gb"].items():
+            if part != "headroom":
+                add(f"{label}: memory {part.replace('_', ' ')}", q, 1)
+    for row_label, key, digits in COMPARE_ROWS:
+        add(row_label, data[key], digits)
+    return rows
+
+
+def scenario_summary(data: dict[str, Any]) -> str:
+    s = data["scenario"]
+    graphs = "CUDA graphs" if s["cuda_graphs"] else "eager"
+    return (
+        f"{s['model_resolved']} ({s['weight_dtype']}) on {s['nodes']}x {s['instance']} "
+        f"({s['nodes'] * s['gpus_per_node']} GPUs), {s['engine']} {graphs}, DeepEP over {s['transport']} "
+        f"with EP_NUM_COMMS={s['comms']}, concurrency {s['concurrency']}, ISL {s['isl']} / OSL {s['osl']}"
+    )
+
+
+def cli_command(scenario: Any) -> str:
+    """The `deepep-calc evaluate` line that reproduces a scenario (only flags that differ)."""
+    parts = ["deepep-calc", "evaluate"]
+    for key, value in scenario.model_dump().items():
+        if value is None or value == DEFAULTS.get(key):
+            continue
+        if key == "cuda_graphs":
+            parts.append("--cuda-graphs")
+            continue
+        parts += [f"--{key.replace('_', '-')}", shlex.quote(str(value))]
+    return " ".join(parts)
+
+
+def verdict_cards(data: dict[str, Any]) -> list[dict[str, Any]]:
+    lit = data["verdict"]["code"] if data.get("verdict") else None
+    return [
+        {"code": c, "symbol": SYMBOLS[c], "title": TITLES[c], "blurb": VERDICT_BLURB[c], "lit": c == lit}
+        for c in CODES
+    ]
+
+
+def _arm_colour(data: dict[str, Any], arm: str) -> str:
+    from . import palette
+
+    return palette.arm_colour(arm, transport_initiation().get(data["scenario"]["transport"], True))
+
+
+def page_layout() -> dict[str, Any]:
+    """The table layout handed to the page's JavaScript (so both renderers use one definition)."""
+    from . import palette
+
+    return {
+        "arm_rows": ARM_ROWS,
+        "compare_rows": COMPARE_ROWS,
+        "arm_labels": ARM_LABELS,
+        "codes": CODES,
+        "host_proxied": transport_initiation(),
+        "colours": {
+            "host_proxied": palette.HOST_PROXIED,
+            "gpu_initiated": palette.GPU_INITIATED,
+            "dense": palette.DENSE,
+            "replica": palette.REPLICA,
+        },
+    }
+
+
+def script_json(obj: Any) -> str:
+    """JSON safe to place inside a <script> element (no '</script>' break-out, no NaN)."""
+    text = obj if isinstance(obj, str) else json.dumps(obj, allow_nan=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+@cache
+def templates() -> Any:
+    """The Jinja environment shared by the web pages and the HTML report."""
+    from jinja2 import ChoiceLoader, Environment, PackageLoader, select_autoescape
+
+    from . import palette
+
+    env = Environment(
+        loader=ChoiceLoader(
+            [PackageLoader("deepep_calc", "web/templates"), PackageLoader("deepep_calc", "report/templates")]
+        ),
+        autoescape=select_autoescape(["html"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["fmt"] = fmt
+    env.filters["unit"] = unit_shown
+    env.filters["script_json"] = script_json
+    env.filters["flag_lines"] = flag_lines
+    env.globals.update(
+        ARM_ROWS=ARM_ROWS,
+        COMPARE_ROWS=COMPARE_ROWS,
+        TAG_MEANING=TAG_MEANING,
+        css_vars=palette.css_variables(),
+        dig=dig,
+        arm_label=arm_label,
+        arm_colour=_arm_colour,
+    )
+    return env
+
+
+def model_summary(result: Any) -> dict[str, Any]:
+    """The structure that was evaluated, with its parameter counts tagged like its memory."""
+    from ..physics.params import count_params
+    from ..quantity import Q
+
+    m = result.resolved.model
+    p = count_params(m)
+    tag = Q.derived if m.verified else Q.assumed
+    src = f"parameter count from the structure ({m.source})"
+    return {
+        "name": m.name,
+        "family": m.family,
+        "source": m.source,
+        "experts": m.experts,
+        "topk": m.topk,
+        "shared_experts": m.shared_experts,
+        "hidden": m.hidden,
+        "layers": m.layers,
+        "moe_layers": m.moe_layers,
+        "attention": m.attention.kind,
+        "weight_dtype": m.weight_dtype,
+        "expert_dtype": m.routed_dtype,
+        "kv_dtype": m.kv_dtype,
+        "total_params_b": tag(p.total / 1e9, "B params", src).to_json(),
+        "active_params_b": tag(p.active / 1e9, "B params", src).to_json(),
+    }
+
+
+def flag_lines(flags: dict[str, Any]) -> list[str]:
+    """The engine arguments, config and environment of the recommended arm, one per line."""
+    lines = list(flags.get("args", []))
+    lines += [f"{k}: {v}" for k, v in flags.get("config", {}).items()]
+    lines += [f"export {k}={v}" for k, v in flags.get("env", {}).items()]
+    if flags.get("cuda_graphs"):
+        lines.append(str(flags["cuda_graphs"]))
+    if flags.get("requires"):
+        lines.append(f"# requires: {flags['requires']}")
+    return lines
+
+
+def transport_initiation() -> dict[str, bool]:
+    """Transport name -> host-proxied, for colouring the DeepEP arm from a result's JSON."""
+    from ..catalog.transports import load_transports
+
+    return {name: t.host_proxied for name, t in load_transports().items()}
+
+
+def plotly_js_path() -> Any:
+    """plotly.js as shipped inside the installed `plotly` wheel (no CDN, works offline)."""
+    from importlib import resources
+
+    return resources.files("plotly").joinpath("package_data", "plotly.min.js")

@@ -1,0 +1,166 @@
+"""The JSON API: the CLI's commands over HTTP, with the CLI's JSON and the CLI's error lines.
+
+`/api/evaluate` answers exactly what `deepep-calc evaluate --json` prints for the same
+scenario. Results are cached by scenario (the catalogs do not change while the server runs,
+and an inline config.json is part of the key), because a page sends the same scenario many
+times while someone edits a field and the model takes milliseconds per pass.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from fastapi import APIRouter
+from fastapi.responses import Response
+
+from ..evaluate import Result
+from ..report.view import cli_command, flag_lines, model_summary, provenance_rows, scenario_summary
+from .inputs import cache_key, run
+from .schemas import (
+    DetailsResponse,
+    ErrorOut,
+    EvaluateRequest,
+    EvaluateResponse,
+    InstanceRow,
+    KernelRequest,
+    KernelResponse,
+    ModelRow,
+    TransportRow,
+)
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorOut, "description": "body could not be read"},
+    413: {"model": ErrorOut, "description": "request body over the size limit"},
+    415: {"model": ErrorOut, "description": "body is not application/json"},
+    422: {"model": ErrorOut, "description": "an input cannot be used; `field` names it"},
+}
+
+router = APIRouter(prefix="/api", tags=["api"])
+V = TypeVar("V")
+
+
+class LRU(Generic[V]):
+    """A small thread-safe least-recently-used map."""
+
+    def __init__(self, size: int = 512) -> None:
+        self.size = size
+        self._data: OrderedDict[str, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_make(self, key: str, make: Callable[[], V]) -> V:
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                return self._data[key]
+        value = make()
+        with self._lock:
+            self._data[key] = value
+            while len(self._data) > self.size:
+                self._data.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+# Serialised responses, and the few latest Result objects (the page asks for a scenario's
+# numbers and its charts at the same moment: the model runs once for both).
+EVALUATIONS: LRU[bytes] = LRU()
+DETAILS: LRU[bytes] = LRU(128)
+RESULTS: LRU[Result] = LRU(32)
+
+
+def result_for(req: EvaluateRequest) -> Result:
+    return RESULTS.get_or_make(cache_key(req), lambda: run(req))
+
+
+def clear_caches() -> None:
+    for cache in (EVALUATIONS, DETAILS, RESULTS):
+        cache.clear()
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, allow_nan=False, separators=(",", ":")).encode()
+
+
+def _json(body: bytes) -> Response:
+    return Response(content=body, media_type="application/json")
+
+
+def evaluate_json(req: EvaluateRequest) -> bytes:
+    return EVALUATIONS.get_or_make(cache_key(req), lambda: dumps(result_for(req).to_json()))
+
+
+def details_of(result: Any) -> dict[str, Any]:
+    from ..report.charts import all_charts
+    from .inputs import UPLOAD_PREFIX
+
+    data = result.to_json()
+    uploaded = result.scenario.model.startswith(UPLOAD_PREFIX)
+    return {
+        "model": model_summary(result),
+        "summary": scenario_summary(data),
+        "flag_lines": flag_lines(data["verdict"]["flags"]),
+        "cli": None if uploaded else cli_command(result.scenario),
+        "charts": all_charts(result),
+        "provenance": provenance_rows(data),
+    }
+
+
+@router.post(
+    "/evaluate",
+    summary="Verdict and arms for one scenario (the CLI's `evaluate --json`)",
+    responses={200: {"model": EvaluateResponse}, **ERRORS},
+    response_class=Response,
+)
+async def api_evaluate(body: EvaluateRequest) -> Response:
+    return _json(evaluate_json(body))
+
+
+@router.post(
+    "/details",
+    summary="What the page draws beside the numbers: model evaluated, charts, provenance",
+    responses={200: {"model": DetailsResponse}, **ERRORS},
+    response_class=Response,
+)
+async def api_details(body: EvaluateRequest) -> Response:
+    return _json(DETAILS.get_or_make(cache_key(body), lambda: dumps(details_of(result_for(body)))))
+
+
+@router.post(
+    "/kernel",
+    summary="Dispatch + combine latency of one MoE layer (the CLI's `kernel --json`)",
+    responses={200: {"model": KernelResponse}, **ERRORS},
+    response_class=Response,
+)
+async def api_kernel(body: KernelRequest) -> Response:
+    from ..kernel import kernel_query
+
+    out = kernel_query(**body.model_dump())
+    return _json(dumps({k: v.to_json() for k, v in out.items()}))
+
+
+@router.get("/models", summary="Model presets", response_model=list[ModelRow])
+async def api_models() -> Response:
+    from ..report.catalogs import models_rows
+
+    return _json(dumps(models_rows()))
+
+
+@router.get("/instances", summary="Instance catalog", response_model=list[InstanceRow])
+async def api_instances() -> Response:
+    from ..report.catalogs import instances_rows
+
+    return _json(dumps(instances_rows()))
+
+
+@router.get("/transports", summary="DeepEP transports", response_model=list[TransportRow])
+async def api_transports() -> Response:
+    from ..report.catalogs import transports_rows
+
+    return _json(dumps(transports_rows()))

@@ -1,0 +1,196 @@
+"""From what a browser sends to a `Result`, with errors that name the input to fix.
+
+Three ways in, one way through: a JSON body (`/api/evaluate`), a form post (the page with
+JavaScript off) and query parameters (a shared link) all become an `EvaluateRequest`, then a
+`Scenario` evaluated by the same `evaluate()` as the CLI. The server never reads a file a
+request names: `model` must be a preset, and a config.json arrives inline and is resolved in
+memory (`scenario.inline_models`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..catalog.hf_config import MAX_CONFIG_BYTES, spec_from_hf_dict
+from ..catalog.model_catalog import load_models, preset_names
+from ..catalog.models import ModelSpec
+from ..errors import CalcError, FileInputError, InputError
+from ..evaluate import Result, evaluate
+from ..scenario import Scenario, inline_models
+from .schemas import EvaluateRequest
+
+UPLOAD_PREFIX = "upload:"
+CONFIG_ORIGIN = "uploaded config.json"
+
+INT_FIELDS = (
+    "nodes",
+    "gpus_per_node",
+    "comms",
+    "max_qps",
+    "concurrency",
+    "isl",
+    "osl",
+    "experts",
+    "topk",
+    "hidden",
+    "moe_layers",
+)
+FLOAT_FIELDS = ("slo_tok_s", "ttft_ms", "price_per_hour")
+TEXT_FIELDS = ("model", "instance", "engine", "transport", "alternative", "weight_dtype", "kv_dtype")
+TRUE = ("on", "true", "1", "yes")
+
+_EXPECT = {
+    "int": "a whole number greater than 0",
+    "float": "a number greater than 0",
+    "bool": "true or false",
+    "string": "text",
+}
+
+
+def flag(name: str) -> str:
+    return f"--{name.replace('_', '-')}"
+
+
+def input_name(err: CalcError) -> str | None:
+    """The page input (snake_case) an error is about: `--max-qps` -> `max_qps`."""
+    field = err.field
+    if not field:
+        return None
+    if field.startswith("--"):
+        name = field[2:].replace("-", "_")
+        return "cuda_graphs" if name == "eager" else name
+    return field
+
+
+def from_validation(err: ValidationError) -> CalcError:
+    """pydantic's first complaint as the one-line error the CLI would print."""
+    first = err.errors()[0]
+    loc = [str(p) for p in first.get("loc", ()) if p != "body"]
+    kind = str(first.get("type", ""))
+    value = first.get("input")
+    if kind == "json_invalid":
+        return CalcError(f"the request body is not valid JSON ({first.get('msg', '')})")
+    if not loc or kind in ("model_attributes_type", "dict_type", "model_type"):
+        return CalcError("the request body must be a JSON object of scenario fields")
+    name = loc[0]
+    if kind == "extra_forbidden":
+        known = ", ".join(k for k in EvaluateRequest.model_fields)
+        return InputError(name, value, f"one of the known fields ({known})")
+    head = kind.split("_", 1)[0]
+    if kind == "literal_error":
+        allowed = f"one of {first.get('ctx', {}).get('expected', '')}"
+    else:
+        allowed = _EXPECT.get(head, str(first.get("msg", "a valid value")).lower())
+    shown = value if isinstance(value, int | float | str | bool) or value is None else type(value).__name__
+    return InputError(flag(name), shown, allowed)
+
+
+def request_from_json(data: Any) -> EvaluateRequest:
+    try:
+        return EvaluateRequest.model_validate(data)
+    except ValidationError as err:
+        raise from_validation(err) from None
+
+
+def request_from_form(form: Mapping[str, Any], upload: str | None = None) -> EvaluateRequest:
+    """Form fields (all text, blank = default) as a request; `upload` is a config file's text."""
+    data: dict[str, Any] = {}
+    for name in INT_FIELDS:
+        text = str(form.get(name) or "").strip()
+        if text:
+            try:
+                data[name] = int(text)
+            except ValueError:
+                raise InputError(flag(name), text, _EXPECT["int"]) from None
+    for name in FLOAT_FIELDS:
+        text = str(form.get(name) or "").strip()
+        if text:
+            try:
+                data[name] = float(text)
+            except ValueError:
+                raise InputError(flag(name), text, _EXPECT["float"]) from None
+    for name in TEXT_FIELDS:
+        text = str(form.get(name) or "").strip()
+        if text:
+            data[name] = text
+    graphs = str(form.get("cuda_graphs") or "").strip().lower()
+    data["cuda_graphs"] = graphs in TRUE
+    eager = str(form.get("eager") or "").strip().lower()
+    if eager:  # the CLI's spelling, e.g. in a hand-written link
+        data["cuda_graphs"] = eager not in TRUE
+    config = upload if upload and upload.strip() else str(form.get("config_text") or "")
+    if config.strip():
+        data["config_json"] = config
+    return request_from_json(data)
+
+
+def _preset_key(model: str) -> str:
+    """A preset name or a preset's HF id; anything else (a path above all) is refused."""
+    text = model.strip().lower()
+    names = preset_names()
+    if text in names:
+        return model
+    for key, spec in load_models().items():
+        if spec.hf_id and spec.hf_id.lower() == text:
+            return key
+    raise InputError(
+        "--model", model, f"a preset ({', '.join(names)}), or upload / paste a config.json on the page"
+    )
+
+
+def parse_config(config: dict[str, Any] | str) -> tuple[str, ModelSpec]:
+    """An inline config.json as a model spec, keyed by a hash of its content."""
+    try:
+        if isinstance(config, str):
+            if len(config.encode("utf-8", "replace")) > MAX_CONFIG_BYTES:
+                raise FileInputError(CONFIG_ORIGIN, "is larger than 5 MB; refused")
+            try:
+                data = json.loads(config)
+            except json.JSONDecodeError as err:
+                raise FileInputError(
+                    CONFIG_ORIGIN,
+                    f"is not valid JSON ({err.msg} at line {err.lineno} column {err.colno})",
+                ) from None
+            except (RecursionError, ValueError) as err:
+                raise FileInputError(CONFIG_ORIGIN, f"is not valid JSON ({type(err).__name__})") from None
+        else:
+            data = config
+        spec = spec_from_hf_dict(
+            data, source="config.json sent to the web page", name="uploaded model", origin=CONFIG_ORIGIN
+        )
+    except CalcError as err:
+        err.field = "config_json"
+        raise
+    digest = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return UPLOAD_PREFIX + digest, spec
+
+
+def prepare(req: EvaluateRequest) -> tuple[Scenario, dict[str, ModelSpec]]:
+    """The scenario to evaluate and the in-memory models it names."""
+    if req.calibration is not None:
+        raise InputError(
+            "--calibration",
+            req.calibration,
+            "nothing over HTTP (the server reads no files); use `deepep-calc evaluate --calibration`",
+        )
+    if req.config_json is not None:
+        key, spec = parse_config(req.config_json)
+        return req.to_scenario(model=key), {key: spec}
+    return req.to_scenario(model=_preset_key(req.model)), {}
+
+
+def run(req: EvaluateRequest) -> Result:
+    scenario, specs = prepare(req)
+    with inline_models(specs):
+        return evaluate(scenario)
+
+
+def cache_key(req: EvaluateRequest) -> str:
+    """A digest of the whole request (an inline config can be large; the key stays small)."""
+    text = json.dumps(req.model_dump(), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,269 @@
+"""The mechanism page: words from `mechanism.toml`, numbers from the catalogs and the model.
+
+The diagram's geometry is computed here from the layer lists, so adding a layer to the data
+redraws the picture; the template only places the boxes it is given.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..catalog.measured import load_cells, load_facts
+from ..catalog.transports import KernelRef, load_transports
+from ..evaluate import Result, evaluate
+from ..physics.comm import KernelShape
+from ..physics.fit import cell_scenario
+from ..physics.layout import layout
+from ..quantity import Q
+from ..report import palette
+from ..scenario import Scenario
+
+
+class Property(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    ib: str
+    efa: str
+    effect: str
+
+
+class Layer(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    detail: str
+
+
+class PathSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    key: str
+    title: str
+    colour: str
+    note: str
+    layers: list[Layer]
+
+
+class Status(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    works: list[str]
+    missing: list[str]
+    campaign: str
+    shipping: str
+
+
+class Content(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    intro: str
+    property: list[Property]
+    path: list[PathSpec]
+    status: Status
+
+
+@cache
+def content() -> Content:
+    text = resources.files("deepep_calc.web").joinpath("mechanism.toml").read_text("utf-8")
+    return Content.model_validate(tomllib.loads(text))
+
+
+# diagram -------------------------------------------------------------------------------------
+
+BOX_W, BOX_H, GAP, PAD, LANE_H, TITLE_H = 150, 64, 38, 16, 128, 26
+
+
+def diagram() -> dict[str, Any]:
+    """Boxes and arrows of the two paths; the GPU-initiated path's NIC sits under the EFA NIC,
+    so the skipped host segment shows as one long arrow."""
+    paths = content().path
+    columns = max(len(p.layers) for p in paths)
+    width = 2 * PAD + columns * BOX_W + (columns - 1) * GAP
+    lanes = []
+    colours = {"host_proxied": palette.HOST_PROXIED, "gpu_initiated": palette.GPU_INITIATED}
+    for i, p in enumerate(paths):
+        top = PAD + i * LANE_H
+        y = top + TITLE_H
+        cols = list(range(len(p.layers)))
+        if len(p.layers) < columns:  # first layer at the left, the rest packed to the right
+            cols = [0, *range(columns - len(p.layers) + 1, columns)]
+        boxes = [
+            {
+                "x": PAD + c * (BOX_W + GAP),
+                "y": y,
+                "w": BOX_W,
+                "h": BOX_H,
+                "name": layer.name,
+                "detail": layer.detail,
+            }
+            for c, layer in zip(cols, p.layers, strict=True)
+        ]
+        arrows = []
+        for a, b in itertools.pairwise(boxes):
+            skipped = (b["x"] - a["x"]) // (BOX_W + GAP) - 1
+            arrows.append(
+                {
+                    "x1": a["x"] + BOX_W,
+                    "x2": b["x"] - 4,
+                    "y": y + BOX_H / 2,
+                    "label": f"host segment skipped ({skipped} layers)" if skipped > 0 else "",
+                }
+            )
+        lanes.append(
+            {
+                "title": f"{p.title}: {len(p.layers)} layers",
+                "colour": colours[p.colour],
+                "title_y": top + 16,
+                "boxes": boxes,
+                "arrows": arrows,
+                "note": p.note,
+            }
+        )
+    return {"width": width, "height": PAD + len(paths) * LANE_H, "lanes": lanes}
+
+
+# numbers -----------------------------------------------------------------------------------------
+
+
+def _row(label: str, q: Q, digits: int, note: str = "") -> dict[str, Any]:
+    return {"label": label, "q": q.to_json(), "digits": digits, "note": note}
+
+
+def calibration_result() -> Result:
+    """The fair A/B at concurrency 32: the scenario the flat lines were measured in."""
+    return evaluate(Scenario())
+
+
+def signature() -> list[dict[str, Any]]:
+    """The three measured regimes of the A/B: per-user lines, the tax and the ratio in each."""
+    rows = []
+    for cell in load_cells().values():
+        if cell.role != "calibration" or cell.engine != "trtllm" or cell.allgather is None:
+            continue
+        res = evaluate(cell_scenario(cell, "trtllm"))
+        rows.append(
+            {
+                "cell": cell.id,
+                "concurrency": cell.concurrency,
+                "isl": cell.isl,
+                "deepep": res.arms["deepep"].per_user_tok_s.to_json(),
+                "dense": res.arms["allgather"].per_user_tok_s.to_json(),
+                "tax": res.tax_ms_per_token.to_json(),
+                "ratio": res.ratio_deepep_vs_alternative.to_json(),
+            }
+        )
+    return rows
+
+
+def per_operation(base: Result) -> list[dict[str, Any]]:
+    """One decode step of the DeepEP arm at the calibration scenario, counted operation by operation."""
+    r = base.resolved
+    m, t, inst = r.model, r.transport, r.instance
+    lay = layout(r, "deepep")
+    world = int(lay.ranks)
+    gpn = r.gpus_per_node
+    tokens = Q.derived(
+        float(lay.seqs_per_rank), "tokens", f"concurrency {r.scenario.concurrency} / {world} ranks"
+    )
+    pairs = (tokens * m.topk).as_("pairs", f"tokens x top-{m.topk}")
+    remote_share = (world - gpn) / world
+    remote = (pairs * remote_share).as_("pairs", f"x (EP - GPUs per node) / EP = {remote_share:g}")
+    posts = (remote * t.ops_per_token).as_(
+        "work requests", f"x {t.ops_per_token} per remote pair on SRD ({t.name})"
+    )
+    shape = KernelShape(1, m.hidden, m.topk, m.experts, "fp8")
+    dispatch_kb = (remote * shape.dispatch_bytes_per_token / 1000.0).as_(
+        "KB",
+        f"x {shape.dispatch_bytes_per_token:,.0f} B per FP8 token (hidden {m.hidden} + scales + routing)",
+    )
+    line = inst.net_gb_s_per_gpu(gpn)
+    wire_us = (dispatch_kb / line).as_("us", f"at line rate: {line.source}")
+    dee = base.arms["deepep"]
+    layers = m.moe_layers
+    kernels = dee.breakdown_ms["moe_comm"]
+    proxy = dee.breakdown_ms["proxy"]
+    path_us = ((kernels + proxy) * (1000.0 / layers)).as_(
+        "us", "model: (kernels + proxy) per step / MoE layers"
+    )
+    nic_pct = nic_utilisation_pct()
+    idle_pct = (100.0 - nic_pct).as_("%", "100 % - NIC utilisation")
+    return [
+        _row("Tokens per rank per step", tokens, 0),
+        _row("Token-expert pairs per rank per MoE layer", pairs, 0),
+        _row("of which leave the node", remote, 0),
+        _row(
+            "Work requests posted, per direction", posts, 0, "payload and notice are separate writes on SRD"
+        ),
+        _row("Dispatch bytes leaving the node per layer", dispatch_kb, 1),
+        _row("Wire time for those bytes at line rate", wire_us, 2),
+        _row("Time the path spends per MoE layer", path_us, 0, "kernels plus host-proxy round trips"),
+        _row(f"Host-proxy cost per step ({layers} MoE layers)", proxy, 1),
+        _row("Dispatch + combine kernels per step", kernels, 1),
+        _row(
+            "DeepEP tax per output token",
+            base.tax_ms_per_token,
+            1,
+            "1000 / DeepEP per-user - 1000 / dense per-user",
+        ),
+        _row("NIC utilisation on the dispatch path", nic_pct, 1),
+        _row("Time the fabric sits idle", idle_pct, 1),
+    ]
+
+
+def nic_utilisation_pct() -> Q:
+    nic = load_facts()["nic_utilisation"].q()
+    return Q(nic.value * 100.0, "%", nic.tag, nic.source)  # a unit change, not a derivation
+
+
+def _campaign_proxy() -> KernelRef:
+    proxy = load_transports()["efa-proxy"]
+    for ref in proxy.cross_check:
+        if "campaign" in ref.source:
+            return ref
+    return proxy.reference
+
+
+def _pair(ref: KernelRef) -> tuple[Q, Q]:
+    assert ref.dispatch_us is not None and ref.combine_us is not None
+    return Q.measured(ref.dispatch_us, "us", ref.source), Q.measured(ref.combine_us, "us", ref.source)
+
+
+def kernel_status() -> dict[str, Any]:
+    """The CQ-poll campaign against the same-day proxy, the shipping EFA-GDA and InfiniBand."""
+    tr = load_transports()
+    entries = [
+        ("efa-proxy", "Host proxy, same campaign", _campaign_proxy(), palette.HOST_PROXIED),
+        (
+            "efa-native-cqpoll",
+            "Native GPU-initiated, CQ polling",
+            tr["efa-native-cqpoll"].reference,
+            palette.GPU_INITIATED,
+        ),
+        ("efa-gda", "EFA-GDA (shipping)", tr["efa-gda"].reference, palette.GPU_INITIATED),
+        ("ib-ibgda", "InfiniBand IBGDA", tr["ib-ibgda"].reference, palette.GPU_INITIATED),
+    ]
+    ib_d, ib_c = _pair(tr["ib-ibgda"].reference)
+    rows = []
+    for name, label, ref, colour in entries:
+        d, c = _pair(ref)
+        rows.append(
+            {
+                "transport": name,
+                "label": label,
+                "colour": colour,
+                "where": f"{ref.instance}, EP{ref.ep}",
+                "dispatch": d.to_json(),
+                "combine": c.to_json(),
+                "vs_ib_dispatch": (d / ib_d).as_("x").to_json(),
+                "vs_ib_combine": (c / ib_c).as_("x").to_json(),
+            }
+        )
+    pd, pc = _pair(_campaign_proxy())
+    nd, nc = _pair(tr["efa-native-cqpoll"].reference)
+    return {
+        "rows": rows,
+        "native_vs_proxy_dispatch": (nd / pd).as_("x").to_json(),
+        "native_vs_proxy_combine": (nc / pc).as_("x").to_json(),
+    }

@@ -1,0 +1,203 @@
+"""HTML routes: the calculator (works with JavaScript off) and the mechanism page.
+
+With JavaScript on, the page updates itself from `/api/evaluate` and `/api/details`; with it
+off, the form posts here and the server renders the same template with the result in it.
+Both paths go through `inputs.run`, so both show what the CLI would print.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, HTMLResponse
+from starlette.datastructures import UploadFile
+
+from ..catalog.engines import load_engines
+from ..catalog.hardware import load_instances
+from ..catalog.hf_config import MAX_CONFIG_BYTES
+from ..catalog.model_catalog import preset_names
+from ..catalog.models import DTYPES
+from ..catalog.transports import load_transports
+from ..errors import CalcError, FileInputError
+from ..evaluate import Result
+from ..report import view
+from ..scenario import DEFAULTS
+from .api import details_of
+from .guard import FORM_LIMIT
+from .inputs import CONFIG_ORIGIN, input_name, request_from_form, run
+from .mechanism import nic_utilisation_pct
+
+router = APIRouter(include_in_schema=False)
+
+# Inputs on the page, by section: (name, label, kind, help). Names are the Scenario fields.
+MODEL_FIELDS = [
+    ("experts", "Routed experts", "int", "what-if: experts per MoE layer"),
+    ("topk", "Top-k", "int", "what-if: experts each token is sent to"),
+    ("hidden", "Hidden size", "int", "what-if: model width"),
+    ("moe_layers", "MoE layers", "int", "what-if: layers with experts"),
+    ("weight_dtype", "Weight dtype", "dtype", "storage type of the weights"),
+    ("kv_dtype", "KV-cache dtype", "dtype", "storage type of the KV cache"),
+]
+TOPOLOGY_FIELDS = [
+    ("instance", "Instance", "instance", ""),
+    ("nodes", "Nodes", "int", ""),
+    ("gpus_per_node", "GPUs per node", "int", "blank = all of the instance's GPUs"),
+    ("engine", "Engine", "engine", ""),
+    ("cuda_graphs", "Decode mode", "graphs", "the measured cells ran eager"),
+    ("transport", "DeepEP transport", "transport", ""),
+    ("alternative", "Dense alternative", "alternative", ""),
+    ("comms", "EP_NUM_COMMS", "int", "proxy communicators"),
+    ("max_qps", "EP_EFA_MAX_QPS", "int", "queue pairs per peer"),
+]
+WORKLOAD_FIELDS = [
+    ("concurrency", "Concurrency", "int", "requests in flight"),
+    ("isl", "Input length (ISL)", "int", "prompt tokens"),
+    ("osl", "Output length (OSL)", "int", "generated tokens"),
+    ("slo_tok_s", "Per-user floor", "float", "tok/s each user must see"),
+    ("ttft_ms", "TTFT ceiling", "float", "ms to the first token"),
+    ("price_per_hour", "Price per node-hour", "float", "$; blank = catalog price"),
+]
+INPUTS = {name for group in (MODEL_FIELDS, TOPOLOGY_FIELDS, WORKLOAD_FIELDS) for name, *_ in group} | {
+    "model",
+    "config_json",
+}
+
+
+@cache
+def options() -> dict[str, Any]:
+    transports = load_transports()
+    return {
+        "model": preset_names(),
+        "instance": [
+            (n, f"{n} ({i.gpu} x{i.gpus_per_node}, {i.fabric.upper()})") for n, i in load_instances().items()
+        ],
+        "engine": [(n, e.label) for n, e in load_engines().items()],
+        "transport": [
+            (
+                n,
+                f"{n}: {'host proxy' if t.host_proxied else 'GPU-initiated'}",
+                ",".join(t.instances),
+                t.host_proxied,
+            )
+            for n, t in transports.items()
+        ],
+        "alternative": [("allgather", "allgather / reduce-scatter"), ("tp", "tensor parallel")],
+        "dtype": list(DTYPES),
+        "graphs": [("false", "eager"), ("true", "CUDA graphs")],
+    }
+
+
+def _defaults() -> dict[str, str]:
+    out = {
+        k: ("" if v is None else str(v).lower() if isinstance(v, bool) else str(v))
+        for k, v in DEFAULTS.items()
+    }
+    out["config_text"] = ""
+    return out
+
+
+def _upload_text(upload: Any) -> str:
+    """An uploaded config file as text, within the CLI's size limit."""
+    if not isinstance(upload, UploadFile) or not upload.filename:
+        return ""
+    raw = upload.file.read(MAX_CONFIG_BYTES + 1)
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise FileInputError(CONFIG_ORIGIN, "is larger than 5 MB; refused", field="config_json")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise FileInputError(
+            CONFIG_ORIGIN, f"is not UTF-8 text (invalid byte at offset {err.start})", field="config_json"
+        ) from None
+
+
+def calculator_context(
+    values: dict[str, str], result: Result | None, error: CalcError | None
+) -> dict[str, Any]:
+    shown = {**_defaults(), **values}
+    field = input_name(error) if error is not None else None
+    ctx: dict[str, Any] = {
+        "values": shown,
+        "options": options(),
+        "groups": {"model": MODEL_FIELDS, "topology": TOPOLOGY_FIELDS, "workload": WORKLOAD_FIELDS},
+        "field_error": {field: error.message} if error is not None and field in INPUTS else {},
+        "form_error": error.message if error is not None and field not in INPUTS else "",
+        "layout": {**view.page_layout(), "defaults": _defaults()},
+        "nic": nic_utilisation_pct().to_json(),
+        "data": None,
+    }
+    if result is not None:
+        data = result.to_json()
+        details = details_of(result)
+        ctx.update(
+            data=data,
+            verdict=data["verdict"],
+            cards=view.verdict_cards(data),
+            summary=details["summary"],
+            details=details,
+            cli=details["cli"],
+        )
+    return ctx
+
+
+def render_calculator(values: dict[str, str], upload: Any = None) -> HTMLResponse:
+    values = {k: v for k, v in values.items() if isinstance(v, str)}
+    result, error = None, None
+    try:
+        text = _upload_text(upload)
+        if text:
+            values["config_text"] = text
+        result = run(request_from_form(values))
+    except CalcError as err:
+        error = err
+    html = view.templates().get_template("index.html").render(**calculator_context(values, result, error))
+    return HTMLResponse(html, status_code=200 if error is None else 422)
+
+
+@router.get("/", response_class=HTMLResponse)
+async def calculator(request: Request) -> HTMLResponse:
+    return render_calculator(dict(request.query_params))
+
+
+@router.post("/", response_class=HTMLResponse)
+async def calculator_post(request: Request) -> HTMLResponse:
+    form = await request.form(max_files=1, max_fields=64, max_part_size=FORM_LIMIT)
+    upload = form.get("config_file")
+    return render_calculator({k: v for k, v in form.items() if isinstance(v, str)}, upload)
+
+
+@cache
+def mechanism_html() -> str:
+    from ..report.charts import per_user_vs_concurrency
+    from . import mechanism
+
+    base = mechanism.calibration_result()
+    return (
+        view.templates()
+        .get_template("mechanism.html")
+        .render(
+            content=mechanism.content(),
+            diagram=mechanism.diagram(),
+            signature=mechanism.signature(),
+            per_op=mechanism.per_operation(base),
+            kernels=mechanism.kernel_status(),
+            base=base.to_json(),
+            chart=per_user_vs_concurrency(base),
+        )
+    )
+
+
+@router.get("/mechanism", response_class=HTMLResponse)
+async def mechanism_page() -> HTMLResponse:
+    return HTMLResponse(mechanism_html())
+
+
+@router.get("/static/plotly.min.js")
+async def plotly_js() -> FileResponse:
+    return FileResponse(
+        str(view.plotly_js_path()),
+        media_type="text/javascript",
+        headers={"Cache-Control": "public, max-age=86400"},
+    )

@@ -1,0 +1,252 @@
+/* Live updates of the calculator page.
+ *
+ * Every input change (debounced) posts the form as JSON to /api/evaluate (the CLI's --json
+ * object) and /api/details (charts, provenance, model summary), then rewrites the results in
+ * place. Nothing is computed here: numbers arrive with their unit, tag and source, and are
+ * formatted the way report/view.py:fmt formats them. Without JavaScript the form posts to
+ * the server, which renders the same markup.
+ */
+(function () {
+  "use strict";
+  var form = document.getElementById("scenario-form");
+  if (!form) return;
+  var layout = JSON.parse(document.getElementById("page-layout").textContent);
+  var results = document.getElementById("results");
+  var statusEl = document.getElementById("status");
+  var configText = document.getElementById("f-config-text");
+  var configFile = document.getElementById("f-config-file");
+  var configState = document.getElementById("config-state");
+  var DEBOUNCE_MS = 300;
+  var timer = null;
+  var seq = 0;
+  var controller = null;
+  var updates = 0;
+
+  // ---- formatting (mirrors report/view.py and templates/_macros.html) ----
+  function fmt(value, digits) {
+    if (value === null || value === undefined || typeof value !== "number" || isNaN(value)) return "n/a";
+    return value.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+  }
+  function unitShown(u) { return u === "x" || u === "1" ? "" : u; }
+  function h(tag, attrs, children) {
+    var node = document.createElement(tag);
+    if (attrs) Object.keys(attrs).forEach(function (k) { if (attrs[k] !== null && attrs[k] !== undefined) node.setAttribute(k, attrs[k]); });
+    (children || []).forEach(function (c) { node.append(c instanceof Node ? c : String(c)); });
+    return node;
+  }
+  function badge(q) { return h("span", { "class": "tag tag-" + q.tag, title: q.tag + ": " + q.source }, [q.tag]); }
+  function num(q, digits) {
+    var parts = [h("span", { "class": "v" }, [fmt(q.value, digits)])];
+    var u = unitShown(q.unit);
+    if (u) parts.push(" ", h("span", { "class": "u" }, [u]));
+    parts.push(" ", badge(q));
+    return h("span", { "class": "num", title: q.source }, parts);
+  }
+  function dig(obj, path) { return path.split(".").reduce(function (o, k) { return o[k]; }, obj); }
+  function armLabel(data, arm) { return arm === "deepep" ? "DeepEP (" + data.scenario.transport + ")" : layout.arm_labels[arm]; }
+  function armColour(data, arm) {
+    if (arm === "deepep") return layout.host_proxied[data.scenario.transport] === false ? layout.colours.gpu_initiated : layout.colours.host_proxied;
+    return arm === "replica" ? layout.colours.replica : layout.colours.dense;
+  }
+  function fill(id, nodes) { var el = document.getElementById(id); if (el) el.replaceChildren.apply(el, nodes); return el; }
+  function listItems(lines, emptyText) {
+    if (!lines.length && emptyText) return [h("li", { "class": "none" }, [emptyText])];
+    return lines.map(function (line) { return h("li", null, [line]); });
+  }
+
+  // ---- rendering ----
+  function renderVerdict(data, details) {
+    var v = data.verdict;
+    document.querySelectorAll("#verdict-cards .card").forEach(function (card) {
+      var lit = card.getAttribute("data-code") === v.code;
+      card.classList.toggle("lit", lit);
+      if (lit) card.setAttribute("aria-current", "true"); else card.removeAttribute("aria-current");
+      card.querySelector(".lit-label").textContent = lit ? "this scenario" : "not this one";
+    });
+    var detail = document.getElementById("verdict-detail");
+    detail.className = "verdict-detail detail-" + v.code;
+    fill("headline", [h("span", { "class": "sym", "aria-hidden": "true" }, [v.symbol]), " " + v.headline]);
+    fill("scenario-line", [details ? details.summary : ""]);
+    fill("reasons", listItems(v.reasons));
+    fill("advisories", listItems(v.advisories, "none"));
+    fill("robustness", ["Verdict is " + v.robustness]);
+    fill("flags-title", ["(" + v.flags.engine + ", " + v.flags.arm + ")"]);
+    if (details) fill("flags", [details.flag_lines.join("\n") + "\n"]);
+  }
+
+  function renderArms(data) {
+    var arms = Object.keys(data.arms);
+    var head = [h("th", { scope: "col" })].concat(arms.map(function (arm) {
+      var kids = [armLabel(data, arm)];
+      if (arm === data.verdict.recommended_arm) kids.push(" ", h("span", { "class": "star", title: "recommended" }, ["★"]));
+      return h("th", { scope: "col", "class": "arm-head", style: "--arm: " + armColour(data, arm) }, kids);
+    }));
+    var rows = layout.arm_rows.map(function (row) {
+      return h("tr", null, [h("th", { scope: "row" }, [row[0]])].concat(arms.map(function (arm) {
+        return h("td", null, [num(dig(data.arms[arm], row[1]), row[2])]);
+      })));
+    });
+    rows.push(h("tr", null, [h("th", { scope: "row" }, ["Feasible"])].concat(arms.map(function (arm) {
+      var a = data.arms[arm];
+      return h("td", { "class": a.feasible ? "ok" : "bad" }, [a.feasible ? "yes" : "no: " + a.why_not]);
+    }))));
+    rows.push(h("tr", null, [h("th", { scope: "row" }, ["Measured cell"])].concat(arms.map(function (arm) {
+      return h("td", { "class": "muted" }, [data.arms[arm].measured_cell || "—"]);
+    }))));
+    var table = document.getElementById("arms-table");
+    table.replaceChildren(h("thead", null, [h("tr", null, head)]), h("tbody", null, rows));
+    fill("compare-table", [h("tbody", null, layout.compare_rows.map(function (row) {
+      return h("tr", null, [h("th", { scope: "row" }, [row[0]]), h("td", null, [num(data[row[1]], row[2])])]);
+    }))]);
+  }
+
+  function renderDetails(details) {
+    var m = details.model;
+    var text = ": " + m.experts + " experts, top-" + m.topk + (m.shared_experts ? ", " + m.shared_experts + " shared" : "") +
+      ", hidden " + m.hidden + ", " + m.moe_layers + " of " + m.layers + " layers MoE, " + m.attention.toUpperCase() +
+      " attention, weights " + m.weight_dtype + (m.expert_dtype !== m.weight_dtype ? " (experts " + m.expert_dtype + ")" : "") +
+      ", KV " + m.kv_dtype + "; ";
+    fill("model-summary-box", [h("p", { "class": "model-summary", id: "model-summary" }, [
+      h("strong", null, [m.name]), " ", h("span", { "class": "muted" }, ["(" + m.family + ")"]), text,
+      num(m.total_params_b, 1), " total, ", num(m.active_params_b, 1), " active"])]);
+    var cli = document.getElementById("cli-line");
+    if (cli) { cli.textContent = details.cli || "(an uploaded config.json has no CLI name: save it and pass its path)"; }
+    fill("provenance-count", [String(details.provenance.length)]);
+    var body = details.provenance.map(function (r) {
+      return h("tr", null, [h("td", null, [r.where]), h("td", { "class": "r" }, [r.value + " " + r.unit]),
+        h("td", null, [h("span", { "class": "tag tag-" + r.tag }, [r.tag])]), h("td", { "class": "src" }, [r.source])]);
+    });
+    var table = document.getElementById("provenance-table");
+    table.replaceChild(h("tbody", null, body), table.tBodies[0]);
+    if (window.deepepCharts) window.deepepCharts.draw(details.charts);
+  }
+
+  // ---- errors ----
+  function clearErrors() {
+    form.querySelectorAll(".field-error").forEach(function (e) { e.hidden = true; e.textContent = ""; });
+    form.querySelectorAll(".has-error").forEach(function (f) { f.classList.remove("has-error"); });
+    var fe = document.getElementById("form-error");
+    fe.hidden = true; fe.textContent = "";
+    results.classList.remove("stale");
+  }
+  function showError(message, field) {
+    var target = field ? form.querySelector('[data-error-for="' + field + '"]') : null;
+    if (target) {
+      target.textContent = message; target.hidden = false;
+      var box = target.closest("[data-field]");
+      box.classList.add("has-error");
+      if (box.tagName === "DETAILS") box.open = true;
+    } else {
+      var fe = document.getElementById("form-error");
+      fe.textContent = message; fe.hidden = false;
+    }
+    results.classList.add("stale");
+  }
+  function readError(resp, sentConfig) {
+    return resp.json().then(function (j) { return j; }, function () { return {}; }).then(function (j) {
+      var field = j.field || null;
+      if (!field && sentConfig && (resp.status === 413 || resp.status === 422)) field = "config_json";
+      return { error: j.error || resp.status + " " + resp.statusText, field: field };
+    });
+  }
+
+  // ---- the request ----
+  function body() {
+    var data = {};
+    form.querySelectorAll("[data-kind]").forEach(function (input) {
+      var kind = input.getAttribute("data-kind");
+      var raw = input.value.trim();
+      if (kind === "bool") { data[input.name] = raw === "true"; return; }
+      if (raw === "") return;
+      if (kind === "int" || kind === "float") { var n = Number(raw); data[input.name] = isFinite(n) ? n : raw; }
+      else data[input.name] = raw;
+    });
+    if (configText.value.trim()) data.config_json = configText.value;
+    return data;
+  }
+  function syncUrl(data) {
+    var params = new URLSearchParams();
+    Object.keys(data).forEach(function (k) {
+      if (k === "config_json") return;
+      var shown = typeof data[k] === "boolean" ? String(data[k]) : String(data[k]);
+      if (layout.defaults[k] !== shown) params.set(k, shown);
+    });
+    var qs = params.toString();
+    history.replaceState(null, "", qs ? "?" + qs : location.pathname);
+  }
+  function setStatus(text) { statusEl.textContent = text; }
+
+  function update() {
+    clearTimeout(timer);
+    var mine = ++seq;
+    if (controller) controller.abort();
+    controller = new AbortController();
+    var data = body();
+    var opts = { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(data), signal: controller.signal };
+    setStatus("updating…");
+    document.body.setAttribute("data-busy", "1");
+    Promise.all([fetch("/api/evaluate", opts), fetch("/api/details", opts)]).then(function (resps) {
+      if (mine !== seq) return null;
+      var ev = resps[0], det = resps[1];
+      if (!ev.ok) {
+        return readError(ev, "config_json" in data).then(function (err) {
+          if (mine !== seq) return;
+          clearErrors(); showError(err.error, err.field); setStatus("");
+        });
+      }
+      return Promise.all([ev.json(), det.ok ? det.json() : null]).then(function (pair) {
+        if (mine !== seq) return;
+        if (!document.getElementById("result-body")) { form.submit(); return; }
+        clearErrors();
+        renderVerdict(pair[0], pair[1]);
+        renderArms(pair[0]);
+        if (pair[1]) renderDetails(pair[1]);
+        syncUrl(data);
+        updates += 1;
+        document.body.setAttribute("data-updates", String(updates));
+        setStatus("");
+      });
+    }).catch(function (e) {
+      if (e && e.name === "AbortError") return;
+      showError("could not reach the calculator server (" + (e && e.message) + ")", null);
+      setStatus("");
+    }).then(function () { if (mine === seq) document.body.removeAttribute("data-busy"); });
+  }
+  function schedule() { clearTimeout(timer); timer = setTimeout(update, DEBOUNCE_MS); }
+
+  // ---- inputs that shape other inputs ----
+  var instance = document.getElementById("f-instance");
+  var transport = document.getElementById("f-transport");
+  function filterTransports() {
+    var inst = instance.value;
+    var current = transport.options[transport.selectedIndex];
+    Array.prototype.forEach.call(transport.options, function (o) {
+      o.disabled = o.getAttribute("data-instances").split(",").indexOf(inst) < 0;
+    });
+    if (current && current.disabled) {
+      var same = Array.prototype.find.call(transport.options, function (o) { return !o.disabled && o.className === current.className; });
+      var any = Array.prototype.find.call(transport.options, function (o) { return !o.disabled; });
+      (same || any).selected = true;
+    }
+  }
+  function configChanged() {
+    configState.textContent = configText.value.trim() ? "(in use: the preset is ignored)" : "";
+  }
+
+  instance.addEventListener("change", filterTransports);
+  configFile.addEventListener("change", function () {
+    var file = configFile.files[0];
+    if (!file) return;
+    file.text().then(function (text) {
+      configText.value = text; configFile.value = ""; configChanged(); update();
+    });
+  });
+  document.getElementById("config-clear").addEventListener("click", function () {
+    configText.value = ""; configFile.value = ""; configChanged(); update();
+  });
+  form.addEventListener("input", function (e) { if (e.target !== configFile) { configChanged(); schedule(); } });
+  form.addEventListener("change", function (e) { if (e.target !== configFile) schedule(); });
+  form.addEventListener("submit", function (e) { e.preventDefault(); update(); });
+  filterTransports();
+  document.body.setAttribute("data-ready", "1");
+})();
