@@ -250,12 +250,19 @@ def arms_for(r: Resolved) -> list[str]:
     return ["deepep", r.scenario.alternative, "replica"]
 
 
-def compute(r: Resolved) -> Result:
-    """All arms and the comparison, without the verdict (used by the flip search too)."""
+def compute(r: Resolved, reuse: Result | None = None) -> Result:
+    """All arms and the comparison, without the verdict (used by the flip search too).
+
+    `reuse`: a result for the same scenario but another DeepEP transport; its non-DeepEP arms
+    do not depend on the transport and are taken as they are.
+    """
     fit = engine_fit(r.engine.name)
     if r.profile is not None:
         fit = r.profile.engine_fit(fit, r)
-    arms = {name: _arm(r, name, fit) for name in arms_for(r)}
+    arms = {
+        name: reuse.arms[name] if reuse is not None and name != "deepep" else _arm(r, name, fit)
+        for name in arms_for(r)
+    }
     dee, alt = arms["deepep"], arms[r.scenario.alternative]
     ratio = (dee.aggregate_tok_s / alt.aggregate_tok_s).as_("x", "aggregate tok/s DeepEP / alternative")
     ratio_pu = (dee.per_user_tok_s / alt.per_user_tok_s).as_("x", "per-user tok/s DeepEP / alternative")

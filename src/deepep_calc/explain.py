@@ -162,7 +162,7 @@ def flip_advisory(result: Any, code: str) -> str:
         if name == s.transport or r.instance.name not in load_transports()[name].instances:
             continue
         try:
-            other = compute(resolve(s.model_copy(update={"transport": name})))
+            other = compute(resolve(s.model_copy(update={"transport": name})), reuse=result)
         except CalcError:
             continue
         new_code, _ = classify(other)

@@ -69,6 +69,21 @@ def _combine_tag(a: Tag, b: Tag = Tag.DERIVED) -> Tag:
     return _BY_VALUE[min(a, b, 1)]
 
 
+# _TAG1[a]: tag of (a op plain number); _TAG2[a][b]: tag of (a op b).
+_TAG1 = tuple(_combine_tag(a) for a in _BY_VALUE)
+_TAG2 = tuple(tuple(_combine_tag(a, b) for b in _BY_VALUE) for a in _BY_VALUE)
+
+
+@lru_cache(maxsize=1024)
+def _unit_mul(a: str, b: str) -> str:
+    return "·".join(u for u in (a, b) if u)
+
+
+@lru_cache(maxsize=1024)
+def _unit_div(a: str, b: str) -> str:
+    return f"{a or '1'}/{b}" if b else a
+
+
 @dataclass(slots=True)
 class Q:
     """A value with a unit, a provenance tag and a source. Treat as immutable."""
@@ -99,51 +114,46 @@ class Q:
         return Q(self.value, self.unit, _BY_VALUE[min(self.tag, tag)], self.source)
 
     # arithmetic -------------------------------------------------------------
-    def _binary(self, other: Any, op: str, reverse: bool = False) -> Q:
-        if isinstance(other, Q):
-            if op in "+-" and other.unit != self.unit:
-                raise ValueError(f"cannot {op} {self.unit!r} and {other.unit!r}")
-            ov, tag = other.value, _combine_tag(self.tag, other.tag)
-            source = _merge_sources(self.source, other.source)
-            ounit = other.unit
-        else:
-            ov, tag, source, ounit = other, _combine_tag(self.tag), self.source, ""
-        a, b = (ov, self.value) if reverse else (self.value, ov)
-        ua, ub = (ounit, self.unit) if reverse else (self.unit, ounit)
-        if op == "+":
-            value, unit = a + b, self.unit
-        elif op == "-":
-            value, unit = a - b, self.unit
-        elif op == "*":
-            value, unit = a * b, "·".join(u for u in (ua, ub) if u)
-        else:
-            value = a / b
-            unit = f"{ua or '1'}/{ub}" if ub else ua
-        return Q(value, unit, tag, source)
+    # Each operator has a fast path: these run a few hundred times per evaluation, so tags
+    # come from lookup tables and unit strings from a cache instead of being rebuilt.
+    def _join(self, o: Q) -> tuple[Tag, str]:
+        return _TAG2[self.tag][o.tag], _merge_sources(self.source, o.source)
+
+    def _same_unit(self, o: Q, op: str) -> None:
+        if o.unit != self.unit:
+            raise ValueError(f"cannot {op} {self.unit!r} and {o.unit!r}")
 
     def __add__(self, o: Any) -> Q:
-        return self._binary(o, "+")
+        if type(o) is Q:
+            self._same_unit(o, "+")
+            return Q(self.value + o.value, self.unit, *self._join(o))
+        return Q(self.value + o, self.unit, _TAG1[self.tag], self.source)
 
-    def __radd__(self, o: Any) -> Q:
-        return self._binary(o, "+", reverse=True)
+    __radd__ = __add__
 
     def __sub__(self, o: Any) -> Q:
-        return self._binary(o, "-")
+        if type(o) is Q:
+            self._same_unit(o, "-")
+            return Q(self.value - o.value, self.unit, *self._join(o))
+        return Q(self.value - o, self.unit, _TAG1[self.tag], self.source)
 
     def __rsub__(self, o: Any) -> Q:
-        return self._binary(o, "-", reverse=True)
+        return Q(o - self.value, self.unit, _TAG1[self.tag], self.source)
 
     def __mul__(self, o: Any) -> Q:
-        return self._binary(o, "*")
+        if type(o) is Q:
+            return Q(self.value * o.value, _unit_mul(self.unit, o.unit), *self._join(o))
+        return Q(self.value * o, self.unit, _TAG1[self.tag], self.source)
 
-    def __rmul__(self, o: Any) -> Q:
-        return self._binary(o, "*", reverse=True)
+    __rmul__ = __mul__
 
     def __truediv__(self, o: Any) -> Q:
-        return self._binary(o, "/")
+        if type(o) is Q:
+            return Q(self.value / o.value, _unit_div(self.unit, o.unit), *self._join(o))
+        return Q(self.value / o, self.unit, _TAG1[self.tag], self.source)
 
     def __rtruediv__(self, o: Any) -> Q:
-        return self._binary(o, "/", reverse=True)
+        return Q(o / self.value, _unit_div("", self.unit), _TAG1[self.tag], self.source)
 
     def __neg__(self) -> Q:
         return Q(-self.value, self.unit, self.tag, self.source)
