@@ -88,6 +88,16 @@ class Scenario(BaseModel):
     kv_dtype: str | None = Field(None, description="override: KV-cache dtype")
 
 
+def _fields_typed(*types: Any) -> tuple[str, ...]:
+    return tuple(name for name, f in Scenario.model_fields.items() if f.annotation in types)
+
+
+# Scenario fields by type, for the faces that parse text into a Scenario (sweep lists, forms).
+INT_FIELDS = _fields_typed(int, int | None)
+FLOAT_FIELDS = _fields_typed(float, float | None)
+BOOL_FIELDS = _fields_typed(bool)
+
+
 @dataclass(frozen=True)
 class Resolved:
     """A checked scenario with its catalog rows attached."""

@@ -30,7 +30,17 @@ import numpy as np
 from pydantic import ValidationError
 
 from .errors import InputError
-from .scenario import DEFAULTS, VARIABLE, Resolved, Scenario, check_array, resolve
+from .scenario import (
+    BOOL_FIELDS,
+    DEFAULTS,
+    FLOAT_FIELDS,
+    INT_FIELDS,
+    VARIABLE,
+    Resolved,
+    Scenario,
+    check_array,
+    resolve,
+)
 
 CHUNK_ROWS = 200_000  # rows per vectorised pass: ~100 MB of intermediates at most
 MAX_ROWS = 50_000_000  # beyond this a sweep is a mistake, not a question
@@ -38,21 +48,6 @@ MAX_COMBINATIONS = 20_000  # resolved one by one: keep the Python-level loop sma
 MAX_AXIS_VALUES = 1_000_000
 
 FIELDS = tuple(Scenario.model_fields)
-INT_FIELDS = (
-    "nodes",
-    "gpus_per_node",
-    "comms",
-    "max_qps",
-    "concurrency",
-    "isl",
-    "osl",
-    "experts",
-    "topk",
-    "hidden",
-    "moe_layers",
-)
-FLOAT_FIELDS = ("slo_tok_s", "ttft_ms", "price_per_hour")
-BOOL_FIELDS = ("cuda_graphs",)
 STRING_FIELDS = tuple(f for f in FIELDS if f not in INT_FIELDS + FLOAT_FIELDS + BOOL_FIELDS)
 ALTERNATIVES = ("allgather", "tp")
 

@@ -21,26 +21,12 @@ from ..catalog.model_catalog import load_models, preset_names
 from ..catalog.models import ModelSpec
 from ..errors import CalcError, FileInputError, InputError
 from ..evaluate import Result, evaluate
-from ..scenario import Scenario, inline_models
+from ..scenario import FLOAT_FIELDS, INT_FIELDS, Scenario, inline_models
 from .schemas import EvaluateRequest
 
 UPLOAD_PREFIX = "upload:"
 CONFIG_ORIGIN = "uploaded config.json"
 
-INT_FIELDS = (
-    "nodes",
-    "gpus_per_node",
-    "comms",
-    "max_qps",
-    "concurrency",
-    "isl",
-    "osl",
-    "experts",
-    "topk",
-    "hidden",
-    "moe_layers",
-)
-FLOAT_FIELDS = ("slo_tok_s", "ttft_ms", "price_per_hour")
 TEXT_FIELDS = ("model", "instance", "engine", "transport", "alternative", "weight_dtype", "kv_dtype")
 TRUE = ("on", "true", "1", "yes")
 
