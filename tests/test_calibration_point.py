@@ -6,8 +6,15 @@ from deepep_calc import Scenario, evaluate
 from deepep_calc.physics.fit import solve_engine
 from deepep_calc.quantity import Tag
 
-CAL = dict(model="qwen3-30b-a3b-fp8", instance="p5en", nodes=2, engine="trtllm", transport="efa-proxy",
-           alternative="allgather", comms=8)
+CAL = dict(
+    model="qwen3-30b-a3b-fp8",
+    instance="p5en",
+    nodes=2,
+    engine="trtllm",
+    transport="efa-proxy",
+    alternative="allgather",
+    comms=8,
+)
 
 
 @pytest.mark.parametrize(

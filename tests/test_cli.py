@@ -39,8 +39,14 @@ def test_evaluate_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     assert set(doc["arms"]) == {"deepep", "allgather", "replica"}
     for arm in doc["arms"].values():
         assert isinstance(arm["feasible"], bool) and isinstance(arm["fits_memory"], bool)
-        for key in ("per_user_tok_s", "step_ms", "aggregate_tok_s", "ttft_ms", "usd_per_mtok",
-                    "memory_gb_per_gpu"):
+        for key in (
+            "per_user_tok_s",
+            "step_ms",
+            "aggregate_tok_s",
+            "ttft_ms",
+            "usd_per_mtok",
+            "memory_gb_per_gpu",
+        ):
             assert set(arm[key]) == Q_KEYS and arm[key]["tag"] in ("measured", "derived", "assumed")
         assert all(set(v) == Q_KEYS for v in arm["breakdown_ms"].values())
     assert doc["tax_ms_per_token"]["tag"] == "derived"
@@ -48,13 +54,16 @@ def test_evaluate_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_evaluate_tp_alternative(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["evaluate", "--alternative", "tp", "--model", "deepseek-v3", "--nodes", "4", "--json"],
-                       capsys)
+    code, out, _ = run(
+        ["evaluate", "--alternative", "tp", "--model", "deepseek-v3", "--nodes", "4", "--json"], capsys
+    )
     assert code == 0 and set(json.loads(out)["arms"]) == {"deepep", "tp", "replica"}
 
 
 def test_kernel_json_reproduces_primary_reference(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["kernel", "--transport", "efa-proxy", "--instance", "p5en", "--ep", "16", "--json"], capsys)
+    code, out, _ = run(
+        ["kernel", "--transport", "efa-proxy", "--instance", "p5en", "--ep", "16", "--json"], capsys
+    )
     doc = json.loads(out)
     assert code == 0 and set(doc) == {"dispatch_us", "combine_us", "total_us"}
     assert doc["dispatch_us"]["value"] == 185.4 and doc["dispatch_us"]["tag"] == "measured"
@@ -99,7 +108,9 @@ def test_instances_show_visible_unit_conversion(capsys: pytest.CaptureFixture[st
         (["evaluate", "--no-such-flag"], "no-such-flag"),
     ],
 )
-def test_bad_input_is_one_line_exit_2(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_input_is_one_line_exit_2(
+    argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, err = run(argv, capsys)
     assert code == 2
     assert out == ""

@@ -10,18 +10,34 @@ from deepep_calc import Scenario, evaluate
 from deepep_calc.errors import CalcError
 from deepep_calc.quantity import Tag
 
-ints = st.one_of(st.integers(-5, 5), st.integers(1, 64), st.integers(1, 20_000_000), st.sampled_from([0, 1, 2]))
+ints = st.one_of(
+    st.integers(-5, 5), st.integers(1, 64), st.integers(1, 20_000_000), st.sampled_from([0, 1, 2])
+)
 fields = st.fixed_dictionaries(
     {},
     optional={
-        "model": st.sampled_from(["deepseek-v3", "qwen3-30b-a3b-fp8", "mixtral-8x7b", "gpt-oss-120b",
-                                  "qwen3-next-80b-a3b", "llama4-maverick", "nope", "dbrx"]),
-        "instance": st.sampled_from(["p5", "p5en", "p6-b200", "p6-b300", "ib-h800", "ib-h100", "ib-h200", "x"]),
+        "model": st.sampled_from(
+            [
+                "deepseek-v3",
+                "qwen3-30b-a3b-fp8",
+                "mixtral-8x7b",
+                "gpt-oss-120b",
+                "qwen3-next-80b-a3b",
+                "llama4-maverick",
+                "nope",
+                "dbrx",
+            ]
+        ),
+        "instance": st.sampled_from(
+            ["p5", "p5en", "p6-b200", "p6-b300", "ib-h800", "ib-h100", "ib-h200", "x"]
+        ),
         "nodes": ints,
         "gpus_per_node": ints,
         "engine": st.sampled_from(["trtllm", "vllm", "sglang", "tgi"]),
         "cuda_graphs": st.booleans(),
-        "transport": st.sampled_from(["efa-proxy", "efa-gda", "efa-uccl", "ib-ibgda", "nvlink", "efa-nvshmem"]),
+        "transport": st.sampled_from(
+            ["efa-proxy", "efa-gda", "efa-uccl", "ib-ibgda", "nvlink", "efa-nvshmem"]
+        ),
         "alternative": st.sampled_from(["allgather", "tp"]),
         "comms": ints,
         "max_qps": ints,
@@ -54,8 +70,15 @@ def test_evaluate_never_crashes(kw: dict[str, Any]) -> None:
         assert "\n" not in exc.message and exc.message
         return
     for arm in r.arms.values():
-        for q in (arm.per_user_tok_s, arm.step_ms, arm.aggregate_tok_s, arm.ttft_ms, arm.usd_per_mtok,
-                  arm.memory_gb_per_gpu, *arm.breakdown_ms.values()):
+        for q in (
+            arm.per_user_tok_s,
+            arm.step_ms,
+            arm.aggregate_tok_s,
+            arm.ttft_ms,
+            arm.usd_per_mtok,
+            arm.memory_gb_per_gpu,
+            *arm.breakdown_ms.values(),
+        ):
             _finite_or_none(q)
         assert arm.feasible or arm.why_not
     assert r.verdict.code in ("dense", "capacity", "deepep")

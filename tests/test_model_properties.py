@@ -16,8 +16,19 @@ from deepep_calc.evaluate import compute
 from deepep_calc.kernel import kernel_query
 from deepep_calc.scenario import resolve
 
-PRESETS = ["deepseek-v3", "qwen3-235b-a22b-fp8", "qwen3-30b-a3b-fp8", "mixtral-8x7b", "gpt-oss-120b",
-           "glm-4.5", "kimi-k2", "llama4-maverick", "dbrx", "deepseek-v2-lite", "qwen3-next-80b-a3b"]
+PRESETS = [
+    "deepseek-v3",
+    "qwen3-235b-a22b-fp8",
+    "qwen3-30b-a3b-fp8",
+    "mixtral-8x7b",
+    "gpt-oss-120b",
+    "glm-4.5",
+    "kimi-k2",
+    "llama4-maverick",
+    "dbrx",
+    "deepseek-v2-lite",
+    "qwen3-next-80b-a3b",
+]
 EFA = ["p5", "p5en", "p6-b200"]
 
 scenarios = st.builds(
@@ -37,14 +48,20 @@ scenarios = st.builds(
 def _numbers(result: Any) -> list[float]:
     out = []
     for arm in result.arms.values():
-        out += [arm.per_user_tok_s.scalar, arm.memory_gb_per_gpu.scalar, arm.ttft_ms.scalar,
-                arm.aggregate_tok_s.scalar]
+        out += [
+            arm.per_user_tok_s.scalar,
+            arm.memory_gb_per_gpu.scalar,
+            arm.ttft_ms.scalar,
+            arm.aggregate_tok_s.scalar,
+        ]
     return out
 
 
 @settings(max_examples=40, deadline=None)
-@given(scenarios, st.sampled_from(["experts", "topk", "hidden", "moe_layers", "weight_dtype", "isl", "osl",
-                                   "concurrency"]))
+@given(
+    scenarios,
+    st.sampled_from(["experts", "topk", "hidden", "moe_layers", "weight_dtype", "isl", "osl", "concurrency"]),
+)
 def test_every_input_moves_some_number(fields: dict[str, Any], knob: str) -> None:
     base = evaluate(Scenario(**fields))
     m = base.model
@@ -119,6 +136,11 @@ def test_kernel_grows_with_ep_tokens_hidden() -> None:
 
 
 def test_more_nodes_more_remote_traffic_in_serving() -> None:
-    steps = [evaluate(Scenario(model="deepseek-v3", nodes=n, concurrency=1024)).arms["deepep"]
-             .breakdown_ms["moe_comm"].scalar for n in (2, 4, 8)]
+    steps = [
+        evaluate(Scenario(model="deepseek-v3", nodes=n, concurrency=1024))
+        .arms["deepep"]
+        .breakdown_ms["moe_comm"]
+        .scalar
+        for n in (2, 4, 8)
+    ]
     assert steps[0] < steps[1] < steps[2]

@@ -36,7 +36,10 @@ def test_arrays_and_json() -> None:
     assert q.to_json()["value"] == [2.0, 4.0]
     assert Q.derived(float("nan"), "x", "s").to_json()["value"] is None
     assert Q.measured(1.5, "ms", "src").to_json() == {
-        "value": 1.5, "unit": "ms", "tag": "measured", "source": "src"
+        "value": 1.5,
+        "unit": "ms",
+        "tag": "measured",
+        "source": "src",
     }
 
 

@@ -16,7 +16,7 @@ from .scenario import Scenario
 
 # Imported eagerly on purpose: binding the function here, while the submodule of the same
 # name is first imported, keeps `deepep_calc.evaluate` the function for every later import.
-from .evaluate import Result, evaluate  # noqa: E402  isort: skip
+from .evaluate import Result, evaluate  # isort: skip
 
 __all__ = ["Q", "Result", "Scenario", "Tag", "evaluate", "load_catalog"]
 __version__ = "0.1.0"
