@@ -21,6 +21,14 @@ def _ms_per_layer(q: Q, layers: int) -> str:
     return f"{q.scalar * 1000.0 / max(layers, 1):,.0f} µs"
 
 
+def _tax_words(tax: Q) -> str:
+    """A negative tax is a saving: say so instead of printing a minus sign in a 'tax'."""
+    if tax.scalar >= 0:
+        return f"a tax of {tagged(tax)} on every step"
+    saved = Q(-tax.value, tax.unit, tax.tag, tax.source)
+    return f"DeepEP saves {tagged(saved)} on every step"
+
+
 def reasons(result: Any, code: str, arm: str) -> list[str]:
     r = result.resolved
     dee, alt = result.arms["deepep"], result.arms[result.alternative]
@@ -41,7 +49,7 @@ def reasons(result: Any, code: str, arm: str) -> list[str]:
             )
     out.append(
         f"Per-user decode: DeepEP {tagged(dee.per_user_tok_s)} vs {alt_label} "
-        f"{tagged(alt.per_user_tok_s)}, a tax of {tagged(result.tax_ms_per_token)} on every step."
+        f"{tagged(alt.per_user_tok_s)}: {_tax_words(result.tax_ms_per_token)}."
     )
     out.append(
         f"Aggregate at concurrency {r.scenario.concurrency}: DeepEP {tagged(dee.aggregate_tok_s)} vs "

@@ -36,6 +36,11 @@ def tagged(q: Q, digits: int = 1, unit: bool = True) -> str:
     return f"{text}{' ' + q.unit if unit and q.unit not in ('x', '1') else ''} [{q.tag}]"
 
 
+def times(q: Q, digits: int = 2) -> str:
+    """A ratio as the reasons quote it: `1.29× [assumed]`."""
+    return f"{q.scalar:.{digits}f}× [{q.tag}]"
+
+
 @dataclass
 class Verdict:
     code: str
@@ -157,7 +162,7 @@ def _headline(result: Any, code: str, arm: str) -> str:
         )
     if code == "deepep":
         return (
-            f"DeepEP serves {tagged(result.ratio_deepep_vs_alternative, 2)} the aggregate "
+            f"DeepEP serves {times(result.ratio_deepep_vs_alternative)} the aggregate "
             f"throughput of {ARM_LABELS[result.alternative]}: "
             f"run DeepEP over {result.resolved.transport.name}."
         )

@@ -105,6 +105,8 @@ def print_result(result: Any, console: Console | None = None) -> None:
     for k, val in flags["env"].items():
         body.append(Text(f"  export {k}={val}"))
     body.append(Text(f"  {flags['cuda_graphs']}"))
+    if flags.get("requires"):
+        body.append(Text(f"  requires: {flags['requires']}", style="dim"))
     legend = Text("tags: ")
     for tag, style in TAG_STYLE.items():
         legend.append(f"[{tag}] ", style=style)
