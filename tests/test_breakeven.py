@@ -130,9 +130,11 @@ def test_comms_proxy_lane_share_equals_fixed_share() -> None:
     r = _r(Scenario(engine="sglang"))
     fit = engine_fit("sglang")
     answer = comms_proxy(r)
-    k = answer.value.scalar
+    # the sglang (borrowed trtllm) fit crosses below K = 1: no setting is issue-bound, so no answer
+    assert answer.value is None and "not issue-bound at any setting" in answer.note
+    k = answer.check["solution"].scalar
+    assert k < 1
     assert fit.proxy_lane_us.scalar / k == pytest.approx(fit.proxy_fixed_us.scalar, rel=1e-9)
-    assert answer.value.tag is not None
     vllm = comms_proxy(_r(Scenario(engine="vllm")))
     assert vllm.value is None and "never within limits" in vllm.note  # the vLLM fit pins the fixed part to 0
     assert comms_proxy(_r(GDA)).value is None  # GPU-initiated: not applicable

@@ -425,6 +425,7 @@ def comms_proxy(r: Resolved) -> Answer:
             f"not issue-bound at any setting: even at EP_NUM_COMMS=1 the divisible part "
             f"({lane.scalar:,.0f} us) is below the fixed part ({fixed.scalar:,.0f} us) per layer"
         )
+        return Answer("comms_proxy", question, None, note, {**check, "solution": k})
     else:
         note = (
             f"beyond EP_NUM_COMMS={math.ceil(k.scalar)} the fixed {fixed.scalar:,.0f} us per layer outweighs "
