@@ -42,7 +42,9 @@ def test_every_kernel_reference_appears(report: Report) -> None:
                         r
                         for r in kernel_rows
                         if r.group == group
-                        and r.reference == f"{t.name} @ {ref.instance} EP{ref.ep}"
+                        and r.reference
+                        == f"{t.name} @ {ref.instance} EP{ref.ep}"
+                        + (f" prefill {ref.tokens} tok" if ref.prefill else "")
                         and r.metric == metric
                         and r.measured == value
                         and r.source == ref.source

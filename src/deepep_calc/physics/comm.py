@@ -79,7 +79,17 @@ def _variable_us(
     local = np.minimum(gpn, ep)
     remote_frac = (ep - local) / ep
     nvl_frac = (local - 1.0) / ep
-    sel = np.asarray(shape.tokens, dtype=float) * shape.topk
+    tokens = np.asarray(shape.tokens, dtype=float)
+    sel = tokens * shape.topk
+    # Remote copies per token. Low-latency (decode) kernels send one per routed expert; the
+    # high-throughput (prefill) kernels send one per destination NODE and fan out over NVLink,
+    # so a token crosses the network once per distinct remote node its experts live on:
+    # (nodes - 1) x (1 - (1 - 1/nodes)^k) in expectation under uniform routing.
+    if prefill:
+        nodes = ep / local
+        remote_sel = tokens * (nodes - 1.0) * (1.0 - np.power(1.0 - 1.0 / nodes, shape.topk))
+    else:
+        remote_sel = sel * remote_frac
     bw = scaleout_bw(t, inst, gpn, comms, prefill)
     bw_comb = (
         Q.measured(t.prefill_combine_gb_s, "GB/s", t.prefill_source)
@@ -89,13 +99,13 @@ def _variable_us(
     nvl = nvlink_bw(inst)
     lanes = np.minimum(np.asarray(qps, dtype=float), t.reference.qps) / t.reference.qps
     issue = Q.assumed(
-        sel * remote_frac * t.ops_per_token * t.op_us / (lanes if t.comms_sensitive else 1.0),
+        remote_sel * t.ops_per_token * t.op_us / (lanes if t.comms_sensitive else 1.0),
         "us",
         f"{t.ops_per_token} work requests per remote token x {t.op_us:g} us ({t.name}, assumed)",
     )
     out = []
     for per_token, wire in ((shape.dispatch_bytes_per_token, bw), (shape.combine_bytes_per_token, bw_comb)):
-        remote_mb = sel * remote_frac * per_token / 1e6
+        remote_mb = remote_sel * per_token / 1e6
         nvl_mb = sel * nvl_frac * per_token / 1e6
         wire_us = (Q.derived(remote_mb, "MB", "routed bytes") / wire * 1e3).as_("us")
         nvl_us = (Q.derived(nvl_mb, "MB", "routed bytes") / nvl * 1e3).as_("us")
