@@ -67,6 +67,7 @@ class ArmResult:
                 "headroom": m.headroom_gb.to_json(),
             },
             "max_concurrency": m.max_concurrency.to_json(),
+            "kv_token_capacity_per_gpu": m.kv_tokens.to_json(),
             "running_sequences": self.running.to_json(),
             "measured_cell": self.measured_cell,
             "meets_slo": self.meets_slo,

@@ -30,6 +30,7 @@ class Memory:
     headroom_gb: Q
     fits: Any  # bool or bool array
     max_concurrency: Q  # largest concurrency whose KV fits
+    kv_tokens: Q  # tokens of context the free HBM of one GPU holds at this ISL + OSL
 
 
 def memory(r: Resolved, lay: Layout, isl: Any, osl: Any) -> Memory:
@@ -58,6 +59,13 @@ def memory(r: Resolved, lay: Layout, isl: Any, osl: Any) -> Memory:
     max_conc = Q(
         seqs_fit * ranks_serving, "sequences", free.tag, f"free HBM / KV per sequence; {free.source}"
     ).weaken(kv_per_seq.tag)
+    context = np.asarray(isl + osl, dtype=float)
+    kv_tokens = Q(
+        np.floor(np.maximum(free.value, 0.0) / np.maximum(kv_per_seq.value, 1e-30) * context),
+        "tokens",
+        free.tag,
+        f"free HBM / KV bytes per token at ISL + OSL; {free.source}",
+    ).weaken(kv_per_seq.tag)
     return Memory(
         weights,
         kv,
@@ -68,4 +76,5 @@ def memory(r: Resolved, lay: Layout, isl: Any, osl: Any) -> Memory:
         headroom,
         np.asarray(total.value <= usable.value),
         max_conc,
+        kv_tokens,
     )

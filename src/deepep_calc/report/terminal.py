@@ -67,6 +67,7 @@ def print_result(result: Any, console: Console | None = None) -> None:
         ("memory / GPU", lambda a: qtext(a.memory_gb_per_gpu)),
         ("KV headroom", lambda a: qtext(a.memory.headroom_gb)),
         ("max concurrency", lambda a: qtext(a.memory.max_concurrency, 0)),
+        ("KV tokens / GPU", lambda a: qtext(a.memory.kv_tokens, 0)),
     ]
     for label, fn in rows:
         table.add_row(label, *[fn(a) for a in result.arms.values()])

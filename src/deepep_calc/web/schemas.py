@@ -93,6 +93,7 @@ class ArmOut(BaseModel):
     breakdown_ms: dict[str, QOut]
     memory_detail_gb: MemoryDetail
     max_concurrency: QOut
+    kv_token_capacity_per_gpu: QOut
     running_sequences: QOut
     measured_cell: str | None
     meets_slo: bool | None
