@@ -9,13 +9,22 @@ from __future__ import annotations
 from typing import Any
 
 
+def _printable(text: str) -> str:
+    """Escape control characters (a newline in a file name, a NUL in a value) so the message
+    stays the one line every face promises; printable text, non-ASCII included, is kept."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class CalcError(Exception):
     """Base of the errors the tool reports to people as a single line."""
 
     exit_code = 2
 
     def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(_printable(message))
         self.field = field
 
     @property

@@ -124,10 +124,25 @@ def _is_cell_scenario(r: Resolved, cell: Cell) -> bool:
         and s.concurrency == cell.concurrency
         and s.isl == cell.isl
         and s.osl == cell.osl
-        and s.weight_dtype in (None, r.model.weight_dtype)
         and all(getattr(s, k) is None for k in ("experts", "topk", "hidden", "moe_layers", "kv_dtype"))
         and s.max_qps == cell.max_qps
+        and _native_dtype(s.weight_dtype, cell.model)
     )
+
+
+def _native_dtype(weight_dtype: str | None, model: str) -> bool:
+    """Whether a --weight-dtype override still describes the checkpoint the cell ran.
+
+    `r.model` already carries the override, so compare with the unmodified model; an override
+    also moves the routed experts to that dtype, so a model with its own expert dtype
+    (MXFP4 gpt-oss) is never its native deployment under one.
+    """
+    if weight_dtype is None:
+        return True
+    from .catalog.model_catalog import resolve_model
+
+    native = resolve_model(model)
+    return native.expert_dtype is None and weight_dtype.strip().lower() == native.weight_dtype
 
 
 def measured_cell_for(r: Resolved, arm: str) -> Cell | None:

@@ -19,10 +19,13 @@ the user may still want to look at it, but must be told.
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import math
+import os
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +39,19 @@ KNOWN_SCHEMA_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5")
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
 """A summary export is tens of kB; anything this large is the wrong file (per-request JSONL?)."""
+
+MAX_METRIC = 1e12
+"""No AIPerf statistic (ms, tok/s, tokens, requests) comes near this; beyond it the file is damaged."""
+MIN_POSITIVE = 1e-6
+"""Floor of the means the A/B divides by: below it (1 ns per token, a token per 11 days) a ratio
+overflows to inf rather than saying anything."""
+
+# Means that a run which streamed any token cannot report as 0, and that the A/B divides by.
+_POSITIVE = {
+    ("inter_token_latency", "avg"),
+    ("output_token_throughput_per_user", "avg"),
+    ("output_token_throughput", "avg"),
+}
 
 OSL_TOLERANCE = 0.05
 """Relative gap between measured and requested output length above which we warn: per-token
@@ -191,20 +207,40 @@ class ABPair:
 # file access shared with the kernel-log reader
 
 
+def _stat_problem(path: Path, exc: OSError | ValueError) -> str:
+    """Why a path cannot be opened, in words: a dangling or looping symlink is not just missing."""
+    if isinstance(exc, ValueError):  # e.g. an embedded NUL byte
+        return f"is not a usable file name ({_one_line(str(exc))})"
+    if exc.errno == errno.ELOOP:
+        return "is a symbolic link loop; cannot read it"
+    if isinstance(exc, FileNotFoundError):
+        if path.is_symlink():
+            return "no such file or directory (a symbolic link to a missing target)"
+        return "no such file or directory"
+    return f"cannot read it ({exc.strerror or exc})"
+
+
+def stat_path(path: Path) -> os.stat_result:
+    """`os.stat` (symlinks followed, as HF caches use them) with one-line errors."""
+    try:
+        return os.stat(path)
+    except (OSError, ValueError) as exc:
+        raise FileInputError(path, _stat_problem(path, exc)) from None
+
+
 def read_text_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
     """Read a user-supplied text file with the guards every importer needs.
 
-    Refuses before reading anything oversized (a wrong file should not cost memory), and
-    turns empty, unreadable and non-UTF-8 files into one-line errors naming the file.
+    Refuses before reading anything oversized (a wrong file should not cost memory) or that is
+    not a regular file (reading a FIFO would block forever), and turns empty, unreadable and
+    non-UTF-8 files into one-line errors naming the file. Symbolic links are followed.
     """
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise FileInputError(path, "no such file or directory") from None
-    except OSError as exc:
-        raise FileInputError(path, f"cannot read it ({exc.strerror or exc})") from None
-    if path.is_dir():
+    st = stat_path(path)
+    if stat.S_ISDIR(st.st_mode):
         raise FileInputError(path, "is a directory; expected a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise FileInputError(path, "is not a regular file (a FIFO, socket or device); expected a file")
+    size = st.st_size
     if size > max_bytes:
         raise FileInputError(
             path,
@@ -212,10 +248,14 @@ def read_text_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
             "refusing to read it (a summary export is tens of kB)",
         )
     try:
-        with path.open("rb") as fh:
+        # Non-blocking open, then fstat: a file swapped for a FIFO after the stat cannot hang us.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise FileInputError(path, "is not a regular file; expected a file")
             data = fh.read(max_bytes + 1)
-    except OSError as exc:
-        raise FileInputError(path, f"cannot read it ({exc.strerror or exc})") from None
+    except (OSError, ValueError) as exc:
+        raise FileInputError(path, _stat_problem(path, exc)) from None
     if len(data) > max_bytes:  # grew between stat and read
         raise FileInputError(path, f"file is over the {max_bytes // (1024 * 1024)} MB limit")
     if not data:
@@ -350,9 +390,7 @@ def load_aiperf(path: str | Path) -> AIPerfRun:
     returns a run with `warnings` when it is usable but suspect.
     """
     p = Path(path)
-    if not p.exists():
-        raise FileInputError(p, "no such file or directory")
-    if p.is_dir():
+    if stat.S_ISDIR(stat_path(p).st_mode):
         p = find_export(p)
     text = read_text_file(p)
     head = text.lstrip()[:1]
@@ -375,6 +413,10 @@ def _from_json(path: Path, text: str) -> AIPerfRun:
         raise FileInputError(
             path, f"not valid JSON ({_one_line(exc.msg)} at line {exc.lineno} column {exc.colno})"
         ) from None
+    except RecursionError:
+        raise FileInputError(path, "not valid JSON (nested too deeply)") from None
+    except ValueError:  # the only other parse failure: an integer beyond Python's digit limit
+        raise FileInputError(path, "not valid JSON (a number with thousands of digits)") from None
     if not isinstance(doc, dict):
         raise FileInputError(
             path, f"JSON top level is {_json_type(doc)}, expected an object (an AIPerf export)"
@@ -491,7 +533,7 @@ def _from_csv(path: Path, text: str) -> AIPerfRun:
             if value is not None:
                 block["avg" if name == "value" else name] = value
         avg, total = _number(block.get("avg")), _number(block.get("sum"))
-        if "count" not in block and avg and total is not None:
+        if "count" not in block and avg and total is not None and math.isfinite(total / avg):
             block["count"] = round(total / avg)
         metrics[tag] = block
     if not seen_table:
@@ -546,6 +588,7 @@ class _Blocks:
         value = _number(raw)
         if value is None:
             raise FileInputError(self.path, f"metric '{tag}' has a non-numeric {stat} ({raw!r})", field=tag)
+        self._check_range(tag, stat, value)
         if time:
             exported = str(block.get("unit") or "ms").strip()
             scale = _TIME_TO_MS.get(exported)
@@ -558,6 +601,15 @@ class _Blocks:
             value *= scale
         return Q.measured(value, unit, f"{self.source}: {tag}.{stat}")
 
+    def _check_range(self, tag: str, stat: str, value: float) -> None:
+        """Statistics are never negative (nor 0 where the A/B divides by them) nor absurdly large."""
+        positive = (tag, stat) in _POSITIVE
+        low = f"at least {MIN_POSITIVE:g}" if positive else "at least 0"
+        if value < 0 or value > MAX_METRIC or (positive and value < MIN_POSITIVE):
+            raise FileInputError(
+                self.path, f"metric '{tag}' has {stat} = {value:g}; expected {low} and below 1e12", field=tag
+            )
+
     def count(self, tag: str) -> int | None:
         """Scalar counts (request_count, error_request_count); a bare number is tolerated."""
         raw = self.metrics.get(tag)
@@ -567,7 +619,10 @@ class _Blocks:
         if value is None:
             block = self.block(tag)
             value = _number(block.get("avg")) if block is not None else None
-        return round(value) if value is not None else None
+        if value is None:
+            return None
+        self._check_range(tag, "count", value)
+        return round(value)
 
 
 def _dig(obj: Any, *keys: str | int) -> Any:
@@ -642,6 +697,17 @@ def _config_lengths(config: Mapping[str, Any]) -> tuple[float | None, float | No
     return isl, osl
 
 
+def _check_lengths(path: Path, isl: float | None, osl: float | None) -> None:
+    """A requested length is a token count: positive and of a size a model can serve."""
+    for name, value in (("ISL", isl), ("OSL", osl)):
+        if value is not None and not 0 < value <= MAX_METRIC:
+            raise FileInputError(
+                path,
+                f"input_config requests an {name} mean of {value:g} tokens; expected a positive count",
+                field=name.lower(),
+            )
+
+
 def _error_count(blocks: _Blocks, summary: Any) -> int:
     counted = blocks.count("error_request_count")
     if counted is not None:
@@ -708,6 +774,7 @@ def _build(
         )
     exported_model, tokenizer = _config_model(config)
     isl_req, osl_req = _config_lengths(config)
+    _check_lengths(path, isl_req, osl_req)
     streaming_raw = _dig(config, "endpoint", "streaming")
     streaming = streaming_raw if isinstance(streaming_raw, bool) else None
 

@@ -14,6 +14,7 @@ silent empty result would look like a kernel that costs nothing.
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -140,15 +141,37 @@ class KernelLog:
     warnings: list[str] = field(default_factory=list)
 
 
+# Largest figure a DeepEP log line can mean (us, GB/s, MB, ranks, tokens); beyond it the line is
+# damaged, and a 400-digit number would otherwise become inf or an int() that refuses to parse.
+MAX_LOG_NUMBER = 1e12
+
+
+class _BadNumber(ValueError):
+    """A number on a recognised line that cannot be a measurement; reported with its line."""
+
+
+def _real(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or value > MAX_LOG_NUMBER:
+        raise _BadNumber(text)
+    return value
+
+
+def _whole(text: str) -> int:
+    if len(text) > 12:  # int() of thousands of digits is refused by Python itself
+        raise _BadNumber(text)
+    return int(_real(text))
+
+
 def _us(value: str, unit: str) -> float:
-    return float(value) * _TO_US.get(unit, _TO_US.get(unit.lower(), 1.0))
+    return _real(value) * _TO_US.get(unit, _TO_US.get(unit.lower(), 1.0))
 
 
 def _rank(line: str) -> int | None:
     m = _RANK_RE.search(line)
     if m is None:
         return None
-    return int(m.group(1) or m.group(2))
+    return _whole(m.group(1) or m.group(2))
 
 
 def _segment_samples(segment: str, rank: int | None, lineno: int) -> KernelSample | None:
@@ -161,7 +184,7 @@ def _segment_samples(segment: str, rank: int | None, lineno: int) -> KernelSampl
     for s in _STAT_RE.finditer(segment[m.end() :]):
         stats[s.group(1).lower()] = _us(s.group(2), s.group(3))
     return KernelSample(
-        rank, kind, stats.get("avg"), stats.get("min"), stats.get("max"), float(m.group(2)), lineno
+        rank, kind, stats.get("avg"), stats.get("min"), stats.get("max"), _real(m.group(2)), lineno
     )
 
 
@@ -173,9 +196,9 @@ def _tuning(line: str, lineno: int, source: str) -> TuningResult | None:
     rdma = nvl = None
     for bw in _TUNING_BW_RE.finditer(rest):
         if bw.group(2).upper() == "RDMA":
-            rdma = float(bw.group(1))
+            rdma = _real(bw.group(1))
         else:
-            nvl = float(bw.group(1))
+            nvl = _real(bw.group(1))
     time_us: Q | None = None
     t = _TUNING_TIME_RE.search(_TUNING_BW_RE.sub("", rest))
     if t is not None:
@@ -184,9 +207,9 @@ def _tuning(line: str, lineno: int, source: str) -> TuningResult | None:
     return TuningResult(
         kind=m.group(1).lower(),
         dtype=m.group(2),
-        sms=int(m.group(3)),
-        nvl_chunk=int(m.group(4)) if m.group(4) else None,
-        rdma_chunk=int(m.group(5)) if m.group(5) else None,
+        sms=_whole(m.group(3)),
+        nvl_chunk=_whole(m.group(4)) if m.group(4) else None,
+        rdma_chunk=_whole(m.group(5)) if m.group(5) else None,
         time_us=time_us,
         rdma_gbps=rdma,
         nvl_gbps=nvl,
@@ -223,36 +246,47 @@ def parse_kernel_log(text: str, path: Path) -> KernelLog:
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        rank = _rank(line)
-        for segment in line.split("|"):
-            sample = _segment_samples(segment, rank, lineno)
-            if sample is not None:
-                samples.append(sample)
-            for sr in _SENDRECV_RE.finditer(segment):
-                send_recv.append(
-                    SendRecv(
-                        rank,
-                        sr.group(1).lower(),
-                        _us(sr.group(2), sr.group(4)),
-                        _us(sr.group(3), sr.group(4)),
-                        lineno,
+        try:
+            rank = _rank(line)
+            for segment in line.split("|"):
+                sample = _segment_samples(segment, rank, lineno)
+                if sample is not None:
+                    samples.append(sample)
+                for sr in _SENDRECV_RE.finditer(segment):
+                    send_recv.append(
+                        SendRecv(
+                            rank,
+                            sr.group(1).lower(),
+                            _us(sr.group(2), sr.group(4)),
+                            _us(sr.group(3), sr.group(4)),
+                            lineno,
+                        )
                     )
-                )
-        if (tuned := _tuning(line, lineno, source)) is not None:
-            tuning.append(tuned)
-        if (b := _BUFFER_RE.search(line)) is not None:
-            buffer_mb = float(b.group(1))
-        for kv in _KV_RE.finditer(line):
-            key = _KV_FIELD.get(kv.group(1).lower().replace("-", "_"))
-            if key is None:
-                continue
-            value = int(kv.group(2))
-            if key in shape and shape[key] != value:
-                warnings.append(
-                    f"line {lineno}: {key} = {value} contradicts the earlier {shape[key]}; keeping the first"
-                )
-                continue
-            shape.setdefault(key, value)
+            if (tuned := _tuning(line, lineno, source)) is not None:
+                tuning.append(tuned)
+            if (b := _BUFFER_RE.search(line)) is not None:
+                buffer_mb = _real(b.group(1))
+            for kv in _KV_RE.finditer(line):
+                key = _KV_FIELD.get(kv.group(1).lower().replace("-", "_"))
+                if key is None:
+                    continue
+                value = _whole(kv.group(2))
+                if value == 0:  # a zero-sized shape would reach the kernel model as a division by 0
+                    raise FileInputError(
+                        path, f"line {lineno}: {kv.group(1)} is 0; expected a positive number"
+                    )
+                if key in shape and shape[key] != value:
+                    first = shape[key]
+                    warnings.append(
+                        f"line {lineno}: {key} = {value} contradicts the earlier {first}; keeping the first"
+                    )
+                    continue
+                shape.setdefault(key, value)
+        except _BadNumber as exc:
+            shown = str(exc) if len(str(exc)) <= 24 else f"{str(exc)[:12]}...({len(str(exc))} characters)"
+            raise FileInputError(
+                path, f"line {lineno}: {shown} is not a plausible number (non-finite or over 1e12)"
+            ) from None
 
     if not (samples or send_recv or tuning):
         raise FileInputError(

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import tempfile
 import tomllib
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from ..catalog.measured import Cell
 from ..errors import FileInputError, InputError
@@ -32,7 +33,7 @@ from ..physics.fit import UNKNOWNS
 from ..physics.step import EngineFit
 from ..quantity import Q, Tag
 from ..scenario import Resolved, Scenario
-from .aiperf import read_text_file
+from .aiperf import MIN_POSITIVE, read_text_file, stat_path
 
 if TYPE_CHECKING:
     from .fit import AlphaCalibration, EngineCalibration, FittedConstant
@@ -41,9 +42,25 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 KIND = "deepep-calc calibration profile"
 MAX_PROFILE_BYTES = 4 * 1024 * 1024
+MAX_PROFILE_NUMBER = 1e12
+"""No figure a profile holds (ms, us, tok/s, bytes, counts) comes near this; beyond it is damage."""
 CONSTANTS = (*UNKNOWNS, "ttft_steps")
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_physical(record: QRecord | None, unit: str, name: str) -> None:
+    """A constant the physics adds to others must carry its unit and be >= 0 (the fit pins at 0).
+
+    A hand-edited unit would otherwise surface as a unit-mismatch crash deep in the step model,
+    and a negative latency as negative throughput.
+    """
+    if record is None:
+        return
+    if record.unit != unit:
+        raise ValueError(f"{name} is in {record.unit!r}; expected {unit!r}")
+    if record.value < 0:
+        raise ValueError(f"{name} is {record.value:g}; expected at least 0")
 
 
 class QRecord(BaseModel):
@@ -106,6 +123,18 @@ class KernelRecord(BaseModel):
     combine_p50_us: QRecord | None = None
     total_p50_us: QRecord | None = None
 
+    @model_validator(mode="after")
+    def _physical(self) -> KernelRecord:
+        for name in (
+            "dispatch_alpha_us",
+            "combine_alpha_us",
+            "dispatch_p50_us",
+            "combine_p50_us",
+            "total_p50_us",
+        ):
+            _check_physical(getattr(self, name), "us", name)
+        return self
+
 
 class PairRecord(BaseModel):
     """The derived A/B figures of one cell (DeepEP run and its dense twin)."""
@@ -144,6 +173,12 @@ class ConstantsRecord(BaseModel):
 
     def get(self, name: str) -> ConstantRecord:
         return getattr(self, name)
+
+    @model_validator(mode="after")
+    def _physical(self) -> ConstantsRecord:
+        for name in CONSTANTS:
+            _check_physical(self.get(name), "steps" if name == "ttft_steps" else "us", name)
+        return self
 
 
 class ResidualRecord(BaseModel):
@@ -257,7 +292,7 @@ def to_toml(profile: Profile) -> str:
         "# fitted to them (tag derived) or kept from the built-in fit (tag assumed).\n"
     )
     text = header + tomli_w.dumps(doc)
-    Profile.model_validate(tomllib.loads(text))
+    _validated(tomllib.loads(text), profile._name or "the profile")  # the reader's own checks
     return text
 
 
@@ -300,29 +335,66 @@ def write_text_atomic(path: Path, text: str, force: bool) -> None:
 
 
 def load_profile(path: str | Path) -> Profile:
-    """Read a profile (cached by resolved path, mtime and size); one-line errors otherwise."""
+    """Read a profile (parsed once per name and content); one-line errors otherwise.
+
+    The cache is keyed by the text itself, not by mtime and size: two writes of the same size
+    inside one timestamp tick must not serve the older profile. Symbolic links are followed.
+    """
     p = Path(path).expanduser()
     try:
-        st = p.stat()
+        p.stat()
     except FileNotFoundError:
+        dangling = "; it is a symbolic link to a missing target" if p.is_symlink() else ""
         raise FileInputError(
-            p, "no such file (expected a profile written by `deepep-calc calibrate`)"
+            p, f"no such file (expected a profile written by `deepep-calc calibrate`){dangling}"
         ) from None
-    except OSError as exc:
-        raise FileInputError(p, f"cannot read it ({exc.strerror or exc})") from None
+    except (OSError, ValueError):
+        stat_path(p)  # raises the one-line reason (symlink loop, bad name, permission)
+        raise
     if p.is_dir():
         raise FileInputError(p, "is a directory; expected a calibration profile (.toml)")
-    return _load(str(p.resolve()), st.st_mtime_ns, st.st_size, str(path))
+    text = read_text_file(p, MAX_PROFILE_BYTES)
+    return _load(p.resolve().name, text, str(path))
+
+
+def _out_of_range(value: object, where: str = "") -> str | None:
+    """The dotted key of the first number a profile cannot hold (NaN, inf, beyond 1e12), if any.
+
+    TOML can spell nan and inf, and a hand-edited profile can hold any magnitude; either would
+    flow unchecked into every number `--calibration` produces.
+    """
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return where if not (math.isfinite(value) and abs(value) <= MAX_PROFILE_NUMBER) else None
+    for key, item in items:
+        found = _out_of_range(item, f"{where}.{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 @lru_cache(maxsize=32)
-def _load(resolved: str, _mtime_ns: int, _size: int, shown: str) -> Profile:
-    p = Path(resolved)
-    text = read_text_file(p, MAX_PROFILE_BYTES)
+def _load(name: str, text: str, shown: str) -> Profile:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise FileInputError(shown, f"not a TOML file ({' '.join(str(exc).split())})") from None
+    except RecursionError:
+        raise FileInputError(shown, "not a TOML file (nested too deeply)") from None
+    except ValueError:  # the only other parse failure: an integer beyond Python's digit limit
+        raise FileInputError(shown, "not a TOML file (a number with thousands of digits)") from None
+    profile = _validated(doc, shown)
+    profile._name = name
+    return profile
+
+
+def _validated(doc: dict[str, Any], shown: str) -> Profile:
+    """Every check a profile must pass, applied alike when reading and before writing one."""
     if doc.get("kind") != KIND or "schema_version" not in doc:
         raise FileInputError(
             shown, "not a deepep-calc calibration profile (no kind / schema_version at the top)"
@@ -332,6 +404,11 @@ def _load(resolved: str, _mtime_ns: int, _size: int, shown: str) -> Profile:
             shown,
             f"schema_version {doc['schema_version']!r} is not supported (this deepep-calc reads "
             f"{SCHEMA_VERSION}); re-run deepep-calc calibrate",
+        )
+    bad = _out_of_range(doc)
+    if bad is not None:
+        raise FileInputError(
+            shown, f"not a valid calibration profile: {bad} is not a finite number within +-1e12"
         )
     inputs = doc.get("inputs")
     if isinstance(inputs, list):
@@ -344,12 +421,22 @@ def _load(resolved: str, _mtime_ns: int, _size: int, shown: str) -> Profile:
                     "cannot say what it rests on; re-run deepep-calc calibrate",
                 )
     try:
-        profile = Profile.model_validate(doc)
+        # strict: TOML values are typed, so the string "NaN" in a number field is an error, not nan
+        profile = Profile.model_validate(doc, strict=True)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(part) for part in err["loc"]) or "(top level)"
         raise FileInputError(shown, f"not a valid calibration profile: {loc}: {err['msg']}") from None
-    profile._name = p.name
+    for i, cell in enumerate(profile.measured):
+        for arm in ("deepep", "allgather", "versus"):
+            metrics = cell.arm(arm)
+            for key, value in (metrics.model_dump() if metrics is not None else {}).items():
+                if value is not None and value < MIN_POSITIVE:  # 1000 / 5e-324 is inf
+                    raise FileInputError(
+                        shown,
+                        f"not a valid calibration profile: cells.{i}.{arm}.{key} = {value:g}; "
+                        f"expected at least {MIN_POSITIVE:g}",
+                    )
     return profile
 
 

@@ -10,6 +10,7 @@ because the person fixing it is looking at the file, not at this code.
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 from collections.abc import Callable
@@ -664,8 +665,10 @@ def _read_json(file: Path) -> Any:
         ) from None
     except RecursionError:
         raise FileInputError(shown, "is not valid JSON (nested too deeply)", field="path") from None
-    except ValueError as err:  # e.g. an integer literal beyond Python's digit limit
-        raise FileInputError(shown, f"is not valid JSON ({_one_line(str(err))})", field="path") from None
+    except ValueError:  # the only other parse failure: an integer beyond Python's digit limit
+        raise FileInputError(
+            shown, "is not valid JSON (a number with thousands of digits)", field="path"
+        ) from None
 
 
 def load_hf_config(path: str | Path) -> ModelSpec:
@@ -673,11 +676,16 @@ def load_hf_config(path: str | Path) -> ModelSpec:
     given = Path(path).expanduser()
     shown = _one_line(str(given))
     try:
-        exists = given.exists()
-    except (OSError, ValueError):
-        exists = False
-    if not exists:
-        raise FileInputError(shown, "no such file or folder", field="path")
+        given.stat()  # follows symlinks: HF cache snapshots are links into blobs/
+    except (OSError, ValueError) as err:
+        if isinstance(err, OSError) and err.errno == errno.ELOOP:
+            raise FileInputError(shown, "is a symbolic link loop", field="path") from None
+        if isinstance(err, OSError) and not isinstance(err, FileNotFoundError):
+            raise FileInputError(
+                shown, f"cannot be read ({_one_line(err.strerror or str(err))})", field="path"
+            ) from None
+        dangling = " (a symbolic link to a missing target)" if given.is_symlink() else ""
+        raise FileInputError(shown, f"no such file or folder{dangling}", field="path") from None
     if given.is_dir():
         file = given / "config.json"
         if not file.exists():
