@@ -421,7 +421,9 @@ def test_serve_prints_the_url_and_warns_off_loopback(monkeypatch, capsys):
     out = capsys.readouterr()
     assert out.out.strip() == "deepep-calc: serving on http://127.0.0.1:8123/  (Ctrl-C to stop)"
     assert out.err == ""
-    assert calls == [{"host": "127.0.0.1", "port": 8123, "log_level": "warning"}]
+    assert calls == [
+        {"host": "127.0.0.1", "port": 8123, "log_level": "warning", "timeout_graceful_shutdown": 10}
+    ]
     main(["serve", "--host", "0.0.0.0", "--port", "8124"])
     err = capsys.readouterr().err
     assert "warning" in err and "0.0.0.0" in err

@@ -9,6 +9,7 @@ ReDoc are off because they load their assets from a CDN; the spec is at `/openap
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import CalcError
 from . import api, pages
-from .guard import Guard
+from .guard import SECURITY_HEADERS, Guard
 from .inputs import from_validation, input_name
 
 log = logging.getLogger("deepep_calc.web")
@@ -71,15 +72,23 @@ async def on_http(request: Request, exc: Exception) -> Response:
 
 async def on_unexpected(request: Request, exc: Exception) -> Response:
     log.exception("unexpected error on %s %s", request.method, request.url.path)
-    return _error(500, "internal error: the server log has the details")
+    response = _error(500, "internal error: the server log has the details")
+    # This handler runs outside the guard (Starlette calls it from its outermost layer), so
+    # the security headers are added here.
+    response.headers.update({k.decode(): v.decode() for k, v in SECURITY_HEADERS})
+    return response
 
 
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def create_app() -> Any:
-    """The app, wrapped in the size / content-type guard (an ASGI callable uvicorn can serve)."""
+def create_app(allowed_hosts: Iterable[str] | None = None) -> Any:
+    """The app, wrapped in the size / content-type guard (an ASGI callable uvicorn can serve).
+
+    `allowed_hosts`: the Host header names to answer (`serve` passes the loopback names on a
+    loopback bind); None answers any, which is what test clients and a deliberate public bind need.
+    """
     from .. import __version__
 
     app = FastAPI(
@@ -104,5 +113,6 @@ def create_app() -> Any:
         Guard,
         json_posts=frozenset(p for p in posts if p.startswith("/api/")),
         form_posts=frozenset(p for p in posts if not p.startswith("/api/")),
+        allowed_hosts=None if allowed_hosts is None else frozenset(h.lower() for h in allowed_hosts),
     )
     return app

@@ -5,6 +5,10 @@ touches it: a declared Content-Length over the limit is answered 413 without rea
 body that streams past the limit (chunked, or lying about its length) is cut off with 413 as
 soon as it crosses it. JSON endpoints accept only `application/json`, which also means a
 cross-site page cannot post to them without a CORS preflight the server never grants.
+
+With `allowed_hosts` (what `deepep-calc serve` sets on a loopback bind) a request whose Host
+header names anything else is refused: a web page whose domain an attacker re-points at
+127.0.0.1 (DNS rebinding) would otherwise count as same-origin and could read the API.
 """
 
 from __future__ import annotations
@@ -54,6 +58,24 @@ class TooLarge(HTTPException):
         super().__init__(413, _too_large(limit))
 
 
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def loopback_hosts(bound: str) -> frozenset[str]:
+    """Host names a loopback-bound server answers to: the usual ones and the address it is bound to."""
+    return LOOPBACK_NAMES | {bound.strip().strip("[]").lower()}
+
+
+def host_name(header: str) -> str:
+    """The name in a Host header, lower-case, without the port, IPv6 brackets or a trailing dot."""
+    text = header.strip().lower()
+    if text.startswith("["):
+        return text[1 : text.find("]")] if "]" in text else text
+    if text.count(":") == 1:
+        text = text.split(":", 1)[0]
+    return text.rstrip(".")
+
+
 def limit_for(path: str) -> int:
     return JSON_LIMIT if path.startswith("/api/") else FORM_LIMIT
 
@@ -88,19 +110,32 @@ def _too_large(limit: int) -> str:
 
 class Guard:
     """`json_posts` / `form_posts`: the paths whose POST handlers take that kind of body (other
-    paths are left to the router, so a wrong method still gets its 405)."""
+    paths are left to the router, so a wrong method still gets its 405). `allowed_hosts`: the
+    Host names served (None: any, as on a deliberate non-loopback bind or under a test client)."""
 
     def __init__(
-        self, app: ASGIApp, json_posts: frozenset[str] = frozenset(), form_posts: frozenset[str] = frozenset()
+        self,
+        app: ASGIApp,
+        json_posts: frozenset[str] = frozenset(),
+        form_posts: frozenset[str] = frozenset(),
+        allowed_hosts: frozenset[str] | None = None,
     ) -> None:
         self.app = app
         self.json_posts = json_posts
         self.form_posts = form_posts
+        self.allowed_hosts = allowed_hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if self.allowed_hosts is not None:
+            # No Host at all is an HTTP/1.0 tool, never a browser: rebinding needs a browser.
+            host = _header(scope, b"host")
+            if host and host_name(host) not in self.allowed_hosts:
+                names = ", ".join(sorted(self.allowed_hosts))
+                await _refuse(send, 400, f"this server answers only to a loopback Host ({names})")
+                return
         path = scope.get("path", "")
         limit = limit_for(path)
         declared = _header(scope, b"content-length")
