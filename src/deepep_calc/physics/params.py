@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..catalog.models import DTYPE_BYTES, ModelSpec
 
@@ -48,6 +49,7 @@ def attention_params_per_layer(m: ModelSpec) -> float:
     return q + kv + a.heads * a.v_head_dim * h
 
 
+@lru_cache(maxsize=256)  # ModelSpec is frozen and hashable; the count is pure
 def count_params(m: ModelSpec) -> Params:
     att = m.attention
     full_layers = m.layers - att.linear_layers
@@ -78,6 +80,7 @@ class WeightBytes:
         return self.replicated + self.routed
 
 
+@lru_cache(maxsize=256)
 def weight_bytes(m: ModelSpec) -> WeightBytes:
     p = count_params(m)
     wb = DTYPE_BYTES[m.weight_dtype]
