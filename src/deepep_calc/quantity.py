@@ -184,27 +184,19 @@ def weakest(*qs: Q) -> Tag:
     return _BY_VALUE[min(q.tag for q in qs)]
 
 
-def qmax(a: Q, b: Q) -> Q:
-    """Elementwise maximum; the result rests on both inputs."""
+def _elementwise(fn: Any, a: Q, b: Q) -> Q:
+    """fn(a, b) elementwise over same-unit quantities; the result rests on both inputs."""
     if a.unit != b.unit:
         raise ValueError(f"cannot compare {a.unit!r} and {b.unit!r}")
-    return Q(
-        np.maximum(a.value, b.value),
-        a.unit,
-        _combine_tag(a.tag, b.tag),
-        _merge_sources(a.source, b.source),
-    )
+    return Q(fn(a.value, b.value), a.unit, *a._join(b))
+
+
+def qmax(a: Q, b: Q) -> Q:
+    return _elementwise(np.maximum, a, b)
 
 
 def qmin(a: Q, b: Q) -> Q:
-    if a.unit != b.unit:
-        raise ValueError(f"cannot compare {a.unit!r} and {b.unit!r}")
-    return Q(
-        np.minimum(a.value, b.value),
-        a.unit,
-        _combine_tag(a.tag, b.tag),
-        _merge_sources(a.source, b.source),
-    )
+    return _elementwise(np.minimum, a, b)
 
 
 def qmap(fn: Any, q: Q, unit: str | None = None) -> Q:
