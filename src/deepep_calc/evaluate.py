@@ -190,7 +190,7 @@ def _arm(r: Resolved, arm: str, fit: EngineFit) -> ArmResult:
 
     ranks_serving = (lay.ranks if lay.data_parallel else 1.0) * lay.groups
     batch_cap = r.engine.max_batch_per_rank * ranks_serving
-    running = Q.derived(
+    running = Q.assumed(  # rests on the user's concurrency and the engine's batch setting
         np.minimum(np.asarray(s.concurrency, dtype=float), batch_cap),
         "sequences",
         f"min(concurrency, {r.engine.name} max batch per rank x ranks: {r.engine.max_batch_source})",
