@@ -45,6 +45,7 @@ def test_every_kernel_reference_appears(report: Report) -> None:
                         and r.reference
                         == f"{t.name} @ {ref.instance} EP{ref.ep}"
                         + (f" prefill {ref.tokens} tok" if ref.prefill else "")
+                        + (f" {ref.dispatch_dtype} dispatch" if ref.dispatch_dtype != "fp8" else "")
                         and r.metric == metric
                         and r.measured == value
                         and r.source == ref.source

@@ -188,9 +188,13 @@ def _mape(rows: list[Row]) -> float:
 
 def _kernel_rows(t: Transport, ref: KernelRef, group: str) -> list[Row]:
     inst = get_instance(ref.instance)
-    shape = KernelShape(ref.tokens, ref.hidden, ref.topk, ref.experts, "fp8")
+    shape = KernelShape(ref.tokens, ref.hidden, ref.topk, ref.experts, ref.dispatch_dtype)
     k = kernel_us(t, inst, inst.gpus_per_node, ref.ep, shape, ref.comms, ref.qps, ref.prefill)
-    where = f"{t.name} @ {ref.instance} EP{ref.ep}" + (f" prefill {ref.tokens} tok" if ref.prefill else "")
+    where = (
+        f"{t.name} @ {ref.instance} EP{ref.ep}"
+        + (f" prefill {ref.tokens} tok" if ref.prefill else "")
+        + (f" {ref.dispatch_dtype} dispatch" if ref.dispatch_dtype != "fp8" else "")
+    )
     fitted = group == "kernel primary"
     if ref.dispatch_us is not None and ref.combine_us is not None:
         pairs = (

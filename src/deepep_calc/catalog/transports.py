@@ -22,6 +22,7 @@ class KernelRef(BaseModel):
     comms: int = Field(8, gt=0)
     qps: int = Field(6, gt=0)
     prefill: bool = Field(False, description="high-throughput (prefill) kernels, not low-latency")
+    dispatch_dtype: Literal["fp8", "bf16"] = "fp8"
     dispatch_us: float | None = Field(None, gt=0)
     combine_us: float | None = Field(None, gt=0)
     total_us: float | None = Field(None, gt=0)
