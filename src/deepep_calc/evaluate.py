@@ -18,7 +18,7 @@ from .catalog.models import ModelSpec
 from .physics.fit import engine_fit
 from .physics.layout import layout
 from .physics.memory import Memory, memory
-from .physics.step import EngineFit, assemble, decode_parts, ttft_ms
+from .physics.step import EngineFit, assemble, decode_parts, shared, ttft_ms
 from .quantity import Q
 from .scenario import Resolved, Scenario, resolve
 
@@ -86,6 +86,7 @@ class Result:
     tax_ms_per_token: Q
     verdict: Any = None  # verdict.Verdict, attached by evaluate()
     notes: list[str] = field(default_factory=list)
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False)  # see physics.step.shared
 
     @property
     def model(self) -> ModelSpec:
@@ -113,17 +114,17 @@ class Result:
 def _is_cell_scenario(r: Resolved, cell: Cell) -> bool:
     s = r.scenario
     assert isinstance(s, Scenario)
-    return (
-        s.model.strip().lower() == cell.model
-        and r.instance.name == cell.instance
-        and s.nodes == cell.nodes
-        and r.gpus_per_node == r.instance.gpus_per_node
-        and s.cuda_graphs == cell.cuda_graphs
-        and r.engine.name == cell.engine
-        and s.comms == cell.comms
-        and s.concurrency == cell.concurrency
+    return (  # cheapest, most selective comparisons first: this runs for every cell and arm
+        s.concurrency == cell.concurrency
         and s.isl == cell.isl
         and s.osl == cell.osl
+        and s.nodes == cell.nodes
+        and s.comms == cell.comms
+        and r.engine.name == cell.engine
+        and r.instance.name == cell.instance
+        and s.model.strip().lower() == cell.model
+        and r.gpus_per_node == r.instance.gpus_per_node
+        and s.cuda_graphs == cell.cuda_graphs
         and all(getattr(s, k) is None for k in ("experts", "topk", "hidden", "moe_layers", "kv_dtype"))
         and s.max_qps == cell.max_qps
         and _native_dtype(s.weight_dtype, cell.model)
@@ -179,13 +180,13 @@ def _split_ok(experts: int, ranks: Any) -> Any:
     return (experts >= ranks) & (np.mod(experts, ranks) == 0)
 
 
-def _arm(r: Resolved, arm: str, fit: EngineFit) -> ArmResult:
+def _arm(r: Resolved, arm: str, fit: EngineFit, memo: dict[Any, Any] | None = None) -> ArmResult:
     """One arm of one scenario (or of many: numeric fields may be arrays)."""
     s = r.scenario
-    lay = layout(r, arm)
-    mem = memory(r, lay, s.isl, s.osl)
-    step, breakdown = assemble(decode_parts(r, arm), fit)
-    ttft = ttft_ms(r, arm, step, fit)
+    lay = shared(memo, ("layout", arm), lambda: layout(r, arm))
+    mem = shared(memo, ("memory", arm), lambda: memory(r, lay, s.isl, s.osl))
+    step, breakdown = assemble(decode_parts(r, arm, memo=memo), fit)
+    ttft = ttft_ms(r, arm, step, fit, memo)
     per_user = (1000.0 / step).as_("tok/s", step.source)
 
     ranks_serving = (lay.ranks if lay.data_parallel else 1.0) * lay.groups
@@ -275,15 +276,16 @@ def compute(r: Resolved, reuse: Result | None = None) -> Result:
     fit = engine_fit(r.engine.name)
     if r.profile is not None:
         fit = r.profile.engine_fit(fit, r)
+    memo = reuse.memo if reuse is not None else {}
     arms = {
-        name: reuse.arms[name] if reuse is not None and name != "deepep" else _arm(r, name, fit)
+        name: reuse.arms[name] if reuse is not None and name != "deepep" else _arm(r, name, fit, memo)
         for name in arms_for(r)
     }
     dee, alt = arms["deepep"], arms[r.scenario.alternative]
     ratio = (dee.aggregate_tok_s / alt.aggregate_tok_s).as_("x", "aggregate tok/s DeepEP / alternative")
     ratio_pu = (dee.per_user_tok_s / alt.per_user_tok_s).as_("x", "per-user tok/s DeepEP / alternative")
     tax = (dee.step_ms - alt.step_ms).as_("ms/token", "DeepEP step - alternative step")
-    return Result(r.scenario, r, arms, r.scenario.alternative, ratio, ratio_pu, tax)
+    return Result(r.scenario, r, arms, r.scenario.alternative, ratio, ratio_pu, tax, memo=memo)
 
 
 def evaluate(scenario: Scenario | None = None, /, **fields: Any) -> Result:

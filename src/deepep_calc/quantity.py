@@ -11,6 +11,7 @@ million-row sweep.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import lru_cache
@@ -62,6 +63,7 @@ def _merge_sources(a: str, b: str) -> str:
 
 
 _BY_VALUE = (Tag.ASSUMED, Tag.DERIVED, Tag.MEASURED)
+_TAG_NAMES = tuple(str(t) for t in _BY_VALUE)
 
 
 def _combine_tag(a: Tag, b: Tag = Tag.DERIVED) -> Tag:
@@ -108,6 +110,8 @@ class Q:
 
     def as_(self, unit: str, source: str | None = None) -> Q:
         """Rename the unit (after a product or quotient) and optionally restate the source."""
+        if unit == self.unit and source is None:
+            return self  # nothing to rename; quantities are never mutated, so sharing is safe
         return Q(self.value, unit, self.tag, source if source is not None else self.source)
 
     def weaken(self, tag: Tag) -> Q:
@@ -164,14 +168,15 @@ class Q:
         return float(np.asarray(self.value).reshape(-1)[0]) if np.ndim(self.value) else float(self.value)
 
     def to_json(self) -> dict[str, Any]:
+        """Plain JSON types; a non-finite number becomes null (JSON has no NaN)."""
         value = self.value
         if isinstance(value, np.ndarray):
             value = value.tolist()
         elif isinstance(value, np.generic):
             value = value.item()
-        if isinstance(value, float) and not np.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):
             value = None
-        return {"value": value, "unit": self.unit, "tag": str(self.tag), "source": self.source}
+        return {"value": value, "unit": self.unit, "tag": _TAG_NAMES[self.tag], "source": self.source}
 
     def fmt(self, digits: int = 1) -> str:
         return f"{self.scalar:,.{digits}f} {self.unit}"

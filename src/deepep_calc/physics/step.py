@@ -112,10 +112,31 @@ def moe_comm_us(r: Resolved, lay: Layout, tokens_per_rank: Any, prefill: bool = 
     return (ag * (2.0 * m.moe_layers)).as_("us")
 
 
-def decode_parts(r: Resolved, arm: str, concurrency: Any | None = None) -> StepParts:
+def shared(memo: dict[Any, Any] | None, key: Any, make: Any) -> Any:
+    """`make()` once per evaluation for pieces several arms have in common.
+
+    DeepEP and allgather place the model identically, so their HBM / compute times and memory
+    are the same numbers; a flip-search candidate that only changes the DeepEP transport reuses
+    them too. `memo` lives for one `compute()` (and its transport candidates), never longer.
+    """
+    if memo is None:
+        return make()
+    if key not in memo:
+        memo[key] = make()
+    return memo[key]
+
+
+def _placement(arm: str) -> str:
+    return "ep-dp" if arm in ("deepep", "allgather") else arm
+
+
+def decode_parts(
+    r: Resolved, arm: str, concurrency: Any | None = None, memo: dict[Any, Any] | None = None
+) -> StepParts:
     s = r.scenario
-    lay = layout(r, arm, concurrency)
-    dev = decode_device_us(r, lay, s.isl, s.osl)
+    memo = memo if concurrency is None else None
+    lay = shared(memo, ("layout", arm), lambda: layout(r, arm, concurrency))
+    dev = shared(memo, ("decode", _placement(arm)), lambda: decode_device_us(r, lay, s.isl, s.osl))
     tokens = lay.seqs_per_rank if lay.data_parallel else lay.group_tokens
     comm = moe_comm_us(r, lay, tokens)
     hbm = dev["hbm"]
@@ -125,11 +146,11 @@ def decode_parts(r: Resolved, arm: str, concurrency: Any | None = None) -> StepP
     return StepParts(engine_coef, fixed, lane, {"hbm": hbm, "compute": compute_excess, "moe_comm": comm})
 
 
-def prefill_parts(r: Resolved, arm: str) -> StepParts:
+def prefill_parts(r: Resolved, arm: str, memo: dict[Any, Any] | None = None) -> StepParts:
     s = r.scenario
-    lay = layout(r, arm)
+    lay = shared(memo, ("layout", arm), lambda: layout(r, arm))
     tokens = np.asarray(s.isl, dtype=float)
-    dev = prefill_device_us(r, lay, tokens)
+    dev = shared(memo, ("prefill", _placement(arm)), lambda: prefill_device_us(r, lay, tokens))
     comm = moe_comm_us(r, lay, tokens, prefill=True)
     fixed, lane = _proxy_coefs(r, lay) if arm == "deepep" else (0.0, 0.0)
     return StepParts(r.model.layers * _graph_factor(r), fixed, lane, {"device": dev, "moe_comm": comm})
@@ -150,7 +171,7 @@ def assemble(parts: StepParts, fit: EngineFit) -> tuple[Q, dict[str, Q]]:
     return (total / 1000.0).as_("ms"), to_ms
 
 
-def ttft_ms(r: Resolved, arm: str, step_ms: Q, fit: EngineFit) -> Q:
+def ttft_ms(r: Resolved, arm: str, step_ms: Q, fit: EngineFit, memo: dict[Any, Any] | None = None) -> Q:
     """Time to first token: queueing behind in-flight decode steps plus the prefill step."""
-    prefill, _ = assemble(prefill_parts(r, arm), fit)
+    prefill, _ = assemble(prefill_parts(r, arm, memo), fit)
     return ((fit.ttft_steps * step_ms).as_("ms") + prefill).as_("ms")
