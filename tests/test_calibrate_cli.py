@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from cli_runner import run_cli
 from deepep_calc import cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,15 +45,7 @@ def vllm(comms: int, conc: int) -> Path:
     return REAL / f"vllm-0.24_{PREFIX}_deepep-epnc{comms}_c{conc}_isl120.json"
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: Any) -> tuple[int, str, str]:
-    """Run the CLI entry point in process: (exit code, stdout, stderr)."""
-    try:
-        cli.main([str(a) for a in args])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+run = run_cli
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *args: Any) -> dict[str, Any]:

@@ -7,19 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from deepep_calc.cli import main
+from cli_runner import run_cli
 
 Q_KEYS = {"value", "unit", "tag", "source"}
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run_cli(capsys, *argv)
 
 
 def test_default_card_shows_calibration(capsys: pytest.CaptureFixture[str]) -> None:

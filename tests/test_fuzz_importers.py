@@ -38,6 +38,7 @@ import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cli_runner import run_cli
 from deepep_calc import Scenario, cli
 from deepep_calc.calibrate.aiperf import AIPerfRun, load_aiperf
 from deepep_calc.calibrate.kernel_log import SAMPLE_LOG, KernelLog, load_kernel_log
@@ -621,16 +622,6 @@ def test_control_characters_in_the_file_name_stay_on_one_line(workdir: Path, imp
 
 # ---------------------------------------------------------------------------------------------
 # the command line: exit 2, one line on stderr, nothing written
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: Any) -> tuple[int, str, str]:
-    try:
-        cli.main([str(a) for a in args])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def assert_one_line_error(code: int, out: str, err: str, name: str) -> None:
