@@ -7,6 +7,11 @@ observation on hardware is measured.
 
 `Q.value` may be a float or a NumPy array, so the same physics serves one scenario and a
 million-row sweep.
+
+A modelled figure may carry a band, `low` and `high`: the range its kind of figure has missed
+references by out of sample (see `fit/accuracy`). Arithmetic drops bands: errors of
+correlated figures do not add like independent ones, so a band is attached to a finished
+figure by the code that knows its kind (`with_band`), never propagated blindly.
 """
 
 from __future__ import annotations
@@ -94,6 +99,8 @@ class Q:
     unit: str
     tag: Tag
     source: str
+    low: Any = None
+    high: Any = None
 
     # construction helpers -------------------------------------------------
     @classmethod
@@ -112,7 +119,15 @@ class Q:
         """Rename the unit (after a product or quotient) and optionally restate the source."""
         if unit == self.unit and source is None:
             return self  # nothing to rename; quantities are never mutated, so sharing is safe
-        return Q(self.value, unit, self.tag, source if source is not None else self.source)
+        return Q(self.value, unit, self.tag, source if source is not None else self.source, self.low, self.high)
+
+    def with_band(self, low: Any, high: Any) -> Q:
+        """The same figure with the range it is expected to fall in (modelled figures only)."""
+        return Q(self.value, self.unit, self.tag, self.source, low, high)
+
+    @property
+    def banded(self) -> bool:
+        return self.low is not None and self.high is not None
 
     def weaken(self, tag: Tag) -> Q:
         return Q(self.value, self.unit, _BY_VALUE[min(self.tag, tag)], self.source)
@@ -176,13 +191,25 @@ class Q:
             value = value.item()
         if isinstance(value, float) and not math.isfinite(value):
             value = None
-        return {"value": value, "unit": self.unit, "tag": _TAG_NAMES[self.tag], "source": self.source}
+        out = {"value": value, "unit": self.unit, "tag": _TAG_NAMES[self.tag], "source": self.source}
+        if self.low is not None and self.high is not None:
+            out["low"] = _plain_number(self.low)
+            out["high"] = _plain_number(self.high)
+        return out
 
     def fmt(self, digits: int = 1) -> str:
         return f"{self.scalar:,.{digits}f} {self.unit}"
 
     def __repr__(self) -> str:
         return f"Q({self.value!r} {self.unit}, {self.tag}, {self.source!r})"
+
+
+def _plain_number(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, np.generic):
+        v = v.item()
+    return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
 def weakest(*qs: Q) -> Tag:
