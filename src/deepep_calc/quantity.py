@@ -119,7 +119,9 @@ class Q:
         """Rename the unit (after a product or quotient) and optionally restate the source."""
         if unit == self.unit and source is None:
             return self  # nothing to rename; quantities are never mutated, so sharing is safe
-        return Q(self.value, unit, self.tag, source if source is not None else self.source, self.low, self.high)
+        return Q(
+            self.value, unit, self.tag, source if source is not None else self.source, self.low, self.high
+        )
 
     def with_band(self, low: Any, high: Any) -> Q:
         """The same figure with the range it is expected to fall in (modelled figures only)."""
