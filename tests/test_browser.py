@@ -130,9 +130,14 @@ def test_calculator_updates_live(browser, live_server):  # noqa: F811
     assert _deepep_per_user(page) != second
     assert "transport=efa-gda" in page.url and "model=kimi-k2" in page.url
 
+    # DeepSeek-V3 under vLLM CUDA graphs over GPU-initiated EFA: no proxied host cost, DeepEP wins
     page.select_option("#f-model", "deepseek-v3")
-    page.fill("#f-nodes", "8")
-    page.fill("#f-concurrency", "512")
+    page.fill("#f-nodes", "2")
+    page.select_option("#f-engine", "vllm")
+    page.select_option("#f-cuda_graphs", "true")
+    page.fill("#f-isl", "1024")
+    page.fill("#f-osl", "256")
+    page.fill("#f-concurrency", "64")
     page.wait_for_selector("#verdict-cards .card-deepep.lit", timeout=20000)
     assert page.locator("#verdict-cards .card.lit").count() == 1
     page.screenshot(path=str(ARTIFACTS / "calculator-deepep-wins.png"), full_page=True)

@@ -428,7 +428,7 @@ def _with_literal(imp: Importer, valid: bytes, literal: str) -> bytes:
         doc["inter_token_latency"]["avg"] = "@@"
         return json.dumps(doc).replace('"@@"', literal).encode()
     if imp is PROFILE_IMP:
-        return re.sub(r"(\[constants.launch_us_per_layer\]\nvalue = )\S+", rf"\g<1>{literal}", text).encode()
+        return re.sub(r"(\[constants.launch_us\]\nvalue = )\S+", rf"\g<1>{literal}", text).encode()
     if imp is CSV_IMP:
         return re.sub(r"(Inter Token Latency \(ms\),)[^,]+", rf"\g<1>{literal}", text, count=1).encode()
     return re.sub(r"avg_t=[0-9.]+", f"avg_t={literal}", text).encode()  # every rank: no fallback
@@ -751,7 +751,7 @@ def test_cli_calibrate_refuses_impossible_statistics(
     ("edit", "needle"),
     [
         ((r'(\[constants.proxy_lane_us\]\nvalue = \S+\nunit = )"us"', r'\g<1>""'), "proxy_lane_us"),
-        ((r"(\[constants.launch_us_per_layer\]\nvalue = )\S+", r"\g<1>-3.0"), "launch_us_per_layer"),
+        ((r"(\[constants.launch_us\]\nvalue = )\S+", r"\g<1>-3.0"), "launch_us"),
         ((r'(\[kernel.dispatch_alpha_us\]\nvalue = \S+\nunit = )"us"', r'\g<1>"ms"'), "dispatch_alpha_us"),
         (
             (r"(\[cells.allgather\]\naggregate_tok_s = )\S+", r"\g<1>5e-324"),
@@ -784,11 +784,11 @@ def test_profile_rewritten_in_the_same_tick_is_read_again(tmp_path: Path, profil
     text = profile_path.read_text("utf-8")
     path.write_text(text, "utf-8")
     before = os.stat(path)
-    first = load_profile(path).constants.launch_us_per_layer.value
+    first = load_profile(path).constants.launch_us.value
     edited, n = re.subn(
-        r"(\[constants.launch_us_per_layer\]\nvalue = )(\d)", lambda m: m[1] + str((int(m[2]) + 1) % 10), text
+        r"(\[constants.launch_us\]\nvalue = )(\d)", lambda m: m[1] + str((int(m[2]) + 1) % 10), text
     )
     assert n == 1 and len(edited) == len(text)
     path.write_text(edited, "utf-8")
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # same size, same mtime
-    assert load_profile(path).constants.launch_us_per_layer.value != first
+    assert load_profile(path).constants.launch_us.value != first

@@ -38,9 +38,9 @@ from deepep_calc.catalog.models import DTYPE_BYTES
 from deepep_calc.catalog.transports import load_transports
 from deepep_calc.errors import CalcError
 from deepep_calc.evaluate import Result, compute
+from deepep_calc.fit.observations import cell_scenario
 from deepep_calc.kernel import LIMITS as KERNEL_LIMITS
 from deepep_calc.kernel import kernel_query
-from deepep_calc.physics.fit import cell_scenario
 from deepep_calc.physics.params import count_params
 from deepep_calc.quantity import Q, Tag
 from deepep_calc.scenario import LIMITS, resolve
@@ -272,7 +272,7 @@ NEIGHBOURS = [
 @examples(60)
 @given(st.sampled_from(CELLS), st.sampled_from(NEIGHBOURS), st.integers(1, 3))
 def test_nothing_one_step_off_a_measured_cell_is_measured(cell: Any, step: dict[str, Any], k: int) -> None:
-    base = cell_scenario(cell, cell.engine)
+    base = cell_scenario(cell)
     update = {f: (not getattr(base, f)) if f == "cuda_graphs" else v for f, v in step.items()}
     for f, v in update.items():
         if isinstance(v, int) and not isinstance(v, bool) and f != "gpus_per_node":

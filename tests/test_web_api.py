@@ -354,12 +354,15 @@ def test_page_field_error_sits_next_to_the_field(client):  # noqa: F811
 
 
 def test_form_post_without_javascript(client):  # noqa: F811
-    data = {
+    data = {  # GPU-initiated EFA under CUDA graphs at DeepSeek scale: DeepEP wins
         "model": "deepseek-v3",
-        "nodes": "8",
+        "nodes": "2",
+        "engine": "vllm",
         "transport": "efa-gda",
-        "concurrency": "512",
-        "cuda_graphs": "false",
+        "concurrency": "64",
+        "isl": "1024",
+        "osl": "256",
+        "cuda_graphs": "true",
     }
     resp = clean(client.post("/", data=data))
     assert resp.status_code == 200

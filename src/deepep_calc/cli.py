@@ -137,7 +137,15 @@ def evaluate_cmd(as_json: bool, with_sensitivity: bool, **kwargs: Any) -> None:
 @click.option("--experts", type=int, default=256, show_default=True)
 @click.option("--dispatch-dtype", type=click.Choice(["fp8", "bf16"]), default="fp8", show_default=True)
 @click.option("--comms", type=int, default=8, show_default=True, help="EP_NUM_COMMS")
-@click.option("--qps", type=int, default=6, show_default=True, help="EP_EFA_MAX_QPS")
+@click.option(
+    "--max-qps",
+    "--qps",
+    "qps",
+    type=int,
+    default=DEFAULTS["max_qps"],
+    show_default=True,
+    help="EP_EFA_MAX_QPS (the same knob and default as evaluate)",
+)
 @click.option("--calibration", help="profile from `deepep-calc calibrate --kernel-log`")
 @click.option("--json", "as_json", is_flag=True)
 def kernel_cmd(as_json: bool, **kw: Any) -> None:

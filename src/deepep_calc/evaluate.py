@@ -1,9 +1,10 @@
 """`evaluate(scenario) -> Result`: the one model behind every face of the tool.
 
-Each arm gets memory, decode step, TTFT, aggregate throughput and cost from the physics.
-Where the scenario is a measured cell (facts/measured.md), the measured numbers replace the
-model's for that arm, tagged measured: the calibration point is reproduced exactly, not
-approximately.
+Each arm gets memory, decode step, TTFT, aggregate throughput and cost from the physics, with
+the constants of the fitted table (`fit/build.py`: fitted once, never here). Where the
+scenario is a measured cell (facts/measured.md), the measured numbers replace the model's for
+that arm, tagged measured: the calibration point is reproduced exactly, not approximately.
+Every modelled figure carries the band its kind of figure missed references by out of sample.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import numpy as np
 
 from .catalog.measured import Cell, load_cells
 from .catalog.models import ModelSpec
-from .physics.fit import engine_fit
+from .fit.build import built_in_table
+from .fit.table import Table
 from .physics.layout import layout
 from .physics.memory import Memory, memory
-from .physics.step import EngineFit, assemble, decode_parts, shared, ttft_ms
-from .quantity import Q
+from .physics.serving import per_user, serve, tax_ms, usd_per_mtok
+from .physics.step import decode_step, prefill_step, shared
+from .quantity import Q, Tag
 from .scenario import Resolved, Scenario, resolve
 
 ROLE_PRIORITY = {"calibration": 0, "anchor": 1, "cross-check": 2}
@@ -128,7 +131,16 @@ def _is_cell_scenario(r: Resolved, cell: Cell) -> bool:
         and all(getattr(s, k) is None for k in ("experts", "topk", "hidden", "moe_layers", "kv_dtype"))
         and s.max_qps == cell.max_qps
         and _native_dtype(s.weight_dtype, cell.model)
+        and _same_batching(r, cell)
     )
+
+
+def _same_batching(r: Resolved, cell: Cell) -> bool:
+    """The run's batch limit and the scenario's behave alike: equal, or neither binds here."""
+    if cell.max_batch is None or cell.max_batch == r.max_batch:
+        return True
+    per_rank = -(-cell.concurrency // (cell.nodes * r.gpus_per_node))
+    return per_rank <= min(cell.max_batch, r.max_batch)
 
 
 def _native_dtype(weight_dtype: str | None, model: str) -> bool:
@@ -180,36 +192,23 @@ def _split_ok(experts: int, ranks: Any) -> Any:
     return (experts >= ranks) & (np.mod(experts, ranks) == 0)
 
 
-def _arm(r: Resolved, arm: str, fit: EngineFit, memo: dict[Any, Any] | None = None) -> ArmResult:
+def _arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None) -> ArmResult:
     """One arm of one scenario (or of many: numeric fields may be arrays)."""
     s = r.scenario
+    c = table.step_constants(r)
     lay = shared(memo, ("layout", arm), lambda: layout(r, arm))
     mem = shared(memo, ("memory", arm), lambda: memory(r, lay, s.isl, s.osl))
-    step, breakdown = assemble(decode_parts(r, arm, memo=memo), fit)
-    ttft = ttft_ms(r, arm, step, fit, memo)
-    per_user = (1000.0 / step).as_("tok/s", step.source)
-
-    ranks_serving = (lay.ranks if lay.data_parallel else 1.0) * lay.groups
-    batch_cap = r.engine.max_batch_per_rank * ranks_serving
-    running = Q.assumed(  # rests on the user's concurrency and the engine's batch setting
-        np.minimum(np.asarray(s.concurrency, dtype=float), batch_cap),
-        "sequences",
-        f"min(concurrency, {r.engine.name} max batch per rank x ranks: {r.engine.max_batch_source})",
-    )
-    osl = np.asarray(s.osl, dtype=float)
-    service_ms = (ttft + (step * (osl - 1.0)).as_("ms")).as_("ms")
-    aggregate = (running * osl / service_ms * 1000.0).as_("tok/s", "running x OSL / (TTFT + (OSL-1) x step)")
-    # Closed-loop clients beyond the engine's batch wait for a slot: that wait is in their TTFT.
-    waiting_rounds = np.maximum(np.asarray(s.concurrency, dtype=float) / running.value - 1.0, 0.0)
-    ttft = (ttft + (service_ms * waiting_rounds).as_("ms")).as_("ms")
+    step = decode_step(r, arm, c, memo)
+    prefill = prefill_step(r, arm, c, memo)
+    ttft_steps = _ttft_steps(r, c)
+    served = serve(r, lay, step.ms, prefill.ms, ttft_steps)
+    step_ms, aggregate, ttft = step.ms, served.aggregate_tok_s, served.ttft_ms
+    pu = per_user(step_ms)
     model_aggregate = aggregate
     cell = None if r.varied else measured_cell_for(r, arm)
     if cell is not None:
-        step, per_user, aggregate, ttft = _apply_cell(cell, arm, step, per_user, aggregate, ttft)
-    price = r.instance.price(s.price_per_hour)
-    cost = (price * np.asarray(s.nodes, dtype=float) / (aggregate * 3600.0) * 1e6).as_(
-        "$/Mtok", f"nodes x price per node-hour / (aggregate tok/s x 3600) x 1e6; {price.source}"
-    )
+        step_ms, pu, aggregate, ttft = _apply_cell(cell, arm, step_ms, pu, aggregate, ttft)
+    cost = usd_per_mtok(r, aggregate)
     split = _split_ok(r.model.experts, lay.expert_shard) if arm != "tp" else np.asarray(True)
     fits = np.asarray(mem.fits)
     feasible = split & fits
@@ -224,23 +223,53 @@ def _arm(r: Resolved, arm: str, fit: EngineFit, memo: dict[Any, Any] | None = No
         _plain(feasible),
         _plain(fits),
         why,
-        per_user,
-        step,
-        aggregate,
-        ttft,
-        cost,
+        banded(pu, table, "step", inverse=True),
+        banded(step_ms, table, "step"),
+        banded(aggregate, table, "aggregate"),
+        banded(ttft, table, "ttft"),
+        banded(cost, table, "aggregate", inverse=True),
         mem.total_gb,
-        breakdown,
+        step.parts_ms,
         mem,
-        running,
+        served.running,
         cell.id if cell else None,
         model_aggregate,
     )
     if s.slo_tok_s is not None:
-        result.meets_slo = _plain(per_user.value >= s.slo_tok_s)
+        result.meets_slo = _plain(result.per_user_tok_s.value >= s.slo_tok_s)
     if s.ttft_ms is not None:
-        result.meets_ttft = _plain(ttft.value <= s.ttft_ms)
+        result.meets_ttft = _plain(result.ttft_ms.value <= s.ttft_ms)
     return result
+
+
+def _ttft_steps(r: Resolved, c: Any) -> Q:
+    graphs = np.asarray(r.scenario.cuda_graphs, dtype=bool)
+    e, g = c.eager.ttft_steps, c.graphs.ttft_steps
+    if not np.any(graphs):
+        return e
+    if np.all(graphs):
+        return g
+    return Q(np.where(graphs, g.value, e.value), "steps", min(e.tag, g.tag), e.source)
+
+
+def banded(q: Q, table: Table, kind: str, inverse: bool = False) -> Q:
+    """The figure with the band of its kind (modelled figures only; measured ones have none).
+
+    A band (low, high) is the 10th-90th percentile of model / reference over the
+    cross-validated residuals of that kind; for a figure that is the inverse of the banded kind
+    (per-user rate from the step, cost from the aggregate) the factors swap and invert.
+    """
+    band = table.band(kind)
+    if band is None or q.tag == Tag.MEASURED:
+        return q
+    lo, hi = band  # model / reference: the truth lies in value / hi .. value / lo
+    if inverse:
+        lo, hi = 1.0 / hi, 1.0 / lo
+    value = np.asarray(q.value, dtype=float)
+    low, high = value / hi, value / lo
+    if np.ndim(value) == 0:
+        low, high = float(low), float(high)
+    return q.with_band(low, high)
 
 
 def _plain(flag: Any) -> Any:
@@ -267,24 +296,34 @@ def arms_for(r: Resolved) -> list[str]:
     return ["deepep", r.scenario.alternative, "replica"]
 
 
-def compute(r: Resolved, reuse: Result | None = None) -> Result:
+def table_for(r: Resolved) -> Table:
+    """The built-in fitted table, with a calibration profile's constants where one is given."""
+    table = built_in_table()
+    if r.profile is not None:
+        table = r.profile.apply(table, r)
+    return table
+
+
+def compute(r: Resolved, reuse: Result | None = None, table: Table | None = None) -> Result:
     """All arms and the comparison, without the verdict (used by the flip search too).
 
     `reuse`: a result for the same scenario but another DeepEP transport; its non-DeepEP arms
-    do not depend on the transport and are taken as they are.
+    do not depend on the transport and are taken as they are. `table`: constants other than
+    the built-in fit (the cross-validation evaluates each fold's own).
     """
-    fit = engine_fit(r.engine.name)
-    if r.profile is not None:
-        fit = r.profile.engine_fit(fit, r)
+    table = table if table is not None else table_for(r)
     memo = reuse.memo if reuse is not None else {}
     arms = {
-        name: reuse.arms[name] if reuse is not None and name != "deepep" else _arm(r, name, fit, memo)
+        name: reuse.arms[name] if reuse is not None and name != "deepep" else _arm(r, name, table, memo)
         for name in arms_for(r)
     }
     dee, alt = arms["deepep"], arms[r.scenario.alternative]
     ratio = (dee.aggregate_tok_s / alt.aggregate_tok_s).as_("x", "aggregate tok/s DeepEP / alternative")
     ratio_pu = (dee.per_user_tok_s / alt.per_user_tok_s).as_("x", "per-user tok/s DeepEP / alternative")
-    tax = (dee.step_ms - alt.step_ms).as_("ms/token", "DeepEP step - alternative step")
+    tax = tax_ms(dee.step_ms, alt.step_ms)
+    if not (dee.measured_cell and alt.measured_cell):  # a ratio of two observations is not modelled
+        ratio = banded(ratio, table, "ratio")
+        ratio_pu = banded(ratio_pu, table, "ratio")
     return Result(r.scenario, r, arms, r.scenario.alternative, ratio, ratio_pu, tax, memo=memo)
 
 

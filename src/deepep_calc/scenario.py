@@ -43,6 +43,7 @@ DEFAULTS: dict[str, Any] = {
     "slo_tok_s": None,
     "ttft_ms": None,
     "price_per_hour": None,
+    "max_batch": None,
 }
 
 # Beyond these the model has nothing trustworthy to say (and the numbers would overflow
@@ -55,6 +56,7 @@ LIMITS = {
     "concurrency": 10_000_000,
     "isl": 10_000_000,
     "osl": 10_000_000,
+    "max_batch": 65_536,
 }
 
 
@@ -80,6 +82,9 @@ class Scenario(BaseModel):
     slo_tok_s: float | None = Field(None, description="per-user decode floor")
     ttft_ms: float | None = Field(None, description="time-to-first-token ceiling")
     price_per_hour: float | None = Field(None, description="$ per node-hour override")
+    max_batch: int | None = Field(
+        None, description="sequences per DP rank the engine runs (default: the engine's)"
+    )
     calibration: str | None = Field(None, description="profile written by `calibrate`")
     experts: int | None = Field(None, description="override: routed experts")
     topk: int | None = Field(None, description="override: experts per token")
@@ -109,6 +114,10 @@ class Resolved:
     transport: Transport
     gpus_per_node: int
     profile: Any = None  # calibrate.profile.Profile when --calibration is given
+    max_batch: int = 256  # sequences per DP rank the engine runs at once
+    max_batch_source: str = ""
+    attention_tp: int = 1  # attention tensor-parallel degree inside each DP group (references)
+    disaggregated: bool = False  # prefill runs on other nodes (references): no mixed prefill
 
     @property
     def world(self) -> Any:
@@ -180,6 +189,8 @@ def resolve(scenario: Scenario) -> Resolved:
         _positive_int(name, getattr(s, name), LIMITS[name])
     if s.gpus_per_node is not None:
         _positive_int("gpus_per_node", s.gpus_per_node, LIMITS["gpus_per_node"])
+    if s.max_batch is not None:
+        _positive_int("max_batch", s.max_batch, LIMITS["max_batch"])
     for name in ("slo_tok_s", "ttft_ms", "price_per_hour"):
         _positive_float(name, getattr(s, name))
 
@@ -209,7 +220,11 @@ def resolve(scenario: Scenario) -> Resolved:
         from .calibrate.profile import load_profile
 
         profile = load_profile(s.calibration)
-    return Resolved(s, model, instance, engine, transport, gpn, profile)
+    if s.max_batch is not None:
+        batch, batch_source = s.max_batch, "--max-batch"
+    else:
+        batch, batch_source = engine.max_batch_per_rank, engine.max_batch_source
+    return Resolved(s, model, instance, engine, transport, gpn, profile, batch, batch_source)
 
 
 # Models that exist only in memory for the current evaluation (a config.json the web page

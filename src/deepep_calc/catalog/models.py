@@ -75,7 +75,7 @@ class ModelSpec(BaseModel):
 
     hidden: int = Field(gt=0)
     layers: int = Field(gt=0)
-    moe_layers: int = Field(gt=0)
+    moe_layers: int = Field(ge=0, description="0 only for the dense models of engine-overhead references")
     experts: int = Field(gt=0, description="routed experts per MoE layer")
     shared_experts: int = Field(0, ge=0)
     topk: int = Field(gt=0)

@@ -67,7 +67,7 @@ def calibrate_cmd(
     from pathlib import Path
 
     from ..calibrate.aiperf import load_aiperf
-    from ..calibrate.fit import fit_alpha, fit_engine
+    from ..calibrate.fit import fit_engine, fit_kernel
     from ..calibrate.kernel_log import load_kernel_log
     from ..calibrate.profile import (
         build_profile,
@@ -101,12 +101,12 @@ def calibrate_cmd(
         for name, value in (("comms", comms), ("qps", qps)):
             if not 0 < value <= LIMITS[name]:
                 raise InputError(f"--kernel-{name}", value, f"a whole number from 1 to {LIMITS[name]}")
-        alpha = fit_alpha(load_kernel_log(log_path), rs.resolved.transport, rs.resolved.instance, comms, qps)
+        alpha = fit_kernel(load_kernel_log(log_path), rs.resolved.transport, rs.resolved.instance, comms, qps)
     elif kernel_comms is not None or kernel_qps is not None:
         raise click.UsageError("--kernel-comms / --kernel-qps describe a --kernel-log; none was given")
 
     cells = build_cells(rs)
-    calib = fit_engine(rs.scenario, cells, alpha.override if alpha is not None else None)
+    calib = fit_engine(rs.scenario, cells, alpha)
     profile = build_profile(rs, cells, calib, alpha, input_records(rs, log_path), out.name)
     write_text_atomic(out, to_toml(profile), force)
     written = load_profile(out)
@@ -190,8 +190,8 @@ def summarise(profile: Any, path: str) -> dict[str, Any]:
             "dispatch_p50_us": rec(k.dispatch_p50_us),
             "combine_p50_us": rec(k.combine_p50_us),
             "total_p50_us": rec(k.total_p50_us),
-            "dispatch_alpha_us": fitted(k.dispatch_alpha_us),
-            "combine_alpha_us": fitted(k.combine_alpha_us),
+            "dispatch_beta_us": fitted(k.dispatch_beta_us),
+            "combine_beta_us": fitted(k.combine_beta_us),
         }
     return {
         "profile": path,
@@ -281,8 +281,8 @@ def print_summary(profile: Any, summary: dict[str, Any]) -> None:
     rows = list(summary["fitted"].items())
     if summary["kernel"] is not None:
         k = summary["kernel"]
-        rows += [(f"alpha dispatch ({k['transport']})", k["dispatch_alpha_us"])]
-        rows += [(f"alpha combine ({k['transport']})", k["combine_alpha_us"])]
+        rows += [(f"cost per remote selection, dispatch ({k['transport']})", k["dispatch_beta_us"])]
+        rows += [(f"cost per remote selection, combine ({k['transport']})", k["combine_beta_us"])]
     for name, c in rows:
         fitted.add_row(name, num(c, 3), f"{c['builtin']:,.3f}", tag(c))
     console.print(fitted)

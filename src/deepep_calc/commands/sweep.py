@@ -176,13 +176,16 @@ def sensitivity_cmd(as_json: bool, **kwargs: Any) -> None:
 
 
 @click.command("validate")
+@click.option(
+    "--cv", "cross_validated", is_flag=True, help="also predict each reference with a fit that never saw it"
+)
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
-@click.option("--md", "as_md", is_flag=True, help="print the residual tables as Markdown")
-def validate_cmd(as_json: bool, as_md: bool) -> None:
-    """The model against every published reference: error per row, MAPE per group, A/B verdicts."""
+@click.option("--md", "as_md", is_flag=True, help="print the tables as Markdown")
+def validate_cmd(cross_validated: bool, as_json: bool, as_md: bool) -> None:
+    """The model against every published reference, in sample and (--cv) out of sample."""
     from ..validate import render_markdown, validate
 
-    report = validate()
+    report = validate(cross_validated=cross_validated)
     if as_json:
         emit_json(report.to_json())
         return
@@ -192,8 +195,8 @@ def validate_cmd(as_json: bool, as_md: bool) -> None:
     _print_report(report)
 
 
-def _pct(x: float) -> str:
-    return f"{x * 100:+.1f} %"
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x * 100:+.1f} %"
 
 
 def _print_report(report: Any) -> None:
@@ -201,66 +204,36 @@ def _print_report(report: Any) -> None:
     from rich.table import Table
 
     console = Console(highlight=False)
-
-    def rows_table(title: str, keep: Callable[[Any], bool], source: bool) -> None:
-        table = Table("reference", "metric", "measured", "model", "error", "fitted", title=title)
-        if source:
-            table.add_column("source", overflow="fold")
-        for r in report.rows:
-            if keep(r):
-                cells = [
-                    r.reference,
-                    r.metric,
-                    f"{r.measured:,.4g}",
-                    _q(r.predicted, 3 if abs(r.predicted.scalar) < 10 else 1),
-                    _pct(r.error),
-                    "yes" if r.fitted else "no",
-                ]
-                table.add_row(*cells, *([r.source] if source else []))
-        console.print(table)
-
-    rows_table("Kernels (per MoE layer)", lambda r: r.group.startswith("kernel"), True)
-    rows_table(
-        "Serving cells (the model, not the measured substitution)",
-        lambda r: not r.group.startswith("kernel") and r.group not in ("A/B ratio", "observations"),
-        False,
-    )
-    ab = Table(
-        "cell", "engine", "conc", "measured", "model", "measured call", "model call", "agrees", title="A/B"
-    )
-    for a in report.ab:
-        ab.add_row(
-            a.cell,
-            a.engine,
-            str(a.concurrency),
-            f"{a.measured_ratio:.3f}",
-            _q(a.predicted_ratio, 3),
-            a.measured_call,
-            a.predicted_call,
-            "yes" if a.agree else "[bold red]no[/]",
-        )
-    console.print(ab)
-    rows_table("Other published observations", lambda r: r.group == "observations", True)
-    fits = Table(
-        "engine", "launch µs/layer", "proxy fixed µs", "proxy lane µs", "pinned / borrowed", "residuals µs"
-    )
-    for f in report.fits:
-        v = f.values
-        fits.add_row(
-            f.engine,
-            f"{v['launch_us_per_layer']:,.1f}",
-            f"{v['proxy_fixed_us']:,.1f}",
-            f"{v['proxy_lane_us']:,.1f}",
-            ", ".join([*f.pinned, *(f"{b} (borrowed)" for b in f.borrowed)]) or "—",
-            ", ".join(f"{x:+.1f}" for x in f.residuals_us),
-        )
-    console.print(fits)
-    groups = Table("group", "rows", "MAPE", "held-out rows", "held-out MAPE", title="Accuracy by group")
-    for name, g in report.groups().items():
+    kinds = Table("figure", "rows", "in-sample MAPE", "held-out MAPE", title="Accuracy by kind of figure")
+    for name, g in report.kinds().items():
         held = "—" if g["held_out_mape"] is None else f"{g['held_out_mape'] * 100:.1f} %"
-        groups.add_row(name, str(g["rows"]), f"{g['mape'] * 100:.1f} %", str(g["held_out_rows"]), held)
-    console.print(groups)
-    va = report.verdict_agreement()
-    console.print(f"Verdict agreement on A/B cells: {va['agree']} of {va['cells']}")
+        kinds.add_row(name, str(g["rows"]), f"{g['mape'] * 100:.1f} %", held)
+    console.print(kinds)
+    ab = Table("pair", "measured", "model", "held-out", "measured call", "held-out call", title="A/B pairs")
+    for a in report.ab:
+        held = "—" if a.held_out_ratio is None else f"{a.held_out_ratio:.2f}"
+        call = a.predicted_call if a.agree else f"[bold red]{a.predicted_call}[/]"
+        ab.add_row(a.pair, f"{a.measured_ratio:.2f}", f"{a.predicted_ratio:.2f}", held, a.measured_call, call)
+    console.print(ab)
+    worst = sorted(
+        (r for r in report.rows if r.in_scope),
+        key=lambda r: -abs(r.cv_error if r.cv_error is not None else r.error),
+    )[:8]
+    misses = Table("reference", "metric", "measured", "model", "error", "held-out", title="Largest misses")
+    for r in worst:
+        misses.add_row(
+            r.reference,
+            r.metric,
+            f"{r.measured:,.4g}",
+            f"{r.predicted:,.4g}",
+            _pct(r.error),
+            _pct(r.cv_error),
+        )
+    console.print(misses)
+    if not report.cross_validated:
+        console.print("[dim]run with --cv for the out-of-sample errors and the leave-a-group-out folds[/]")
+    for g in report.group_cv:
+        folds = ", ".join(f"{name} {m * 100:.0f} %" for name, _, m in g.folds)
+        console.print(f"leave one {g.by} out: {folds}")
     for name, why in report.not_compared:
         console.print(f"[dim]not compared: {name}: {why}[/]")

@@ -71,11 +71,15 @@ def instances_rows() -> list[dict[str, Any]]:
 
 def transports_rows() -> list[dict[str, Any]]:
     from ..catalog.transports import load_transports
-    from ..physics.comm import fixed_latency_us
+    from ..fit.build import built_in_table
 
+    table = built_in_table()
     rows = []
     for name, t in load_transports().items():
-        a_d, a_c = fixed_latency_us(name)
+        fit = table.transports[name]
+        a_d, a_c = fit.alpha_dispatch_us, fit.alpha_combine_us
+        if t.fabric == "nvlink":
+            a_d = a_c = (table.nvlink_alpha_us * 0.5).as_("us")
         ref = t.reference
         rows.append(
             {
@@ -96,6 +100,8 @@ def transports_rows() -> list[dict[str, Any]]:
                 },
                 "alpha_dispatch_us": round(a_d.scalar, 2),
                 "alpha_combine_us": round(a_c.scalar, 2),
+                "beta_dispatch_us": round(fit.beta_dispatch_us.scalar, 4),
+                "beta_combine_us": round(fit.beta_combine_us.scalar, 4),
                 "bandwidth": t.bw_source,
                 "env": t.env,
             }

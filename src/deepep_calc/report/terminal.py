@@ -124,7 +124,7 @@ def print_calibration(console: Console | None = None) -> None:
     """The measured calibration cells next to what the tool prints and what the model predicts."""
     from ..catalog.measured import load_cells
     from ..evaluate import compute, evaluate
-    from ..physics.fit import cell_scenario
+    from ..fit.observations import cell_scenario
     from ..scenario import resolve
 
     console = console or _console()
@@ -144,7 +144,7 @@ def print_calibration(console: Console | None = None) -> None:
     for cell in load_cells().values():
         if cell.engine != "trtllm" or cell.allgather is None or cell.role not in ("calibration", "anchor"):
             continue
-        sc = cell_scenario(cell, "trtllm")
+        sc = cell_scenario(cell)
         res = evaluate(sc)
         r = resolve(sc)
         model = compute(r.vary(concurrency=[cell.concurrency]))

@@ -65,6 +65,8 @@ class QOut(BaseModel):
     unit: str
     tag: Tag
     source: str
+    low: float | list[Any] | None = Field(None, description="modelled figures: low end of the band")
+    high: float | list[Any] | None = Field(None, description="modelled figures: high end of the band")
 
 
 class MemoryDetail(BaseModel):
@@ -239,6 +241,8 @@ class TransportRow(BaseModel):
     reference: KernelRefOut
     alpha_dispatch_us: float
     alpha_combine_us: float
+    beta_dispatch_us: float
+    beta_combine_us: float
     bandwidth: str
     env: dict[str, str]
 
