@@ -32,10 +32,13 @@ def _kernel(name: str, tokens: float) -> float:
 @pytest.mark.parametrize("name", sorted(load_transports()))
 def test_one_token_per_rank_costs_well_below_128(name: str) -> None:
     """Fixed latency is what is left at T -> 0; the per-selection cost is real: at 1 token per
-    rank every transport's D+C is under 60 % of its 128-token figure (NVLink measured: 51.8 vs
-    ~85 us, 0.61, at 1 vs 128 tokens; the EFA transports are lower still)."""
+    rank every transport's D+C is under two thirds of its 128-token figure. NVLink on B300 was
+    measured at 51.8 us for 1 token and 118 us for 256 ([CX]): ~0.61 of the 128-token time;
+    across nodes the share is lower still (the issue path grows with every remote selection)."""
     one, full = _kernel(name, 1.0), _kernel(name, 128.0)
-    assert one < 0.6 * full, (one, full)
+    assert one < (2 / 3) * full, (one, full)
+    if name != "nvlink":
+        assert one < 0.5 * full, (one, full)
 
 
 def test_remote_selections_by_hand() -> None:
