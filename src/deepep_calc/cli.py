@@ -197,6 +197,7 @@ EXTENSIONS = (
     "deepep_calc.commands.calibrate",
     "deepep_calc.commands.web",
     "deepep_calc.commands.sweep",
+    "deepep_calc.commands.plan",
 )
 
 

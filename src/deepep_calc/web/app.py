@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import CalcError
-from . import api, pages
+from . import api, pages, plan_routes
 from .guard import SECURITY_HEADERS, Guard
 from .inputs import from_validation, input_name
 
@@ -100,14 +100,21 @@ def create_app(allowed_hosts: Iterable[str] | None = None) -> Any:
         openapi_url="/openapi.json",
     )
     app.include_router(api.router)
+    app.include_router(plan_routes.api_router)
     app.include_router(pages.router)
+    app.include_router(plan_routes.page_router)
     app.mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="static")
     app.add_exception_handler(CalcError, on_calc_error)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(ValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
     app.add_exception_handler(Exception, on_unexpected)
-    routes = [*api.router.routes, *pages.router.routes]  # their own paths (prefix included)
+    routes = [  # their own paths (prefix included)
+        *api.router.routes,
+        *plan_routes.api_router.routes,
+        *pages.router.routes,
+        *plan_routes.page_router.routes,
+    ]
     posts = {r.path for r in routes if isinstance(r, APIRoute) and "POST" in r.methods}
     app.add_middleware(
         Guard,
