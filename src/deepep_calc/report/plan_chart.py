@@ -142,7 +142,7 @@ def frontier_figure(plan: Any) -> dict[str, Any]:
             }
         )
     layout = _layout(
-        xaxis=_axis("$ per million output tokens (log scale; lower is cheaper)", type="log"),
+        xaxis=_axis("$ per million output tokens (log scale)", type="log"),
         yaxis=_axis("per-user decode tok/s", rangemode="tozero"),
         shapes=shapes,
         height=440,

@@ -1,0 +1,198 @@
+"""The Plan page and the `plan --html` file in a real browser (Debian chromium, Playwright).
+
+Skipped without /usr/bin/chromium unless DEEPEP_REQUIRE_BROWSER=1 (CI). Screenshots go to
+test-artifacts/ (git-ignored).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+from web_fixtures import live_server  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+ARGS = [
+    "--no-sandbox",
+    "--headless=new",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists() or not _playwright():
+        reason = "chromium or playwright is not installed"
+        if os.environ.get("DEEPEP_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"browser tests required but {reason}")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
+
+
+def _playwright() -> bool:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class Watch:
+    """Console errors, page errors and every request a page makes."""
+
+    def __init__(self, page) -> None:
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        page.on("request", lambda r: self.requests.append(r.url))
+
+    def assert_local(self, base: str) -> None:
+        assert self.errors == []
+        assert [u for u in self.requests if not (u.startswith(base + "/") or u.startswith("data:"))] == []
+
+
+def _poll(page, expression: str, timeout_ms: int = 20000) -> None:
+    """Wait for a JS expression (page.wait_for_function would eval inside the page, which the
+    server's Content-Security-Policy forbids; evaluate does not)."""
+    waited = 0
+    while not page.evaluate(expression):
+        if waited > timeout_ms:
+            raise AssertionError(f"timed out waiting for {expression}")
+        page.wait_for_timeout(50)
+        waited += 50
+
+
+QUERY = urlencode(
+    [
+        ("model", "deepseek-v3"),
+        ("isl", "1024"),
+        ("osl", "256"),
+        ("concurrency", "64"),
+        ("slo_tok_s", "20"),
+        ("instances", "p5en"),
+        ("instances", "p6-b200"),
+        ("engines", "vllm"),
+        ("engines", "sglang"),
+        ("max_nodes", "8"),
+    ]
+)
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_plan_page_fits_and_draws_the_frontier(browser, live_server, width):  # noqa: F811
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    watch = Watch(page)
+    page.goto(f"{live_server.url}/plan?{QUERY}")
+    page.wait_for_selector("body[data-plan-ready]")
+    _poll(page, "document.body.dataset.planChart === '1'")
+    assert page.locator("#plan-chart .main-svg").count() >= 1
+    assert page.locator("#plan-frontier tbody tr").count() >= 2
+    assert "Cheapest meeting every target" in page.locator("#plan-answer").inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth") <= page.evaluate("window.innerWidth")
+    page.screenshot(path=str(ARTIFACTS / f"plan-{width}.png"), full_page=True)
+    watch.assert_local(live_server.url)
+    page.close()
+
+
+def test_clicking_a_frontier_point_opens_its_card(browser, live_server):  # noqa: F811
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    watch = Watch(page)
+    page.goto(f"{live_server.url}/plan?{QUERY}")
+    _poll(page, "document.body.dataset.planChart === '1'")
+    query = page.evaluate(
+        "(() => { const d = document.getElementById('plan-chart').data;"
+        " const t = d.find(x => x.name === 'frontier'); return t.customdata[0]; })()"
+    )
+    with page.expect_popup() as popup:
+        page.evaluate(
+            "q => document.getElementById('plan-chart').emit('plotly_click', {points: [{customdata: q}]})",
+            query,
+        )
+    card = popup.value
+    card.wait_for_load_state()
+    assert card.url == f"{live_server.url}/?{query}"
+    card.wait_for_selector("#verdict-cards .card.lit")
+    assert "deepseek-v3" in card.locator("#scenario-line").inner_text()
+    # the table links go to the same card
+    href = page.locator("#plan-frontier tbody tr a").first.get_attribute("href")
+    assert href == f"/?{query}"
+    watch.assert_local(live_server.url)
+    card.close()
+    page.close()
+
+
+def test_plan_form_works_with_javascript_off(browser, live_server):  # noqa: F811
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 390, "height": 900})
+    page = context.new_page()
+    page.goto(f"{live_server.url}/plan")
+    page.select_option("#p-model", "qwen3-30b-a3b-fp8")
+    page.fill("#p-max_nodes", "2")
+    with page.expect_navigation():
+        page.click("button[type=submit]")
+    assert "Cheapest meeting every target" in page.locator("#plan-answer").inner_text()
+    page.fill("#p-concurrency", "-4")
+    with page.expect_navigation():
+        page.click("button[type=submit]")
+    error = page.locator('[data-error-for="concurrency"]')
+    assert error.is_visible() and error.inner_text().startswith("--concurrency: -4")
+    assert page.evaluate("document.documentElement.scrollWidth") <= page.evaluate("window.innerWidth")
+    context.close()
+
+
+def test_plan_html_file_opens_offline_and_links_to_serve(browser, tmp_path):
+    from deepep_calc.plan import plan_request, run_plan
+    from deepep_calc.report.plan_html import render_plan_html
+
+    plan = run_plan(
+        plan_request(
+            model="deepseek-v3",
+            isl=1024,
+            osl=256,
+            concurrency=64,
+            instances="p5en",
+            engines="vllm",
+            max_nodes=4,
+        )
+    )
+    path = tmp_path / "plan.html"
+    path.write_text(render_plan_html(plan))
+    context = browser.new_context(viewport={"width": 390, "height": 900})
+    seen: list[str] = []
+
+    def only_files(route):
+        seen.append(route.request.url)
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            route.abort()
+
+    context.route("**/*", only_files)
+    page = context.new_page()
+    watch = Watch(page)
+    page.goto(path.resolve().as_uri())
+    _poll(page, "document.body.dataset.planChart === '1'")
+    link = page.locator("#plan-frontier tbody tr a").first
+    assert link.get_attribute("href").startswith("http://127.0.0.1:8000/?")
+    page.fill("#serve-url", "http://127.0.0.1:9999/")
+    assert link.get_attribute("href").startswith("http://127.0.0.1:9999/?model=deepseek-v3")
+    assert page.evaluate("document.documentElement.scrollWidth") <= page.evaluate("window.innerWidth")
+    page.screenshot(path=str(ARTIFACTS / "plan-file.png"), full_page=True)
+    assert watch.errors == []
+    assert all(u.startswith("file://") for u in seen)
+    context.close()

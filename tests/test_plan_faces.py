@@ -1,0 +1,302 @@
+"""`deepep-calc plan` on the command line and over HTTP: the JSON contract, one-line errors, the
+80-column table, the self-contained HTML file, and `/api/plan` equal to the CLI's JSON."""
+
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import parse_qsl
+
+import pytest
+
+from cli_runner import run_cli
+from deepep_calc.scenario import Scenario
+from web_fixtures import app, client  # noqa: F401  (fixtures)
+
+ARGS = [
+    "plan",
+    "--model",
+    "deepseek-v3",
+    "--isl",
+    "1024",
+    "--osl",
+    "256",
+    "--concurrency",
+    "64",
+    "--slo-tok-s",
+    "20",
+    "--instances",
+    "p5en,p6-b200",
+    "--engines",
+    "vllm,sglang",
+    "--max-nodes",
+    "4",
+]
+BODY = {
+    "model": "deepseek-v3",
+    "isl": 1024,
+    "osl": 256,
+    "concurrency": 64,
+    "slo_tok_s": 20.0,
+    "instances": "p5en,p6-b200",
+    "engines": "vllm,sglang",
+    "max_nodes": 4,
+}
+
+TOP = ["targets", "searched", "skipped", "best", "frontier", "nearest_misses", "note"]
+POINT = [
+    "config",
+    "arm",
+    "per_user_tok_s",
+    "aggregate_tok_s",
+    "ttft_ms",
+    "usd_per_mtok",
+    "memory_gb_per_gpu",
+    "meets_targets",
+]
+Q_KEYS = {"value", "unit", "tag", "source"}
+
+
+@pytest.fixture(scope="module")
+def cli_json():
+    """The CLI's JSON for ARGS (module-scoped, so captured by hand rather than with capsys)."""
+    import contextlib
+    import io
+
+    from deepep_calc import cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        cli.main([*ARGS, "--json"])
+    return json.loads(out.getvalue())
+
+
+def check_point(p: dict) -> None:
+    assert list(p)[: len(POINT)] == POINT  # the contract's keys, in its order, before any addition
+    assert set(p["config"]) <= set(Scenario.model_fields)
+    assert p["arm"] in ("deepep", "allgather", "tp", "replica")
+    for name in POINT[2:7]:
+        q = p[name]
+        assert Q_KEYS <= set(q) <= Q_KEYS | {"low", "high"}
+        assert q["tag"] in ("measured", "derived", "assumed")
+    assert isinstance(p["meets_targets"], bool)
+
+
+def test_json_contract_keys_exactly(cli_json):
+    assert list(cli_json)[: len(TOP)] == TOP
+    assert isinstance(cli_json["searched"], int) and isinstance(cli_json["skipped"], int)
+    assert set(cli_json["targets"]) >= {
+        "model",
+        "isl",
+        "osl",
+        "concurrency",
+        "request_rate",
+        "slo_tok_s",
+        "ttft_ms",
+    }
+    assert isinstance(cli_json["note"], str) and cli_json["note"]
+    check_point(cli_json["best"])
+    assert cli_json["frontier"]
+    for p in cli_json["frontier"] + cli_json["nearest_misses"]:
+        check_point(p)
+    assert "low" in cli_json["best"]["per_user_tok_s"]  # modelled figures carry their band
+
+
+def test_the_best_config_feeds_evaluate_json_unchanged(capsys, cli_json):
+    config = cli_json["best"]["config"]
+    flags = []
+    for k, v in config.items():
+        if v is None:
+            continue
+        if k == "cuda_graphs":
+            flags.append("--cuda-graphs" if v else "--eager")
+            continue
+        flags += [f"--{k.replace('_', '-')}", str(v)]
+    code, out, _ = run_cli(capsys, "evaluate", *flags, "--json")
+    assert code == 0
+    arm = json.loads(out)["arms"][cli_json["best"]["arm"]]
+    for name in POINT[2:7]:
+        assert arm[name]["value"] == pytest.approx(cli_json["best"][name]["value"], rel=1e-9)
+
+
+def test_api_plan_equals_the_cli_json(client, cli_json):  # noqa: F811
+    resp = client.post("/api/plan", json=BODY)
+    assert resp.status_code == 200, resp.text
+    assert resp.json() == cli_json
+
+
+def test_api_plan_response_matches_its_schema(client):  # noqa: F811
+    from deepep_calc.web.plan_schemas import PlanResponse
+
+    resp = client.post("/api/plan", json=dict(BODY, slo_tok_s=1e6))
+    assert resp.status_code == 200
+    PlanResponse.model_validate(resp.json())
+    assert resp.json()["best"] is None and resp.json()["nearest_misses"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        (dict(BODY, request_rate=2.0), "request_rate"),
+        (dict(BODY, concurrency=None), "concurrency"),
+        (dict(BODY, instances="p5,p7"), "instances"),
+        (dict(BODY, max_nodes=65), "max_nodes"),
+        (dict(BODY, model="../../etc/passwd"), "model"),
+        (dict(BODY, concurrency="64"), "concurrency"),
+        ({"concurrency": 4}, "model"),
+        (dict(BODY, unknown=1), "unknown"),
+    ],
+)
+def test_api_plan_bad_input_is_one_line_422(client, body, field):  # noqa: F811
+    resp = client.post("/api/plan", json=body)
+    assert resp.status_code == 422
+    data = resp.json()
+    assert set(data) == {"error", "field"} and data["field"] == field
+    assert "\n" not in data["error"] and "Traceback" not in resp.text
+
+
+def test_api_plan_takes_only_json(client):  # noqa: F811
+    resp = client.post("/api/plan", content="model=deepseek-v3", headers={"content-type": "text/plain"})
+    assert resp.status_code == 415
+
+
+# The command line ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--concurrency", "8", "--request-rate", "2"], "not both"),
+        (["--request-rate", "-1"], "--request-rate"),
+        (["--concurrency", "8", "--instances", "p5,p7"], "'p7'"),
+        (["--concurrency", "8", "--max-nodes", "0"], "--max-nodes"),
+        (["--concurrency", "abc"], "--concurrency"),
+        ([], "give the load"),
+        (["--concurrency", "8", "--instances", "p6-b300"], "no price for p6-b300"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_exit_2(capsys, args, needle):
+    code, out, err = run_cli(capsys, "plan", "--model", "deepseek-v3", *args)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("deepep-calc: error: ") and needle in lines[0]
+
+
+def test_cli_says_when_nothing_meets_the_targets(capsys):
+    code, out, err = run_cli(capsys, *ARGS[:-2], "--max-nodes", "2", "--slo-tok-s", "100000")
+    assert code == 0, err
+    assert "Nothing in the search meets every target." in out
+    assert "would meet them: lower --slo-tok-s to" in out
+    assert "Closest misses" in out
+
+
+def test_cli_budget_below_the_cheapest_node(capsys):
+    code, out, _ = run_cli(capsys, *ARGS, "--budget-per-hour", "1", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["best"] is None
+    assert data["changes"][0].startswith("raise --budget-per-hour to ")
+    assert "raise --budget-per-hour" in data["note"]
+
+
+def test_terminal_output_reads_at_80_columns(capsys):
+    code, out, _ = run_cli(capsys, *ARGS)
+    assert code == 0
+    assert "Cheapest meeting every target" in out and "Frontier" in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert re.search(r"\d a ", out)  # a tag letter after the numbers
+    code, out, _ = run_cli(capsys, *ARGS[:-2], "--max-nodes", "2", "--slo-tok-s", "100000")
+    assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_html_file_is_self_contained_and_links_each_point_to_its_card(capsys, tmp_path, client):  # noqa: F811
+    from deepep_calc.web.inputs import request_from_form
+
+    path = tmp_path / "plan.html"
+    code, out, err = run_cli(capsys, *ARGS, "--html", path)
+    assert code == 0, err
+    assert f"wrote {path}" in out
+    text = path.read_text()
+    assert "<script src=" not in text and "https://" not in text.split("<script>", 1)[0]
+    assert "Plotly" in text and 'id="plan-figure"' in text
+    fig = json.loads(re.search(r'id="plan-figure">(.*?)</script>', text, re.S).group(1))
+    queries = [q for trace in fig["data"] for q in trace["customdata"]]
+    assert len(queries) > 10
+    plan = json.loads(run_cli(capsys, *ARGS, "--json")[1])
+    best = plan["best"]
+    assert best["card_url"][2:] in queries
+    # the card link is the scenario: the page's own parser turns it back into the same config
+    scenario = request_from_form(dict(parse_qsl(best["card_url"][2:]))).to_scenario()
+    assert scenario == Scenario(**best["config"])
+    page = client.get(best["card_url"])
+    assert page.status_code == 200 and best["config"]["instance"] in page.text
+
+
+def test_html_to_a_missing_folder_is_one_line_and_nothing_written(capsys, tmp_path):
+    target = tmp_path / "no" / "plan.html"
+    code, _, err = run_cli(capsys, *ARGS, "--html", target)
+    assert code == 2 and "does not exist" in err and not target.exists()
+    code, _, err = run_cli(capsys, "plan", "--model", "deepseek-v3", "--html", tmp_path / "x.html")
+    assert code == 2 and not (tmp_path / "x.html").exists()
+
+
+def test_json_with_html_keeps_stdout_pure_json(capsys, tmp_path):
+    code, out, err = run_cli(capsys, *ARGS, "--json", "--html", tmp_path / "p.html")
+    assert code == 0
+    json.loads(out)
+    assert "wrote" in err
+
+
+def test_rate_plan_on_the_cli(capsys):
+    code, out, _ = run_cli(
+        capsys,
+        "plan",
+        "--model",
+        "deepseek-v3",
+        "--isl",
+        "1024",
+        "--osl",
+        "256",
+        "--request-rate",
+        "2",
+        "--instances",
+        "p5en",
+        "--engines",
+        "vllm",
+        "--max-nodes",
+        "2",
+        "--json",
+    )
+    assert code == 0
+    data = json.loads(out)
+    assert data["targets"]["request_rate"] == 2.0 and data["targets"]["concurrency"] is None
+    assert data["best"]["sustainable"] is True and data["best"]["config"]["concurrency"] >= 1
+
+
+# The page --------------------------------------------------------------------------------------
+
+
+def test_plan_page_renders_the_answer_server_side(client):  # noqa: F811
+    resp = client.get(
+        "/plan",
+        params={
+            **{k: str(v) for k, v in BODY.items() if k not in ("instances", "engines")},
+            "instances": ["p5en", "p6-b200"],
+            "engines": ["vllm", "sglang"],
+        },
+    )
+    assert resp.status_code == 200
+    assert "Cheapest meeting every target" in resp.text and 'id="plan-frontier"' in resp.text
+    assert 'href="/?' in resp.text  # each configuration links to its card
+
+
+def test_plan_page_without_a_question_and_with_a_bad_one(client):  # noqa: F811
+    resp = client.get("/plan")
+    assert resp.status_code == 200 and "No plan yet" in resp.text
+    resp = client.get("/plan", params={"model": "deepseek-v3", "concurrency": "8", "max_nodes": "0"})
+    assert resp.status_code == 422
+    shown = re.search(r'data-error-for="max_nodes" role="alert">([^<]*)<', resp.text)
+    assert shown and shown.group(1).startswith("--max-nodes: 0 is not allowed")
+    resp = client.get("/plan", params={"model": "/etc/passwd", "concurrency": "8"})
+    assert resp.status_code == 422 and "a preset" in resp.text
