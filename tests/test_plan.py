@@ -399,3 +399,24 @@ def test_config_names_are_exactly_scenario_fields(small):
     for p in [small.best, *small.frontier]:
         assert set(p.config) <= set(Scenario.model_fields)
         assert Scenario(**p.config).max_qps == DEFAULTS["max_qps"]
+
+
+def test_docs_state_the_anchored_pairs_the_catalog_has():
+    """docs/plan.md lists the kernel-anchored instance x transport pairs: they must not drift."""
+    documented = {
+        ("p5", "efa-proxy"), ("p5en", "efa-proxy"),
+        ("p5en", "efa-gda"), ("p6-b200", "efa-gda"),
+        ("p5en", "efa-nvshmem"), ("p6-b200", "efa-nvshmem"),
+        ("p5en", "efa-uccl"), ("p6-b200", "efa-uccl"),
+        ("p5en", "efa-pplx"), ("p5en", "efa-native-cqpoll"),
+        ("ib-h800", "ib-ibgda"), ("ib-h100", "ib-ibgda"),
+        ("p5en", "nvlink"), ("p6-b300", "nvlink"),
+    }  # fmt: skip
+    assert set(evidence().kernel) == documented
+    assert set(evidence().serving) == {
+        ("trtllm", False),
+        ("vllm", False),
+        ("vllm", True),
+        ("sglang", False),
+        ("sglang", True),
+    }

@@ -28,7 +28,9 @@ import numpy as np
 
 from .plan_space import Search
 
-REFINE_CANDIDATES = 12
+RUNGS_PER_DOUBLING = 1  # the first pass's ladder: N = 1, 2, 4, ... N_max
+AROUND = np.arange(-4.0, 5.0)  # candidates either side of the false-position estimate
+SPREAD = 12  # and evenly through the bracket, in case the estimate is off
 MAX_REFINES = 12
 
 
@@ -61,8 +63,9 @@ def solve(
         ev = search.evaluate_rows(cands, only=only, tick=tick)
         return cands - r * service_ms(ev["ttft_ms"], ev["step_ms"], osl)
 
-    steps = max(1, math.ceil(math.log2(max(float(n_max.max()), 1.0))) + 1)
-    ladder = np.minimum(2.0 ** np.arange(steps)[None, :], n_max[:, None])
+    steps = max(1, math.ceil(math.log2(max(float(n_max.max()), 1.0)) * RUNGS_PER_DOUBLING) + 1)
+    rungs = np.unique(np.ceil(2.0 ** (np.arange(steps) / RUNGS_PER_DOUBLING)))
+    ladder = np.minimum(rungs[None, :], n_max[:, None])
     ladder[:, -1] = n_max
     f = residual(ladder, fits)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -82,8 +85,8 @@ def solve(
         with np.errstate(divide="ignore", invalid="ignore"):
             x = lo + (hi - lo) * (-f_lo) / (f_hi - f_lo)  # false position: linear between the ends
         x = np.where(np.isfinite(x), x, (lo + hi) / 2.0)
-        around = np.ceil(x)[:, None] + np.array([-1.0, 0.0, 1.0])
-        spread = lo[:, None] + (hi - lo)[:, None] * np.linspace(0, 1, REFINE_CANDIDATES - 1)[1:-1]
+        around = np.ceil(x)[:, None] + AROUND
+        spread = lo[:, None] + (hi - lo)[:, None] * np.linspace(0, 1, SPREAD + 2)[1:-1]
         cands = np.sort(
             np.clip(
                 np.concatenate([around, np.round(spread)], axis=1),
