@@ -300,3 +300,44 @@ def test_plan_page_without_a_question_and_with_a_bad_one(client):  # noqa: F811
     assert shown and shown.group(1).startswith("--max-nodes: 0 is not allowed")
     resp = client.get("/plan", params={"model": "/etc/passwd", "concurrency": "8"})
     assert resp.status_code == 422 and "a preset" in resp.text
+
+
+class _Opens:
+    """Files opened while a call runs (an audit hook: it sees the app's own thread too)."""
+
+    def __init__(self) -> None:
+        import sys
+
+        self.active, self.paths = False, []
+        sys.addaudithook(self._hook)
+
+    def _hook(self, event: str, args: tuple) -> None:
+        import os
+
+        if self.active and event == "open" and args and isinstance(args[0], str | bytes | os.PathLike):
+            self.paths.append(os.fsdecode(args[0]))
+
+    def __call__(self, call):
+        self.paths, self.active = [], True
+        try:
+            return call(), self.paths
+        finally:
+            self.active = False
+
+
+_OPENS = _Opens()
+
+
+@pytest.mark.parametrize("field", ["model", "instances", "engines", "price_per_hour"])
+def test_no_path_in_a_plan_field_is_opened(client, tmp_path, field):  # noqa: F811
+    sentinel = tmp_path / "config.json"
+    sentinel.write_text('{"model_type": "mixtral"}')
+    query = {"model": "deepseek-v3", "concurrency": "4"}
+    for value in [str(sentinel), str(tmp_path), f"file://{sentinel}", "/etc/passwd", f"{sentinel}\x00"]:
+        for call in (
+            lambda v=value: client.post("/api/plan", json=dict(BODY, **{field: v})),
+            lambda v=value: client.get("/plan", params={**query, field: v}),
+        ):
+            resp, opened = _OPENS(call)
+            assert resp.status_code == 422, (field, value, resp.text[:200])
+            assert [p for p in opened if str(tmp_path) in p or p.startswith("/etc")] == []

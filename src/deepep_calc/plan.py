@@ -57,11 +57,11 @@ __all__ = [
 
 EXTEND_NODES_TO = 64  # where the "more nodes" change looks when nothing meets the targets
 
-# The plan -------------------------------------------------------------------------------------
-
 
 @dataclass
 class Plan:
+    """A plan's answer; `to_json()` is the `plan --json` contract (docs/plan.md)."""
+
     request: PlanRequest
     searched: int
     skipped: int
@@ -114,10 +114,12 @@ class Plan:
 
 
 def goals(req: PlanRequest) -> sel.Goals:
+    """The targets selection compares against (the load's rate is one when it is given)."""
     return sel.Goals(req.slo_tok_s, req.ttft_ms, req.budget_per_hour, req.request_rate)
 
 
 def _fmt_target(name: str, value: float) -> str:
+    """A target change as a flag, rounded so the configuration that achieves it still meets it."""
     if name == "slo_tok_s":
         return f"lower --slo-tok-s to {math.floor(value * 10) / 10:g}"
     if name == "ttft_ms":

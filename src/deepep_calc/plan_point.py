@@ -27,9 +27,6 @@ from .verdict import ARM_LABELS
 POINT_FIGURES = ("per_user_tok_s", "aggregate_tok_s", "ttft_ms", "usd_per_mtok", "memory_gb_per_gpu")
 
 
-# Points -------------------------------------------------------------------------------------
-
-
 @dataclass
 class Point:
     """One (configuration, arm) the plan reports, with `evaluate`'s own figures."""
@@ -90,6 +87,7 @@ class Point:
 
 
 def arm_text(arm: str, transport: str, comms: int, nodes: int) -> str:
+    """`DeepEP efa-proxy K=8`, `allgather`: EP_NUM_COMMS only where it changes the transport."""
     if arm != "deepep":
         return ARM_LABELS[arm]
     t = load_transports()[transport]
@@ -98,6 +96,7 @@ def arm_text(arm: str, transport: str, comms: int, nodes: int) -> str:
 
 
 def label_of(config: dict[str, Any], arm: str) -> str:
+    """One line naming a configuration: `2x p5en vllm CUDA graphs, DeepEP efa-gda`."""
     c = config
     dtype = f" {c['weight_dtype']}" if c.get("weight_dtype") else ""
     head = f"{c['nodes']}x {c['instance']} {c['engine']} {mode_name(c['cuda_graphs'])}{dtype}"

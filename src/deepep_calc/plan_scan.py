@@ -45,10 +45,8 @@ class Meter:
             self.progress(self.done, self.total)
 
 
-# One scan of the space ------------------------------------------------------------------------
-
-
 def families_for(req: PlanRequest) -> list[Family]:
+    """Instance x engine x weight dtype, each with the price it is costed at (None: none known)."""
     model = resolve_model(req.model)
     prices = dict(req.prices)
     out: list[Family] = []
