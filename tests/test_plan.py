@@ -420,3 +420,15 @@ def test_docs_state_the_anchored_pairs_the_catalog_has():
         ("sglang", False),
         ("sglang", True),
     }
+
+
+def test_a_batch_limit_is_part_of_every_configuration_and_caps_the_rate():
+    base = dict(model="deepseek-v3", isl=1024, osl=256, instances="p5en", engines="vllm", max_nodes=2)
+    p = run_plan(plan_request(**base, concurrency=256, max_batch=4))
+    assert p.best.config["max_batch"] == 4
+    arm = evaluate(Scenario(**p.best.config)).arms[p.best.arm]
+    assert rel(p.best.figures["usd_per_mtok"].scalar, float(arm.usd_per_mtok.value)) < 1e-9
+    assert arm.running.scalar < 256  # the limit binds: the rest queue
+    free = run_plan(plan_request(**base, request_rate=2.0))
+    capped = run_plan(plan_request(**base, request_rate=2.0, max_batch=1))
+    assert capped.scan.rate.max_rate_per_s.max() < free.scan.rate.max_rate_per_s.max()

@@ -45,6 +45,7 @@ class PlanRequest:
     budget_per_hour: float | None = None
     instances: tuple[str, ...] = ()
     max_nodes: int = DEFAULT_MAX_NODES
+    max_batch: int | None = None  # sequences per DP rank (default: each engine's own)
     engines: tuple[str, ...] = ()
     measured_only: bool = False
     prices: tuple[tuple[str, float], ...] = ()  # --price-per-hour, per instance
@@ -66,6 +67,7 @@ class PlanRequest:
             "instances": list(self.instances),
             "engines": list(self.engines),
             "max_nodes": self.max_nodes,
+            "max_batch": self.max_batch,
             "comms": list(COMMS),
             "measured_only": self.measured_only,
             "prices": dict(self.prices),
@@ -164,6 +166,7 @@ def plan_request(
     budget_per_hour: Any = None,
     instances: str | Iterable[str] | None = None,
     max_nodes: Any = DEFAULT_MAX_NODES,
+    max_batch: Any = None,
     engines: str | Iterable[str] | None = None,
     measured_only: bool = False,
     price_per_hour: str | float | Mapping[str, float] | None = None,
@@ -192,6 +195,7 @@ def plan_request(
         budget_per_hour=_positive("--budget-per-hour", budget_per_hour),
         instances=insts,
         max_nodes=_whole("--max-nodes", max_nodes, LIMITS["nodes"]),
+        max_batch=None if max_batch is None else _whole("--max-batch", max_batch, LIMITS["max_batch"]),
         engines=engs,
         measured_only=bool(measured_only),
         prices=_prices(price_per_hour, insts),

@@ -108,7 +108,8 @@ def scan(req: PlanRequest, nodes_from: int, nodes_to: int, meter: Meter | None =
     """Evaluate every row between two node counts, at the plan's load."""
     meter = meter or Meter(None)
     families = families_for(req)
-    search = Search(make_passes(req.model, req.isl, req.osl, families, nodes_from, nodes_to))
+    fixed = {} if req.max_batch is None else {"max_batch": req.max_batch}
+    search = Search(make_passes(req.model, req.isl, req.osl, families, nodes_from, nodes_to, fixed))
     meter.expect(len(search.passes) * (1 if req.request_rate is None else RATE_PASSES))
     tick = meter.tick
     if search.size == 0:
@@ -168,6 +169,7 @@ def config_of(req: PlanRequest, search: Search, rows: dict[str, np.ndarray], i: 
         "slo_tok_s": req.slo_tok_s,
         "ttft_ms": req.ttft_ms,
         "price_per_hour": fam.price if fam.price_given else None,
+        "max_batch": req.max_batch,
     }
 
 

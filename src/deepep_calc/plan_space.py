@@ -22,7 +22,7 @@ it prints with the scalar `compute`, which also substitutes measured cells.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,9 +143,19 @@ def base_scenario(model: str, isl: int, osl: int, fam: Family, **fields: Any) ->
 
 
 def family_passes(
-    model: str, isl: int, osl: int, fam: Family, nodes_from: int, max_nodes: int, first: int
+    model: str,
+    isl: int,
+    osl: int,
+    fam: Family,
+    nodes_from: int,
+    max_nodes: int,
+    first: int,
+    fixed: Mapping[str, Any] | None = None,
 ) -> list[Pass]:
-    """The passes of one family; `first` is the index the family's first pass will have."""
+    """The passes of one family; `first` is the index the family's first pass will have.
+
+    `fixed`: scenario fields the whole plan holds (the batch limit per rank, when given).
+    """
     transports = network_transports(fam.instance.name)
     if not transports:
         return []
@@ -160,7 +170,9 @@ def family_passes(
         return Block(fam, arm, transport, alternative, idx, n[idx], g[idx], k[idx])
 
     def scenario(transport: str, alternative: str) -> Resolved:
-        return resolve(base_scenario(model, isl, osl, fam, transport=transport, alternative=alternative))
+        return resolve(
+            base_scenario(model, isl, osl, fam, transport=transport, alternative=alternative, **(fixed or {}))
+        )
 
     home_t = transports[0]
     dense = [block("allgather", home, "allgather", default_k)]
@@ -362,10 +374,16 @@ class Search:
 
 
 def make_passes(
-    model: str, isl: int, osl: int, families: Sequence[Family], nodes_from: int, max_nodes: int
+    model: str,
+    isl: int,
+    osl: int,
+    families: Sequence[Family],
+    nodes_from: int,
+    max_nodes: int,
+    fixed: Mapping[str, Any] | None = None,
 ) -> list[Pass]:
     """Resolve one scenario per (family, transport, alternative): the only per-combination work."""
     passes: list[Pass] = []
     for fam in families:
-        passes += family_passes(model, isl, osl, fam, nodes_from, max_nodes, len(passes))
+        passes += family_passes(model, isl, osl, fam, nodes_from, max_nodes, len(passes), fixed)
     return passes

@@ -37,6 +37,7 @@ def register(app: click.Group) -> None:
 @click.option("--instances", metavar="LIST", help="instance types to search [default: the EFA ones]")
 @click.option("--max-nodes", type=int, default=16, show_default=True, help="largest node count searched")
 @click.option("--engines", metavar="LIST", help="engines to search [default: all]")
+@click.option("--max-batch", type=int, help="sequences per DP rank [default: each engine's own]")
 @click.option("--measured-only", is_flag=True, help=MEASURED_ONLY)
 @click.option(
     "--price-per-hour",

@@ -42,6 +42,7 @@ NUMBER_FIELDS = {
     "ttft_ms": float,
     "budget_per_hour": float,
     "max_nodes": int,
+    "max_batch": int,
 }
 # (name, label, help) of the page's number inputs, in order
 PAGE_FIELDS = [
@@ -53,6 +54,7 @@ PAGE_FIELDS = [
     ("ttft_ms", "TTFT ceiling", "ms to the first token"),
     ("budget_per_hour", "Budget", "$ per hour, whole deployment"),
     ("max_nodes", "Most nodes", f"1 to {WEB_MAX_NODES}"),
+    ("max_batch", "Batch per rank", "blank = each engine's default"),
 ]
 
 

@@ -31,6 +31,7 @@ class PlanRequestBody(BaseModel):
     instances: list[str] | str | None = Field(None, description="instance names (list or comma text)")
     max_nodes: int = Field(16, ge=1, le=WEB_MAX_NODES, description="largest node count searched")
     engines: list[str] | str | None = Field(None, description="engine names (list or comma text)")
+    max_batch: int | None = Field(None, ge=1, description="sequences per DP rank (default: the engine's)")
     measured_only: bool = Field(False, description="only configurations anchored by measured references")
     price_per_hour: float | str | None = Field(
         None, description="$ per node-hour for every instance, or 'NAME=P,NAME=P'"
@@ -83,6 +84,7 @@ class PlanSpace(BaseModel):
     instances: list[str]
     engines: list[str]
     max_nodes: int
+    max_batch: int | None
     comms: list[int]
     measured_only: bool
     prices: dict[str, float]
