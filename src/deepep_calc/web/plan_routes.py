@@ -4,7 +4,9 @@ The page is a GET form: it works with JavaScript off (the server renders the ans
 frontier table and the misses), and with JavaScript on its script only draws the chart the
 server built and opens a point's card on click. Both go through `plan.plan_request`, so a
 bad input gets the CLI's one line, and through one cache, since a plan takes a fraction of a
-second to a few seconds and a page is often reloaded with the same question.
+second to a few seconds and a page is often reloaded with the same question. The handlers are
+plain functions, so FastAPI runs them in its thread pool: a plan in progress never holds up
+the event loop that answers every other request.
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ def plan_for(req: Any) -> Plan:
     responses={200: {"model": PlanResponse}, **ERRORS},
     response_class=Response,
 )
-async def api_plan(body: PlanRequestBody) -> Response:
+def api_plan(body: PlanRequestBody) -> Response:
     req = request_of(body)
     data = PLAN_JSON.get_or_make(_key(req), lambda: dumps(plan_for(req).to_json()))
     return Response(content=data, media_type="application/json")
@@ -136,7 +138,7 @@ def page_values(params: Any) -> dict[str, Any]:
 
 
 @page_router.get("/plan", response_class=HTMLResponse)
-async def plan_page(request: Request) -> HTMLResponse:
+def plan_page(request: Request) -> HTMLResponse:
     from ..report.plan_chart import plan_context
 
     params = request.query_params
