@@ -56,6 +56,8 @@ LIMITS = {
     "isl": 10_000_000,
     "osl": 10_000_000,
 }
+OVERRIDE_LIMIT = 1_000_000  # structural what-ifs (--experts, --topk, --hidden, --moe-layers)
+FLOAT_LIMIT = 1e12  # SLO, TTFT and price: positive and below this
 
 
 class Scenario(BaseModel):
@@ -169,7 +171,7 @@ def _positive_float(field: str, value: Any) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise InputError(f"--{field.replace('_', '-')}", value, "a number greater than 0")
-    if value != value or value in (float("inf"), float("-inf")) or value > 1e12:
+    if value != value or value in (float("inf"), float("-inf")) or value > FLOAT_LIMIT:
         raise InputError(f"--{field.replace('_', '-')}", value, "a finite number below 1e12")
 
 
@@ -246,11 +248,12 @@ def _apply_overrides(model: ModelSpec, s: Scenario) -> ModelSpec:
         if value is None:
             continue
         flag = f"--{name.replace('_', '-')}"
-        if name == "kv_dtype":
-            if value not in DTYPES:
+        if name == "kv_dtype":  # any case, as --weight-dtype: FP8 and fp8 are one dtype
+            if not isinstance(value, str) or value.strip().lower() not in DTYPES:
                 raise InputError(flag, value, f"one of {', '.join(DTYPES)}")
+            value = value.strip().lower()
         else:
-            _positive_int(name, value, 1_000_000)
+            _positive_int(name, value, OVERRIDE_LIMIT)
         update[name] = value
     if not update:
         return model
