@@ -339,24 +339,39 @@ def run_sweep(
     chunk_rows: int = CHUNK_ROWS,
     progress: bool = True,
 ) -> SweepSummary:
-    """Evaluate every row; stream them to `output` and fill the verdict map; all-or-nothing files."""
-    from .sweep_output import open_table_writer
-    from .verdict_map import MapGrid, check_map_target, write_map
+    """Evaluate every row; stream them to `output` and fill the verdict map; all-or-nothing files.
+
+    Both targets are checked before the first row is computed (format, directory, permissions,
+    not an input of the sweep, not one file twice); both files are committed together at the
+    end, or neither (`deepep_calc.files`).
+    """
+    from .files import check_distinct, check_output, commit, scenario_inputs
+    from .sweep_output import check_table_target, open_table_writer
+    from .verdict_map import MapGrid, check_map_target, render_map
 
     if chunk_rows <= 0:
         raise InputError("--chunk-rows", chunk_rows, "a whole number greater than 0")
+    inputs = scenario_inputs(plan.axes["model"], plan.axes["calibration"])
+    table_out = map_out = None
+    map_fmt = "html"
+    if output is not None:
+        check_table_target(output)
+        table_out = check_output(output, "-o", inputs=inputs)
     grid = None
     if map_path is not None:
-        check_map_target(map_path)
+        map_fmt = check_map_target(map_path)
+        map_out = check_output(map_path, "--map", inputs=inputs)
         grid = MapGrid(plan, x or "nodes", y or "concurrency")
-    writer = open_table_writer(output, plan) if output is not None else None
+    outputs = check_distinct([table_out, map_out])
     verdicts = dict.fromkeys(VERDICT_CODES, 0)
     recommended = dict.fromkeys(ARM_NAMES, 0)
     n_chunks = len(plan.combinations) * max(1, math.ceil(plan.rows_per_combination / chunk_rows))
     started = time.perf_counter()
     bar = _ProgressBar(plan.rows, n_chunks > 1, started) if progress else None
+    writer = None
     done = 0
     try:
+        writer = open_table_writer(table_out, plan) if table_out is not None else None
         for chunk in iter_chunks(plan, chunk_rows):
             counts = np.bincount(code_index(chunk.column("verdict"), VERDICT_CODES), minlength=3)
             for code, count in zip(VERDICT_CODES, counts, strict=True):
@@ -372,13 +387,15 @@ def run_sweep(
             if bar is not None:
                 bar.update(done)
         if writer is not None:
-            writer.commit()
-            writer = None
-        if grid is not None and map_path is not None:
-            write_map(grid, map_path)
+            writer.close()
+        if grid is not None and map_out is not None:
+            map_out.stage(render_map(grid, map_fmt))
+        commit(outputs)
     except BaseException:
         if writer is not None:
             writer.abort()
+        for out in outputs:
+            out.discard()
         raise
     finally:
         if bar is not None:

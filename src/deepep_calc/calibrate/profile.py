@@ -13,11 +13,8 @@ refitted per-layer fixed latency, or None).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import math
-import os
-import tempfile
 import tomllib
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -27,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from ..catalog.measured import Cell
-from ..errors import FileInputError, InputError
+from ..errors import FileInputError, InputError, printable
 from ..physics.comm import KernelShape
 from ..physics.fit import UNKNOWNS
 from ..physics.step import EngineFit
@@ -296,39 +293,31 @@ def to_toml(profile: Profile) -> str:
     return text
 
 
-def check_output(path: Path, force: bool) -> None:
-    """Refuse early what the final write would refuse, before any work is done."""
-    if path.is_dir():
-        raise FileInputError(path, "is a directory; expected the profile file to write")
-    if path.exists() and not force:
-        raise FileInputError(path, "already exists; pass --force to overwrite it")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise FileInputError(parent, "no such directory to write the profile into")
+def serialise(profile: Profile, shown: str) -> tuple[bytes, Profile]:
+    """The profile file's bytes and the profile as `--calibration` will read them back.
+
+    Everything the reader checks is checked here, in memory, before anything touches the
+    target: the size limit (a profile the reader would refuse is never written), the schema,
+    and a full round trip through the reader's own parser. `shown` names the target in errors.
+    """
+    text = to_toml(profile)
+    data = text.encode("utf-8")
+    if len(data) > MAX_PROFILE_BYTES:
+        raise FileInputError(
+            shown,
+            f"the profile would be {len(data) / 1e6:.1f} MB, over the "
+            f"{MAX_PROFILE_BYTES // (1024 * 1024)} MB a profile may hold; nothing was written "
+            "(an input carries unusually long text, e.g. a benchmark id or a model name)",
+            "-o",
+        )
+    return data, _load(profile._name, text, shown)
 
 
 def write_text_atomic(path: Path, text: str, force: bool) -> None:
-    """Write via a temporary file in the same directory and `os.replace`: never half a profile."""
-    check_output(path, force)
-    parent = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise FileInputError(parent, f"cannot write there ({exc.strerror or exc})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise FileInputError(path, f"cannot write it ({exc.strerror or exc})") from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Write a profile's text by the safe-write rules (`deepep_calc.files`): never half a profile."""
+    from ..files import write_atomic
+
+    write_atomic(path, text, "-o", overwrite=force)
 
 
 # Reading -------------------------------------------------------------------------------------
@@ -389,12 +378,26 @@ def _load(name: str, text: str, shown: str) -> Profile:
     except ValueError:  # the only other parse failure: an integer beyond Python's digit limit
         raise FileInputError(shown, "not a TOML file (a number with thousands of digits)") from None
     profile = _validated(doc, shown)
-    profile._name = name
+    profile._name = printable(name)
     return profile
+
+
+def _escaped(value: Any) -> Any:
+    """Every string of a parsed profile with control characters escaped: its names, ids and
+    sources reach the terminal (`evaluate`, `kernel`, the calibrate summary), and a shared
+    profile must not be able to drive it."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {k: _escaped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_escaped(v) for v in value]
+    return value
 
 
 def _validated(doc: dict[str, Any], shown: str) -> Profile:
     """Every check a profile must pass, applied alike when reading and before writing one."""
+    doc = _escaped(doc)
     if doc.get("kind") != KIND or "schema_version" not in doc:
         raise FileInputError(
             shown, "not a deepep-calc calibration profile (no kind / schema_version at the top)"
@@ -549,5 +552,5 @@ def build_profile(
         residuals=residuals,
         warnings=list(dict.fromkeys(warnings)),
     )
-    profile._name = name
+    profile._name = printable(name)
     return profile

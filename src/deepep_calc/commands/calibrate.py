@@ -1,8 +1,10 @@
 """`deepep-calc calibrate`: the user's AIPerf A/B exports (and a DeepEP kernel log) -> a profile.
 
-Everything is read, checked and fitted before a byte is written; the profile is written once,
-atomically, and only then is the summary printed (the summary is rendered from the profile as
-it will be read back, so what you see is what `--calibration` will use).
+Everything is read, checked and fitted before a byte is written. The profile is then built
+and validated in memory (size limit, schema, a round trip through the reader), written once by
+the safe-write rules (`deepep_calc.files`: never over an input export, even with --force), and
+only then is the summary printed, rendered from the profile as the reader parsed it: what you
+see is what `--calibration` will use.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 import click
 
 from ..cli import emit_json, scenario_from, scenario_options
+from ..errors import printable
 
 # Scenario fields the exports can supply when the user does not type them.
 FROM_EXPORTS = ("model", "engine", "concurrency", "isl", "osl", "comms")
@@ -69,20 +72,22 @@ def calibrate_cmd(
     from ..calibrate.aiperf import load_aiperf
     from ..calibrate.fit import fit_alpha, fit_engine
     from ..calibrate.kernel_log import load_kernel_log
-    from ..calibrate.profile import (
-        build_profile,
-        check_output,
-        input_records,
-        load_profile,
-        to_toml,
-        write_text_atomic,
-    )
+    from ..calibrate.profile import build_profile, input_records, serialise
     from ..calibrate.runs import assemble, build_cells
     from ..errors import InputError
+    from ..files import check_output, refuse_inputs, scenario_inputs, writing
     from ..kernel import LIMITS
 
+    given = [*(("--dense", d) for d in dense), *(("--deepep", d) for d in deepep)]
+    if kernel_log is not None:
+        given.append(("--kernel-log", kernel_log))
+    given += scenario_inputs(kwargs.get("model"), kwargs.get("calibration"))
+    target = check_output(
+        output, "-o", inputs=given, overwrite=force, force_hint="pass --force to overwrite it"
+    )
+    if target.is_stdout and as_json:
+        raise click.UsageError("-o - prints the profile; drop --json or name a file")
     out = Path(output)
-    check_output(out, force)
     explicit = {
         name
         for name in FROM_EXPORTS
@@ -107,17 +112,25 @@ def calibrate_cmd(
 
     cells = build_cells(rs)
     calib = fit_engine(rs.scenario, cells, alpha.override if alpha is not None else None)
-    profile = build_profile(rs, cells, calib, alpha, input_records(rs, log_path), out.name)
-    write_text_atomic(out, to_toml(profile), force)
-    written = load_profile(out)
+    records = input_records(rs, log_path)
+    profile = build_profile(rs, cells, calib, alpha, records, out.name)
+    data, written = serialise(profile, target.shown)
+    # The exports found inside folders are known now: none of them may be the target either.
+    refuse_inputs(target, [(f"--{r.role}", r.path) for r in records])
+    with writing(target):
+        target.stage(data)
 
-    summary = summarise(written, str(out))
+    summary = summarise(written, output)
+    if target.is_stdout:  # the profile is the output: the summary would corrupt it
+        for w in written.warnings:
+            click.echo(f"deepep-calc: warning: {printable(w)}", err=True)
+        return
     if as_json:
         for w in written.warnings:
-            click.echo(f"deepep-calc: warning: {w}", err=True)
+            click.echo(f"deepep-calc: warning: {printable(w)}", err=True)
         emit_json(summary)
     else:
-        print_summary(written, summary)
+        print_summary(written, summary, readable=target.is_file)
 
 
 # Summary ---------------------------------------------------------------------------------------
@@ -206,8 +219,24 @@ def summarise(profile: Any, path: str) -> dict[str, Any]:
     }
 
 
-def print_summary(profile: Any, summary: dict[str, Any]) -> None:
-    """Rich tables of what was measured, derived and fitted; each row carries its tag."""
+def _safe(value: Any) -> Any:
+    """Every string of the summary with its control characters escaped (names come from files)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {k: _safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_safe(v) for v in value]
+    return value
+
+
+def print_summary(profile: Any, summary: dict[str, Any], readable: bool = True) -> None:
+    """Rich tables of what was measured, derived and fitted; each row carries its tag.
+
+    `readable`: the profile went to a regular file that `--calibration` can read back (not a
+    device or a pipe).
+    """
+    summary = _safe(summary)
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -235,9 +264,11 @@ def print_summary(profile: Any, summary: dict[str, Any]) -> None:
     s = profile.scenario
     console.print(
         Text(
-            f"Calibration profile {summary['profile']}: {s.model} on {s.nodes}x {s.instance}, "
-            f"{s.engine} {'CUDA graphs' if s.cuda_graphs else 'eager'}, DeepEP over {s.transport}, "
-            f"ISL {s.isl} / OSL {s.osl}",
+            printable(
+                f"Calibration profile {summary['profile']}: {s.model} on {s.nodes}x {s.instance}, "
+                f"{s.engine} {'CUDA graphs' if s.cuda_graphs else 'eager'}, DeepEP over {s.transport}, "
+                f"ISL {s.isl} / OSL {s.osl}"
+            ),
             style="bold",
         )
     )
@@ -316,4 +347,7 @@ def print_summary(profile: Any, summary: dict[str, Any]) -> None:
         legend.append(f"[{name}] ", style=style)
     legend.append("— sources (file and benchmark id per value) are in the profile and in --json", style="dim")
     console.print(legend)
-    console.print(Text(f"Wrote {summary['profile']}; use it with --calibration {summary['profile']}"))
+    if readable:
+        console.print(Text(f"Wrote {summary['profile']}; use it with --calibration {summary['profile']}"))
+    else:
+        console.print(Text(f"Wrote the profile to {summary['profile']} (not a file --calibration can read)"))

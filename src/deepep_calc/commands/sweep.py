@@ -48,8 +48,10 @@ def sweep_field_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.command("sweep")
 @sweep_field_options
-@click.option("-o", "--output", metavar="FILE", help="write every row: .csv or .parquet")
-@click.option("--map", "map_path", metavar="FILE", help="verdict map: .html (plotly) or .png")
+@click.option(
+    "-o", "--output", metavar="FILE", help="write every row: .csv or .parquet (- for CSV on stdout)"
+)
+@click.option("--map", "map_path", metavar="FILE", help="verdict map: .html (plotly) or .png (- for stdout)")
 @click.option("--x", "x_axis", default="nodes", show_default=True, help="map x axis (a scenario field)")
 @click.option("--y", "y_axis", default="concurrency", show_default=True, help="map y axis")
 @click.option("--chunk-rows", type=int, default=200_000, show_default=True, help="rows per vectorised pass")
@@ -67,8 +69,12 @@ def sweep_cmd(
 
     Example: --nodes 1,2,4,8 --concurrency 1:512:x2 --transport efa-proxy,efa-gda -o out.csv
     """
+    from ..errors import printable
     from ..sweep import plan_sweep, run_sweep
 
+    to_stdout = "-" in (output, map_path)
+    if to_stdout and as_json:
+        raise click.UsageError("-o - / --map - write to stdout; drop --json or name a file")
     plan = plan_sweep({k: v for k, v in fields.items() if v is not None})
     summary = run_sweep(plan, output, map_path, x_axis, y_axis, chunk_rows=chunk_rows)
     if as_json:
@@ -76,8 +82,9 @@ def sweep_cmd(
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    console = Console(highlight=False)
+    console = Console(highlight=False, stderr=to_stdout)  # rows on stdout: the summary beside them
     s = summary
     rate = f"{s.rows / s.seconds:,.0f} rows/s" if s.seconds > 0 else ""
     console.print(
@@ -94,7 +101,7 @@ def sweep_cmd(
     console.print(arms)
     for label, path in (("rows", s.output), ("verdict map", s.map)):
         if path:
-            console.print(f"{label}: {path}")
+            console.print(Text(f"{label}: {'stdout' if path == '-' else printable(path)}"))
     if not s.output and not s.map:
         console.print("[dim]write every row with -o out.csv (or .parquet), a map with --map map.html[/]")
 

@@ -75,26 +75,34 @@ def serve_cmd(host: str, port: int) -> None:
 
 @click.command("report")
 @scenario_options
-@click.option("--html", "html_path", metavar="FILE", help="write one self-contained HTML report")
-@click.option("--md", "md_path", metavar="FILE", help="write a Markdown summary")
+@click.option(
+    "--html", "html_path", metavar="FILE", help="write one self-contained HTML report (- for stdout)"
+)
+@click.option("--md", "md_path", metavar="FILE", help="write a Markdown summary (- for stdout)")
 def report_cmd(html_path: str | None, md_path: str | None, **kwargs: Any) -> None:
     """A shareable report of one scenario: verdict, arms, charts and provenance."""
     if not html_path and not md_path:
         raise click.UsageError("give --html FILE and/or --md FILE")
+    from ..files import check_distinct, check_output, scenario_inputs, writing
+
+    scenario = scenario_from(kwargs)
+    inputs = scenario_inputs(scenario.model, scenario.calibration)
+    # Every target is checked before the model runs: a bad one costs nothing and writes nothing.
+    html_out = check_output(html_path, "--html", inputs=inputs) if html_path else None
+    md_out = check_output(md_path, "--md", inputs=inputs) if md_path else None
+    outputs = check_distinct([html_out, md_out])
     from ..evaluate import evaluate
 
-    result = evaluate(scenario_from(kwargs))
-    rendered = []
-    if html_path:
-        from ..report.html import render_html
+    result = evaluate(scenario)
+    with writing(*outputs):  # everything rendered and staged before anything is committed
+        if html_out is not None:
+            from ..report.html import render_html
 
-        rendered.append((html_path, render_html(result)))
-    if md_path:
-        from ..report.markdown import render_markdown
+            html_out.stage(render_html(result).encode("utf-8"))
+        if md_out is not None:
+            from ..report.markdown import render_markdown
 
-        rendered.append((md_path, render_markdown(result)))
-    from ..report.html import write_atomic
-
-    for path, text in rendered:  # everything rendered before anything is written
-        written = write_atomic(path, text)
-        click.echo(f"deepep-calc: wrote {written}")
+            md_out.stage(render_markdown(result).encode("utf-8"))
+    for out in outputs:
+        if out.kind != "fd":  # a report sent to stdout is the output itself: no note beside it
+            click.echo(f"deepep-calc: wrote {out.shown}")
