@@ -100,18 +100,20 @@ def _range(name: str, text: str, kind: type) -> list[float]:
     step = _number(name, step_text, float) if step_text is not None else 1.0
     if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
         raise InputError(flag(name), text, "a range a:b with a <= b")
+    # The count is worked out from the ends and the step before anything is built, so a
+    # range of billions of values is refused without allocating them (or looping over them).
     if op == "x":
-        if not step > 1 or lo <= 0:
+        if not (math.isfinite(step) and step > 1) or lo <= 0:
             raise InputError(flag(name), text, "a geometric range a:b:xK with a > 0 and K > 1")
-        count = math.floor(math.log(hi / lo) / math.log(step) + 1e-9) + 1
-        values = lo * np.power(step, np.arange(count))
+        steps = math.log(hi / lo) / math.log(step)
     else:
-        if not step > 0:
+        if not (math.isfinite(step) and step > 0):
             raise InputError(flag(name), text, "an arithmetic range a:b:+K with K > 0")
-        count = math.floor((hi - lo) / step + 1e-9) + 1
-        values = lo + step * np.arange(min(count, MAX_AXIS_VALUES + 1))
-    if count > MAX_AXIS_VALUES:
+        steps = (hi - lo) / step
+    if not math.isfinite(steps) or steps + 1 > MAX_AXIS_VALUES:
         raise InputError(flag(name), text, f"at most {MAX_AXIS_VALUES:,} values per field")
+    count = math.floor(steps + 1e-9) + 1
+    values = lo * np.power(step, np.arange(count)) if op == "x" else lo + step * np.arange(count)
     if kind is int:
         values = np.unique(np.round(values))
     return [float(v) for v in values]
@@ -191,7 +193,13 @@ def plan_sweep(raw: Mapping[str, str | None]) -> SweepPlan:
     unknown = [k for k in raw if k not in FIELDS]
     if unknown:
         raise InputError("sweep field", unknown[0], f"one of {', '.join(FIELDS)}")
-    axes = {name: parse_values(name, raw.get(name)) for name in FIELDS}
+    axes: dict[str, list[Any]] = {}
+    grows = 1
+    for name in FIELDS:  # refuse as soon as the axes parsed so far are over the row limit
+        axes[name] = parse_values(name, raw.get(name))
+        grows *= len(axes[name])
+        if grows > MAX_ROWS:
+            raise InputError("sweep", f"{grows:,} rows or more", f"at most {MAX_ROWS:,} rows")
     numeric = tuple(f for f in FIELDS if f in VARIABLE)
     categorical = tuple(f for f in FIELDS if f not in VARIABLE)
     for name in numeric:
