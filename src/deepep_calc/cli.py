@@ -8,6 +8,7 @@ errors stay instant. Every `CalcError` and usage error becomes one line on stder
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Callable
@@ -205,22 +206,109 @@ def _load_extensions() -> None:
         module.register(app)
 
 
+class Stopped(BaseException):
+    """A terminating signal (SIGTERM, SIGHUP) arrived: unwind so every `finally` and every
+    temporary-file cleanup runs, then exit with the shell's code for that signal (128 + N).
+
+    A BaseException, like KeyboardInterrupt, so no `except Exception` on the way swallows it.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum: int, frame: Any) -> None:
+    raise Stopped(signum)
+
+
+def _catch_signals() -> dict[int, Any]:
+    """Turn SIGTERM and SIGHUP into `Stopped` while a command runs (main thread only)."""
+    import signal
+    import threading
+
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is not threading.main_thread():
+        return previous
+    for name in ("SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is not None:
+            previous[signum] = signal.signal(signum, _stop)
+    return previous
+
+
+def _stdout_gone() -> bool:
+    """True when standard output is a pipe whose reader has closed it (`| head` has exited)."""
+    try:
+        import select
+
+        poller = select.poll()
+        poller.register(sys.__stdout__.fileno() if sys.__stdout__ else 1, select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe, point stdout at /dev/null so the interpreter's last flush is silent."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
+def _closed_pipe(exc: BaseException) -> bool:
+    """A failure that is only the reader of stdout going away: rich and click turn a
+    BrokenPipeError into SystemExit(1); `| head` is a normal way for output to end."""
+    import errno
+
+    if isinstance(exc, BrokenPipeError) or (isinstance(exc, OSError) and exc.errno == errno.EPIPE):
+        return True
+    return (
+        isinstance(exc, SystemExit)
+        and exc.code == 1
+        and (isinstance(exc.__context__, BrokenPipeError) or _stdout_gone())
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the app, turning every expected failure into one line and exit 2."""
+    """Entry point: run the app, turning every expected failure into one line and exit 2.
+
+    SIGTERM / SIGHUP unwind like Ctrl-C (temporary files are removed) and exit 143 / 129; a
+    closed stdout pipe ends the command quietly with exit 0.
+    """
+    import signal
+
     _load_extensions()
+    previous = _catch_signals()
     try:
         app.main(args=argv, prog_name="deepep-calc", standalone_mode=False)
+        sys.stdout.flush()  # here, not at interpreter exit, where a closed pipe cannot be caught
     except CalcError as exc:
         click.echo(f"deepep-calc: error: {exc.message}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("deepep-calc: interrupted", err=True)
         sys.exit(130)
+    except Stopped as exc:
+        with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+            click.echo(f"deepep-calc: stopped by {signal.Signals(exc.signum).name}", err=True)
+        sys.exit(128 + exc.signum)
     except click.ClickException as exc:
         click.echo(f"deepep-calc: error: {exc.format_message()}", err=True)
         sys.exit(2)
-    except BrokenPipeError:
+    except (OSError, SystemExit) as exc:
+        if not _closed_pipe(exc):
+            raise
+        _quiet_stdout()
         sys.exit(0)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 if __name__ == "__main__":  # pragma: no cover
