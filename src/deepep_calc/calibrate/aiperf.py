@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deepep_calc.errors import FileInputError, InputError
+from deepep_calc.errors import FileInputError, InputError, printable
 from deepep_calc.quantity import Q, qmap
 
 KNOWN_SCHEMA_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5")
@@ -272,8 +272,9 @@ def read_text_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
 
 
 def _one_line(text: str) -> str:
-    """Errors are shown as one line; exception texts from parsers are squeezed to fit."""
-    return " ".join(str(text).split())
+    """Errors are shown as one line; exception texts from parsers are squeezed to fit, and
+    control characters escaped (`errors.printable`)."""
+    return printable(" ".join(str(text).split()))
 
 
 # --------------------------------------------------------------------------------------------

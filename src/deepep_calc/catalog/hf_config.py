@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 from pydantic import ValidationError
 
 from deepep_calc.catalog.models import ModelSpec
-from deepep_calc.errors import FileInputError
+from deepep_calc.errors import FileInputError, printable
 
 # Real config.json files are a few KB; anything this big is the wrong file (weights, a dump).
 MAX_CONFIG_BYTES = 5 * 1024 * 1024
@@ -48,8 +48,9 @@ def _show(value: Any, limit: int = 60) -> str:
 
 
 def _one_line(text: str) -> str:
-    """Collapse whitespace so paths or names with control characters cannot break the line."""
-    return " ".join(str(text).split())
+    """Collapse whitespace and escape control characters, so a path or a name read from a file
+    can neither break the line nor drive the terminal (an ESC sequence in `_name_or_path`)."""
+    return printable(" ".join(str(text).split()))
 
 
 class _Fields:
@@ -615,7 +616,7 @@ def spec_from_hf_dict(
     declared = top.text("_name_or_path")
     declared = _one_line(declared)[:200] if declared else ""
     fields.update(
-        name=declared or _one_line(name or "")[:200] or "config.json",
+        name=_one_line(declared or "")[:200] or _one_line(name or "")[:200] or "config.json",
         hf_id=declared if _HF_ID.fullmatch(declared) else "",
         family=family,
         source=source,
