@@ -20,7 +20,7 @@ from deepep_calc.web.schemas import (
     ModelRow,
     TransportRow,
 )
-from web_fixtures import app, client  # noqa: F401  (fixtures)
+from web_fixtures import app, client, free_port  # noqa: F401  (fixtures)
 
 HF = Path(__file__).parent / "fixtures" / "hf"
 LEAKS = ("Traceback", 'File "', "site-packages", "Error(")
@@ -416,15 +416,19 @@ def test_serve_prints_the_url_and_warns_off_loopback(monkeypatch, capsys):
     from deepep_calc.cli import main
 
     calls = []
-    monkeypatch.setattr(uvicorn, "run", lambda _app, **kw: calls.append(kw))  # nothing binds
-    main(["serve", "--port", "8123"])
+
+    def record(server, sockets=None):  # nothing is served; the socket was bound beforehand
+        c = server.config
+        calls.append((c.log_level, c.timeout_graceful_shutdown, [s.getsockname()[:2] for s in sockets]))
+
+    monkeypatch.setattr(uvicorn.Server, "run", record)
+    port = free_port()
+    main(["serve", "--port", str(port)])
     out = capsys.readouterr()
-    assert out.out.strip() == "deepep-calc: serving on http://127.0.0.1:8123/  (Ctrl-C to stop)"
+    assert out.out.strip() == f"deepep-calc: serving on http://127.0.0.1:{port}/  (Ctrl-C to stop)"
     assert out.err == ""
-    assert calls == [
-        {"host": "127.0.0.1", "port": 8123, "log_level": "warning", "timeout_graceful_shutdown": 10}
-    ]
-    main(["serve", "--host", "0.0.0.0", "--port", "8124"])
+    assert calls == [("warning", 10, [("127.0.0.1", port)])]
+    main(["serve", "--host", "0.0.0.0", "--port", str(free_port())])
     err = capsys.readouterr().err
     assert "warning" in err and "0.0.0.0" in err
     with pytest.raises(SystemExit) as info:
