@@ -577,10 +577,18 @@ def test_declared_length_over_the_limit_is_refused_before_reading(served):
 
 
 def test_config_text_over_5_mb_inside_the_form_limit_is_refused(client):  # noqa: F811
+    # The page posts multipart (it carries an upload); only that encoding may be this large.
     text = "{" + " " * MAX_CONFIG_BYTES + "}"
-    resp = hardened(client.post("/", data={"config_text": text}))
+    resp = hardened(client.post("/", files={"config_text": (None, text)}))
     assert resp.status_code == 422
     assert "larger than 5 MB" in resp.text
+
+
+def test_urlencoded_form_is_held_to_the_json_limit(client):  # noqa: F811
+    resp = hardened(client.post("/", data={"config_text": "{" + " " * JSON_LIMIT + "}"}))
+    assert resp.status_code == 413
+    small = hardened(client.post("/", data={"model": "kimi-k2"}))
+    assert small.status_code == 200
 
 
 def test_upload_just_over_5_mb_is_refused_by_the_upload_limit(client):  # noqa: F811
@@ -694,7 +702,7 @@ def test_no_cors_preflight_is_granted(client):  # noqa: F811
     )
     assert hardened(resp).status_code == 405
     cross = client.post("/api/evaluate", json={}, headers={"origin": "https://evil.example"})
-    assert hardened(cross).status_code == 200  # answered, but without a CORS grant no page can read it
+    assert hardened(cross).status_code == 403  # not even computed: another site's page sent it
 
 
 # forced internal errors: 500, generic, hardened, nothing internal --------------------------------

@@ -34,6 +34,7 @@ from .schemas import (
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut, "description": "body could not be read"},
+    403: {"model": ErrorOut, "description": "sent by a page of another site (Origin / Sec-Fetch-Site)"},
     413: {"model": ErrorOut, "description": "request body over the size limit"},
     415: {"model": ErrorOut, "description": "body is not application/json"},
     422: {"model": ErrorOut, "description": "an input cannot be used; `field` names it"},

@@ -14,9 +14,60 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import InputError
-from ..scenario import Scenario
+from ..kernel import LIMITS as KERNEL_LIMITS
+from ..scenario import FLOAT_FIELDS, FLOAT_LIMIT, LIMITS, OVERRIDE_LIMIT, Scenario
 
 Tag = Literal["measured", "derived", "assumed"]
+
+# The limits the server enforces, stated in /openapi.json. They are enforced where the CLI
+# enforces them (`scenario.resolve`, `kernel.kernel_query`), with the CLI's one-line messages;
+# the schema repeats the same tables, so what the contract allows is what the server takes.
+EVALUATE_INT_LIMITS = {
+    **LIMITS,
+    **dict.fromkeys(("experts", "topk", "hidden", "moe_layers"), OVERRIDE_LIMIT),
+}
+NON_EMPTY = ("model", "instance", "engine", "transport", "weight_dtype", "kv_dtype")
+
+
+def _constrain(prop: dict[str, Any], kind: str, **limits: Any) -> None:
+    """Add limits to the branch of this JSON type (a nullable field is an anyOf)."""
+    if prop.get("type") == kind:
+        prop.update(limits)
+        return
+    for branch in prop.get("anyOf", []):
+        if branch.get("type") == kind:
+            branch.update(limits)
+
+
+def _evaluate_limits(schema: dict[str, Any]) -> None:
+    props = schema.get("properties", {})
+    for name, limit in EVALUATE_INT_LIMITS.items():
+        if name in props:
+            _constrain(props[name], "integer", minimum=1, maximum=limit)
+    for name in FLOAT_FIELDS:
+        if name in props:
+            _constrain(props[name], "number", exclusiveMinimum=0, maximum=FLOAT_LIMIT)
+    for name in NON_EMPTY:
+        if name in props:
+            _constrain(props[name], "string", minLength=1)
+    if "calibration" in props:  # the server reads no files: any profile path is refused
+        props["calibration"] = {
+            "type": "null",
+            "default": None,
+            "description": "always null over HTTP (the server reads no files; use the CLI)",
+        }
+    if "config_json" in props:
+        _constrain(props["config_json"], "string", minLength=1)
+        _constrain(props["config_json"], "object", minProperties=1)
+
+
+def _kernel_limits(schema: dict[str, Any]) -> None:
+    props = schema.get("properties", {})
+    for name, limit in KERNEL_LIMITS.items():
+        if name in props:
+            _constrain(props[name], "integer", minimum=1, maximum=limit)
+    for name in ("transport", "instance"):
+        _constrain(props[name], "string", minLength=1)
 
 
 class EvaluateRequest(Scenario):
@@ -26,7 +77,7 @@ class EvaluateRequest(Scenario):
     is evaluated is exactly what was sent (a number where a number is due).
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_evaluate_limits)
 
     eager: bool | None = Field(None, description="CLI --eager (true) / --cuda-graphs (false)")
     config_json: dict[str, Any] | str | None = Field(
@@ -157,7 +208,7 @@ class ErrorOut(BaseModel):
 class KernelRequest(BaseModel):
     """The options of `deepep-calc kernel`, with its defaults."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_kernel_limits)
 
     transport: str = "efa-proxy"
     instance: str = "p5en"
