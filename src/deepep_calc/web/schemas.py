@@ -40,8 +40,14 @@ def _constrain(prop: dict[str, Any], kind: str, **limits: Any) -> None:
 
 
 def _evaluate_limits(schema: dict[str, Any]) -> None:
+    from ..catalog.hardware import load_instances
+
     props = schema.get("properties", {})
-    for name, limit in EVALUATE_INT_LIMITS.items():
+    # GPUs per node: at most what the largest instance of the catalog has (resolve() refuses
+    # more than the chosen instance's, a cross-field rule the schema cannot state).
+    most_gpus = max(i.gpus_per_node for i in load_instances().values())
+    limits = {**EVALUATE_INT_LIMITS, "gpus_per_node": min(most_gpus, LIMITS["gpus_per_node"])}
+    for name, limit in limits.items():
         if name in props:
             _constrain(props[name], "integer", minimum=1, maximum=limit)
     for name in FLOAT_FIELDS:
