@@ -43,7 +43,7 @@ import secrets
 import signal
 import stat
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -568,15 +568,6 @@ def write_atomic(
     with writing(out):
         out.stage(payload)
     return out
-
-
-def write_with(out: Output, fill: Callable[[Path], None]) -> None:
-    """Let a library that writes by path (pyarrow, matplotlib) fill the temporary file."""
-    try:
-        fill(out.temp_path())
-    except OSError as exc:
-        raise out.failed(exc) from None
-    out.staged()
 
 
 def scenario_inputs(models: Any = (), calibrations: Any = ()) -> list[tuple[str, str]]:
