@@ -549,6 +549,27 @@ def test_a_full_disk_mid_sweep_is_a_one_line_error(small_tmpfs, capsys):
     assert sorted(p.name for p in small_tmpfs.iterdir()) == ["rows.csv"]
 
 
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [(errno.EACCES, "Permission denied"), (errno.EISDIR, "Is a directory"),
+     (errno.EROFS, "Read-only file system"), (errno.EIO, "Input/output error"), (errno.EDQUOT, "quota"),
+     (errno.EPERM, "not permitted")],
+)  # fmt: skip
+def test_any_failure_at_the_last_step_is_one_line_and_keeps_the_old_file(
+    code, words, tmp_path, capsys, monkeypatch
+):
+    target = tmp_path / "r.md"
+    target.write_text("previous report")
+
+    def replace(src: Any, dst: Any) -> None:
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(os, "replace", replace)
+    refused(*run_cli(capsys, "report", "--md", target), str(target), words)
+    assert target.read_text() == "previous report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.md"]
+
+
 # all or nothing, and what a created file looks like ------------------------------------------
 
 
