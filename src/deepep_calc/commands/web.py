@@ -47,7 +47,9 @@ def bind(host: str, port: int) -> socket.socket:
     machine does not have is one line and exit 2, never a "serving on" that is not true."""
     name = host.strip().strip("[]")
     family = socket.AF_INET6 if ":" in name else socket.AF_INET  # as uvicorn chooses
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say so, and without
+    # it every keep-alive response waits ~40 ms for a delayed ACK (Nagle).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((name, port))
