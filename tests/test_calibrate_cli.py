@@ -19,7 +19,7 @@ from cli_runner import run_cli
 from deepep_calc import cli
 
 REPO = Path(__file__).resolve().parents[1]
-REAL = REPO.parent / "shared" / "fixtures" / "aiperf"
+REAL = Path(__file__).resolve().parent / "fixtures" / "aiperf"
 EXTRA = Path(__file__).resolve().parent / "fixtures" / "aiperf_extra"
 SAMPLE_LOG = REPO / "src" / "deepep_calc" / "calibrate" / "samples" / "deepep_ll_efa_proxy_p5en_ep16.log"
 PREFIX = "qwen3-30b-a3b-fp8_ep16_2xp5en"
@@ -37,8 +37,6 @@ PAIR_SCENARIO = [
     "--osl",
     "128",
 ]
-
-pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="../shared fixtures not present")
 
 
 def vllm(comms: int, conc: int) -> Path:
