@@ -25,22 +25,11 @@ from ..quantity import Q
 from ..scenario import LIMITS, Resolved
 from ..verdict import ARM_LABELS, SYMBOLS, TITLES, classify_codes
 from . import palette
+from .labels import MEMORY_LABELS
+from .labels import STEP_LABELS as BREAKDOWN_LABELS
 
 Figure = dict[str, Any]
 
-BREAKDOWN_LABELS = {
-    "engine": "engine overhead",
-    "hbm": "HBM reads",
-    "compute": "tensor-core time beyond HBM",
-    "moe_comm": "MoE dispatch + combine kernels",
-    "proxy": "host-proxy round trips",
-}
-MEMORY_LABELS = {
-    "weights": "weights",
-    "kv_cache": "KV cache",
-    "buffers": "communication buffers",
-    "reserve": "framework reserve",
-}
 CODES = ("dense", "capacity", "deepep")
 MEASURED_ROLES = ("calibration", "anchor", "cross-check")
 

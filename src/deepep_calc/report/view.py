@@ -16,6 +16,7 @@ from typing import Any
 
 from ..scenario import DEFAULTS
 from ..verdict import ARM_LABELS, SYMBOLS, TITLES
+from .labels import step_label
 
 # (label, path inside one arm's JSON, decimals)
 ARM_ROWS: list[tuple[str, str, int]] = [
@@ -100,7 +101,7 @@ def provenance_rows(data: dict[str, Any]) -> list[dict[str, str]]:
         for row_label, path, digits in ARM_ROWS:
             add(f"{label}: {row_label.lower()}", dig(a, path), digits)
         for part, q in a["breakdown_ms"].items():
-            add(f"{label}: step part {part}", q, 2)
+            add(f"{label}: step, {step_label(part)}", q, 2)
         for part, q in a["memory_detail_gb"].items():
             if part != "headroom":
                 add(f"{label}: memory {part.replace('_', ' ')}", q, 1)
