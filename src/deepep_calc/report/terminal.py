@@ -11,6 +11,7 @@ from rich.text import Text
 
 from ..quantity import Q
 from ..verdict import ARM_LABELS
+from .labels import step_label
 
 TAG_STYLE = {"measured": "bold green", "derived": "cyan", "assumed": "yellow"}
 VERDICT_STYLE = {
@@ -73,7 +74,7 @@ def print_result(result: Any, console: Console | None = None) -> None:
         table.add_row(label, *[fn(a) for a in result.arms.values()])
     for part in next(iter(result.arms.values())).breakdown_ms:
         table.add_row(
-            Text(f"  step: {part}", style="dim"),
+            Text(f"  step: {step_label(part)}", style="dim"),
             *[qtext(a.breakdown_ms[part], 2) for a in result.arms.values()],
         )
     table.add_row(
