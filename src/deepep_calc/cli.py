@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from .commands.completion import SINGLE as COMPLETE
 from .errors import CalcError
 from .scenario import DEFAULTS, Scenario
 
@@ -22,7 +23,10 @@ SCENARIO_KEYS = tuple(Scenario.model_fields)
 
 
 def _opt(name: str, typ: Any, help_: str, default: Any = None) -> Callable[[Any], Any]:
-    return click.option(name, type=typ, default=default, show_default=default is not None, help=help_)
+    complete = COMPLETE.get(name[2:])
+    return click.option(
+        name, type=typ, default=default, show_default=default is not None, help=help_, shell_complete=complete
+    )
 
 
 def scenario_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -79,17 +83,26 @@ def emit_json(obj: Any) -> None:
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="deepep-calc")
+@click.option("--json", "as_json", is_flag=True, help="with no command: the calibration scenario as JSON")
 @click.pass_context
-def app(ctx: click.Context) -> None:
+def app(ctx: click.Context, as_json: bool) -> None:
     """DeepEP all-to-all or a dense / allgather alternative, on AWS EFA? Run with no command
     for the calibration scenario."""
-    if ctx.invoked_subcommand is None:
-        from .evaluate import evaluate
-        from .report.terminal import print_calibration, print_result
+    if ctx.invoked_subcommand is not None:
+        if as_json:
+            name = ctx.invoked_subcommand
+            raise click.UsageError(f"--json goes after the command: deepep-calc {name} --json")
+        return
+    from .evaluate import evaluate
 
-        result = evaluate(Scenario())
-        print_result(result)
-        print_calibration()
+    result = evaluate(Scenario())
+    if as_json:
+        emit_json(result.to_json())
+        return
+    from .report.terminal import print_calibration, print_result
+
+    print_result(result)
+    print_calibration()
 
 
 @app.command("evaluate")
@@ -128,8 +141,8 @@ def evaluate_cmd(as_json: bool, with_sensitivity: bool, **kwargs: Any) -> None:
 
 
 @app.command("kernel")
-@click.option("--transport", default="efa-proxy", show_default=True)
-@click.option("--instance", default="p5en", show_default=True)
+@click.option("--transport", default="efa-proxy", show_default=True, shell_complete=COMPLETE["transport"])
+@click.option("--instance", default="p5en", show_default=True, shell_complete=COMPLETE["instance"])
 @click.option("--ep", type=int, default=16, show_default=True, help="EP ranks")
 @click.option("--tokens", type=int, default=128, show_default=True, help="tokens per rank")
 @click.option("--hidden", type=int, default=7168, show_default=True)

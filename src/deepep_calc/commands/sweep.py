@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from ..cli import SCENARIO_KEYS, emit_json, scenario_from, scenario_options
+from .completion import LISTS
 
 SWEEP_HELP = {
     "model": "presets or config.json paths, comma-separated",
@@ -42,6 +43,7 @@ def sweep_field_options(f: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             metavar="LIST",
             help=SWEEP_HELP.get(name, NUMERIC_HELP),
+            shell_complete=LISTS.get(name),
         )(f)
     return f
 
