@@ -77,6 +77,9 @@ def scenario_from(kwargs: dict[str, Any]) -> Scenario:
     return Scenario(**{k: v for k, v in fields.items() if v is not None or k in ("gpus_per_node",)})
 
 
+SOURCES_HELP = "number every row's source and list the sources under the table"
+
+
 def emit_json(obj: Any) -> None:
     click.echo(json.dumps(obj, indent=2, allow_nan=False))
 
@@ -168,32 +171,35 @@ def kernel_cmd(as_json: bool, **kw: Any) -> None:
 
 @app.command("models")
 @click.option("--json", "as_json", is_flag=True)
-def models_cmd(as_json: bool) -> None:
+@click.option("--sources", is_flag=True, help=SOURCES_HELP)
+def models_cmd(as_json: bool, sources: bool) -> None:
     """The model presets."""
     from .report.catalogs import models_rows, print_rows
 
     rows = models_rows()
-    emit_json(rows) if as_json else print_rows("Model presets", rows)
+    emit_json(rows) if as_json else print_rows("Model presets", rows, sources)
 
 
 @app.command("instances")
 @click.option("--json", "as_json", is_flag=True)
-def instances_cmd(as_json: bool) -> None:
+@click.option("--sources", is_flag=True, help=SOURCES_HELP)
+def instances_cmd(as_json: bool, sources: bool) -> None:
     """The instance catalog (network shown per GPU per direction, with the Gb/s conversion)."""
     from .report.catalogs import instances_rows, print_rows
 
     rows = instances_rows()
-    emit_json(rows) if as_json else print_rows("Instances", rows)
+    emit_json(rows) if as_json else print_rows("Instances", rows, sources)
 
 
 @app.command("transports")
 @click.option("--json", "as_json", is_flag=True)
-def transports_cmd(as_json: bool) -> None:
+@click.option("--sources", is_flag=True, help=SOURCES_HELP)
+def transports_cmd(as_json: bool, sources: bool) -> None:
     """The DeepEP transports and their primary kernel references."""
     from .report.catalogs import print_rows, transports_rows
 
     rows = transports_rows()
-    emit_json(rows) if as_json else print_rows("Transports", rows)
+    emit_json(rows) if as_json else print_rows("Transports", rows, sources)
 
 
 # Commands that live with their subsystem register themselves here (each module is light:
