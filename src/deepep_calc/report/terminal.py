@@ -14,7 +14,7 @@ from ..verdict import ARM_LABELS
 from . import term
 from .labels import step_label
 
-TAG_STYLE = {"measured": "bold green", "derived": "cyan", "assumed": "yellow"}
+TAG_STYLE = term.TAG_STYLE
 VERDICT_STYLE = {
     "dense": "bold white on dark_orange3",
     "capacity": "bold white on blue",
@@ -23,13 +23,8 @@ VERDICT_STYLE = {
 
 
 def qtext(q: Q | None, digits: int = 1) -> Text:
-    if q is None:
-        return Text("—")
-    v = q.scalar
-    shown = "n/a" if v != v else f"{v:,.{digits}f}"
-    t = Text(f"{shown} {q.unit} ")
-    t.append(f"[{q.tag}]", style=TAG_STYLE[str(q.tag)])
-    return t
+    """A number, its unit and its tag marker (`19.6 tok/s ●`), as every terminal view shows it."""
+    return term.qcell(q, digits, unit=True)
 
 
 def _console() -> Console:
@@ -110,14 +105,7 @@ def print_result(result: Any, console: Console | None = None) -> None:
     body.append(Text(f"  {flags['cuda_graphs']}"))
     if flags.get("requires"):
         body.append(Text(f"  requires: {flags['requires']}", style="dim"))
-    legend = Text("tags: ")
-    for tag, style in TAG_STYLE.items():
-        legend.append(f"[{tag}] ", style=style)
-    legend.append(
-        "— measured: observed on hardware; derived: arithmetic on measured values; "
-        "assumed: rests on a spec sheet, price or model assumption (verify locally)",
-        style="dim",
-    )
+    legend = term.legend()
     body.append(legend)
     console.print(Panel(Group(*body), title=head, title_align="left"))
 
