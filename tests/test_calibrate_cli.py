@@ -105,8 +105,9 @@ def test_trt_pair_table_output(capsys: pytest.CaptureFixture[str], tmp_path: Pat
         "16.27 ms",
     ):
         assert needle in out
-    assert re.search(r"proxy_lane_us .* assumed", out)
-    assert re.search(r"DeepEP c4 k1 .* measured", out)
+    assert re.search(r"proxy_lane_us .* ○", out)  # assumed
+    assert re.search(r"DeepEP c4 k1 .* ●", out)  # measured
+    assert "● measured  ◐ derived  ○ assumed" in out
 
 
 def test_evaluate_replays_the_pair_exactly(capsys: pytest.CaptureFixture[str], trt_profile: Path) -> None:

@@ -258,7 +258,7 @@ def print_summary(profile: Any, summary: dict[str, Any]) -> None:
     from rich.text import Text
 
     from ..quantity import Tag
-    from ..report.terminal import TAG_STYLE
+    from ..report import term
 
     console = Console(highlight=False, soft_wrap=False)
 
@@ -268,8 +268,7 @@ def print_summary(profile: Any, summary: dict[str, Any]) -> None:
     def tag(*js: dict[str, Any] | None) -> Text:
         """The weakest tag of the row's numbers (they share it in practice: one file, one fit)."""
         tags = [Tag.parse(j["tag"]) for j in js if j is not None]
-        name = str(min(tags)) if tags else ""
-        return Text(name, style=TAG_STYLE.get(name, ""))
+        return term.marker(min(tags)) if tags else Text("")
 
     def table(title: str, *cols: str, left: int = 1) -> Table:
         t = Table(title=title, title_justify="left")
@@ -356,9 +355,6 @@ def print_summary(profile: Any, summary: dict[str, Any]) -> None:
         console.print(Text("Warnings", style="bold yellow"))
         for w in summary["warnings"]:
             console.print(Text(f"  • {w}"))
-    legend = Text("tags: ")
-    for name, style in TAG_STYLE.items():
-        legend.append(f"[{name}] ", style=style)
-    legend.append("— sources (file and benchmark id per value) are in the profile and in --json", style="dim")
-    console.print(legend)
+    console.print(term.legend())
+    console.print(Text("sources (file and benchmark id of each value): the profile, or --json", style="dim"))
     console.print(Text(f"Wrote {summary['profile']}; use it with --calibration {summary['profile']}"))
