@@ -191,3 +191,9 @@ def test_marker_legend_explains_every_marker() -> None:
     for tag, mark in term.TAG_MARK.items():
         assert f"{mark} {tag}" in legend
     assert len(legend) <= 80
+
+
+def test_sentence_turns_bracketed_tags_into_markers() -> None:
+    text = term.sentence("DeepEP 19.6 tok/s [measured] vs 27.6 tok/s [measured]: a tax of 14.7 ms [derived].")
+    assert text.plain == "DeepEP 19.6 tok/s ● vs 27.6 tok/s ●: a tax of 14.7 ms ◐."
+    assert term.sentence("no tags [here]").plain == "no tags [here]"

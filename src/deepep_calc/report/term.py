@@ -15,6 +15,7 @@ rules they encode, for a terminal of 80 columns (what a pipe gets) and up:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -66,6 +67,25 @@ def legend() -> Text:
             out.append("  ")
         out.append(mark, style=TAG_STYLE[tag])
         out.append(f" {TAG_WORDS[tag]}", style="dim")
+    return out
+
+
+_TAG_IN_TEXT = re.compile(r"\[(measured|derived|assumed)\]")
+
+
+def sentence(text: str, style: str = "") -> Text:
+    """A sentence written with `[derived]`-style tags, with each tag drawn as its marker.
+
+    The verdict's reasons and advisories are worded with bracketed tags; on a terminal they
+    read like the tables beside them when the brackets become markers.
+    """
+    out = Text(style=style)
+    pos = 0
+    for m in _TAG_IN_TEXT.finditer(text):
+        out.append(text[pos : m.start()])
+        out.append_text(marker(m.group(1)))
+        pos = m.end()
+    out.append(text[pos:])
     return out
 
 
