@@ -301,6 +301,8 @@ def capacity_field(r: Resolved, name: str) -> Answer:
     question = f"Smallest {label} at which one node can no longer hold it (capacity forces EP)"
     key = f"capacity_{'isl' if name == 'isl' else 'conc'}"
     limit = LIMITS[name]
+    if name == "isl" and r.model.max_context:  # no input beyond the model's context window
+        limit = min(limit, max(r.model.max_context - int(r.scenario.osl), 1))
 
     def pred(values: np.ndarray) -> np.ndarray:
         return _codes(r, **{name: values})[0] == "capacity"
