@@ -8,6 +8,7 @@ approximately.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ from .physics.layout import layout
 from .physics.memory import Memory, memory
 from .physics.step import EngineFit, assemble, decode_parts, shared, ttft_ms
 from .quantity import Q
-from .scenario import Resolved, Scenario, resolve
+from .scenario import PROMPT_TIMEOUT_MS, Resolved, Scenario, resolve
 
 ROLE_PRIORITY = {"calibration": 0, "anchor": 1, "cross-check": 2}
 
@@ -44,6 +45,9 @@ class ArmResult:
     model_aggregate_tok_s: Q | None = None  # the model's figure before a measured cell replaces it
     meets_slo: bool | None = None
     meets_ttft: bool | None = None
+    model_step_ms: Q | None = None  # the model's step before a measured cell replaces it
+    model_per_user_tok_s: Q | None = None
+    splits: Any = True  # routed experts divide evenly over this arm's EP ranks
 
     def to_json(self) -> dict[str, Any]:
         m = self.memory
@@ -72,7 +76,13 @@ class ArmResult:
             "measured_cell": self.measured_cell,
             "meets_slo": self.meets_slo,
             "meets_ttft": self.meets_ttft,
+            "model_aggregate_tok_s": _opt_json(self.model_aggregate_tok_s),
+            "model_step_ms": _opt_json(self.model_step_ms),
         }
+
+
+def _opt_json(q: Q | None) -> dict[str, Any] | None:
+    return q.to_json() if q is not None else None
 
 
 @dataclass
@@ -122,13 +132,29 @@ def _is_cell_scenario(r: Resolved, cell: Cell) -> bool:
         and s.comms == cell.comms
         and r.engine.name == cell.engine
         and r.instance.name == cell.instance
-        and s.model.strip().lower() == cell.model
+        and _cell_model(r) == cell.model
         and r.gpus_per_node == r.instance.gpus_per_node
         and s.cuda_graphs == cell.cuda_graphs
         and all(getattr(s, k) is None for k in ("experts", "topk", "hidden", "moe_layers", "kv_dtype"))
         and s.max_qps == cell.max_qps
         and _native_dtype(s.weight_dtype, cell.model)
     )
+
+
+def _cell_model(r: Resolved) -> str | None:
+    """The preset whose measured cells describe this model: the preset named, or the preset a
+    config.json is architecturally identical to (same shape, attention and dtypes), so a user's
+    own copy of a calibrated checkpoint keeps its measurements. A dtype override on a config
+    is a different deployment: no twin."""
+    from .catalog.model_catalog import load_models, preset_twin
+
+    s = r.scenario
+    name = s.model.strip().lower()
+    if name in load_models():
+        return name
+    if s.weight_dtype is not None:
+        return None
+    return preset_twin(r.model)
 
 
 def _native_dtype(weight_dtype: str | None, model: str) -> bool:
@@ -201,8 +227,9 @@ def _arm(r: Resolved, arm: str, fit: EngineFit, memo: dict[Any, Any] | None = No
     aggregate = (running * osl / service_ms * 1000.0).as_("tok/s", "running x OSL / (TTFT + (OSL-1) x step)")
     # Closed-loop clients beyond the engine's batch wait for a slot: that wait is in their TTFT.
     waiting_rounds = np.maximum(np.asarray(s.concurrency, dtype=float) / running.value - 1.0, 0.0)
+    ttft_base = ttft
     ttft = (ttft + (service_ms * waiting_rounds).as_("ms")).as_("ms")
-    model_aggregate = aggregate
+    model_aggregate, model_step, model_per_user = aggregate, step, per_user
     cell = None if r.varied else measured_cell_for(r, arm)
     if cell is not None:
         step, per_user, aggregate, ttft = _apply_cell(cell, arm, step, per_user, aggregate, ttft)
@@ -212,13 +239,23 @@ def _arm(r: Resolved, arm: str, fit: EngineFit, memo: dict[Any, Any] | None = No
     )
     split = _split_ok(r.model.experts, lay.expert_shard) if arm != "tp" else np.asarray(True)
     fits = np.asarray(mem.fits)
-    feasible = split & fits
+    reach = _reaches(r, arm)
+    ceiling = prompt_ceiling_ms(s.ttft_ms)
+    answered = np.asarray(ttft.value <= ceiling)
+    feasible = split & fits & reach & answered
     why = ""
     if not r.varied:
         if not split:
             why = f"{r.model.experts} experts cannot be split evenly over EP{int(lay.expert_shard)}"
+        elif not reach:
+            why = f"{r.transport.name} reaches only the GPUs of one node"
         elif not fits:
             why = "does not fit in HBM at this concurrency and context"
+        elif not answered:
+            why = (
+                f"first token after {duration(ttft.scalar)} ({duration(ttft.scalar - ttft_base.scalar)} "
+                f"waiting for a batch slot): past the {duration(ceiling)} a client waits"
+            )
     result = ArmResult(
         arm,
         _plain(feasible),
@@ -235,12 +272,44 @@ def _arm(r: Resolved, arm: str, fit: EngineFit, memo: dict[Any, Any] | None = No
         running,
         cell.id if cell else None,
         model_aggregate,
+        model_step_ms=model_step,
+        model_per_user_tok_s=model_per_user,
+        splits=_plain(split),
     )
     if s.slo_tok_s is not None:
         result.meets_slo = _plain(per_user.value >= s.slo_tok_s)
     if s.ttft_ms is not None:
         result.meets_ttft = _plain(ttft.value <= s.ttft_ms)
     return result
+
+
+def _reaches(r: Resolved, arm: str) -> Any:
+    """DeepEP over a one-node transport (NVLink) cannot serve an EP group that spans nodes.
+
+    A scalar scenario is refused before this (`scenario.check_transport_reach`); sweeps and
+    what-if grids mark the arm infeasible row by row instead.
+    """
+    if arm != "deepep" or r.transport.fabric != "nvlink":
+        return np.asarray(True)
+    return np.asarray(r.scenario.nodes) <= 1
+
+
+def prompt_ceiling_ms(ttft_target_ms: float | None) -> float:
+    """Longest first-token wait an arm may have and still count as serving the load.
+
+    The user's TTFT ceiling when it is longer, else `PROMPT_TIMEOUT_MS` (see scenario.py).
+    """
+    return max(PROMPT_TIMEOUT_MS, ttft_target_ms or 0.0)
+
+
+def duration(ms: float) -> str:
+    """A wait in the unit a person reads it in (ms, s, min, h, days)."""
+    if ms != ms:
+        return "n/a"
+    for limit, div, unit in ((1e3, 1.0, "ms"), (6e4, 1e3, "s"), (3.6e6, 6e4, "min"), (8.64e7, 3.6e6, "h")):
+        if ms < limit:
+            return f"{ms / div:,.0f} {unit}" if unit == "ms" else f"{ms / div:,.1f} {unit}"
+    return f"{ms / 8.64e7:,.1f} days"
 
 
 def _plain(flag: Any) -> Any:
@@ -263,6 +332,38 @@ def _apply_cell(cell: Cell, arm: str, step: Q, per_user: Q, aggregate: Q, ttft: 
     return step, per_user, aggregate, ttft
 
 
+def like_with_like(a: ArmResult, b: ArmResult, metric: str) -> tuple[Q, Q, bool]:
+    """Two arms' figures of one metric on one footing: (a, b, measured?).
+
+    The measured figures when both arms have one; otherwise both arms' model figures, because a
+    benchmark's number carries its ramp, tail and run-to-run noise and the model's does not.
+    """
+    model = {"aggregate_tok_s": "model_aggregate_tok_s", "step_ms": "model_step_ms"}.get(
+        metric, "model_per_user_tok_s"
+    )
+    qa, qb = getattr(a, metric), getattr(b, metric)
+    ma, mb = getattr(a, model) or qa, getattr(b, model) or qb
+    if qa is not ma and qb is not mb:  # a measured cell replaced the model's figure on both arms
+        return qa, qb, True
+    return ma, mb, False
+
+
+def _comparison(dee: ArmResult, alt: ArmResult) -> tuple[Q, Q, Q]:
+    """Aggregate ratio, per-user ratio and per-token tax of DeepEP against the alternative, each
+    from like-with-like figures (the figures the verdict compares and every face shows)."""
+    out = []
+    for metric, unit, what in (
+        ("aggregate_tok_s", "x", "aggregate tok/s DeepEP / alternative"),
+        ("per_user_tok_s", "x", "per-user tok/s DeepEP / alternative"),
+        ("step_ms", "ms/token", "DeepEP step - alternative step"),
+    ):
+        a, b, measured = like_with_like(dee, alt, metric)
+        basis = "measured on both arms" if measured else "model figures of both arms"
+        value = a - b if metric == "step_ms" else a / b
+        out.append(value.as_(unit, f"{what} ({basis})"))
+    return out[0], out[1], out[2]
+
+
 def arms_for(r: Resolved) -> list[str]:
     return ["deepep", r.scenario.alternative, "replica"]
 
@@ -281,10 +382,7 @@ def compute(r: Resolved, reuse: Result | None = None) -> Result:
         name: reuse.arms[name] if reuse is not None and name != "deepep" else _arm(r, name, fit, memo)
         for name in arms_for(r)
     }
-    dee, alt = arms["deepep"], arms[r.scenario.alternative]
-    ratio = (dee.aggregate_tok_s / alt.aggregate_tok_s).as_("x", "aggregate tok/s DeepEP / alternative")
-    ratio_pu = (dee.per_user_tok_s / alt.per_user_tok_s).as_("x", "per-user tok/s DeepEP / alternative")
-    tax = (dee.step_ms - alt.step_ms).as_("ms/token", "DeepEP step - alternative step")
+    ratio, ratio_pu, tax = _comparison(arms["deepep"], arms[r.scenario.alternative])
     return Result(r.scenario, r, arms, r.scenario.alternative, ratio, ratio_pu, tax, memo=memo)
 
 
@@ -298,5 +396,42 @@ def evaluate(scenario: Scenario | None = None, /, **fields: Any) -> Result:
         scenario = scenario.model_copy(update=fields)
     r = resolve(scenario)
     result = compute(r)
+    _refuse_unsplittable(result)
     result.verdict = decide(result)
     return result
+
+
+def _refuse_unsplittable(result: Result) -> None:
+    """No arm can lay the experts out: that is an input error (naming the field the user can
+    change and the values that split), not a capacity verdict. When some arm can, the others
+    are simply infeasible and their `why_not` says why."""
+    if any(bool(a.splits) for a in result.arms.values()):
+        return
+    from .errors import InputError
+    from .physics.layout import layout
+
+    r, s = result.resolved, result.scenario
+    experts = r.model.experts
+    eps = sorted({int(layout(r, name).expert_shard) for name in result.arms}, reverse=True)
+    over = " nor ".join(f"EP{ep}" for ep in eps)
+    gpn_max = r.instance.gpus_per_node
+    gpn_ok = [g for g in range(1, gpn_max + 1) if experts % g == 0 and experts >= g]
+    tail = "; --alternative tp shards every expert instead and always splits"
+    if s.experts is not None or (s.gpus_per_node is None and s.nodes == 1 and not gpn_ok):
+        step = math.lcm(*eps) if eps else 1
+        near = sorted({max(step, experts // step * step), (experts // step + 1) * step})
+        raise InputError(
+            "--experts",
+            experts,
+            f"an expert count that splits evenly: {experts} do not split over {over}; "
+            f"a multiple of {step} does (e.g. {' or '.join(str(n) for n in near)}){tail}",
+        )
+    field = "--gpus-per-node" if s.gpus_per_node is not None else "--model"
+    value: Any = r.gpus_per_node if s.gpus_per_node is not None else s.model
+    choices = ", ".join(str(g) for g in gpn_ok) if gpn_ok else "none up to the node's GPU count"
+    raise InputError(
+        field,
+        value,
+        f"a layout that splits the {experts} routed experts evenly: they do not split over {over}; "
+        f"GPUs per node that divide them: {choices}{tail}",
+    )
