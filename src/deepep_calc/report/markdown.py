@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..evaluate import Result
+from ..launch import run_blocks
 from . import view
 
 
@@ -53,11 +54,19 @@ def render_markdown(result: Result) -> str:
     out.append("| Feasible | " + " | ".join(_cell(f) for f in feas) + " |")
     out.append("")
     out += ["| Comparison | |", "|---|---:|"]
-    out += [f"| {label} | {_q(data[key], digits)} |" for label, key, digits in view.COMPARE_ROWS]
+    out += [
+        f"| {label} | {_q(q, digits) if q else 'n/a: ' + _cell(note)} |"
+        for label, q, digits, note in view.compare_rows(data)
+    ]
     out.append("")
 
     flags = v["flags"]
-    out += [f"## Run it ({flags['engine']}, {flags['arm']})", "", "```", *details["flag_lines"], "```", ""]
+    out += [f"## Run it ({flags['engine']}, {flags['arm'] or 'nothing fits as asked'})", ""]
+    blocks = run_blocks(flags)
+    if not blocks:
+        out += ["Nothing runs as asked: apply one of the changes in the headline and evaluate again.", ""]
+    for caption, lang, text in blocks:
+        out += [f"{caption[0].upper()}{caption[1:]}:", "", f"```{lang}", text, "```", ""]
 
     m = details["model"]
     out += [

@@ -35,6 +35,12 @@ COMPARE_ROWS: list[tuple[str, str, int]] = [
     ("DeepEP / alternative, per user", "ratio_per_user", 2),
     ("DeepEP tax per token", "tax_ms_per_token", 1),
 ]
+_COMPARED_KEY = {  # top-level result key -> the verdict's compared figure it mirrors
+    "ratio_deepep_vs_alternative": "ratio",
+    "ratio_per_user": "per_user_ratio",
+    "tax_ms_per_token": "tax_ms_per_token",
+}
+SAVING_LABEL = "DeepEP saving per token"
 TAG_MEANING = {
     "measured": "observed on hardware (a cited run or your imported benchmark)",
     "derived": "arithmetic on measured values only",
@@ -104,8 +110,23 @@ def provenance_rows(data: dict[str, Any]) -> list[dict[str, str]]:
         for part, q in a["memory_detail_gb"].items():
             if part != "headroom":
                 add(f"{label}: memory {part.replace('_', ' ')}", q, 1)
-    for row_label, key, digits in COMPARE_ROWS:
-        add(row_label, data[key], digits)
+    for row_label, q, digits, _ in compare_rows(data):
+        if q is not None:
+            add(row_label, q, digits)
+    return rows
+
+
+def compare_rows(data: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None, int, str]]:
+    """(label, quantity or None, decimals, note) of the comparison table, from the figures the
+    verdict compared: no ratio between arms that cannot run, and a negative tax is a saving.
+    The page's JavaScript mirrors this (app.js: compareRows)."""
+    compared = (data.get("verdict") or {}).get("compared")
+    rows: list[tuple[str, dict[str, Any] | None, int, str]] = []
+    for label, key, digits in COMPARE_ROWS:
+        q = data[key] if compared is None else compared[_COMPARED_KEY[key]]
+        if q is not None and key == "tax_ms_per_token" and (q["value"] or 0) < 0:
+            label, q = SAVING_LABEL, {**q, "value": -q["value"]}
+        rows.append((label, q, digits, compared["note"] if q is None and compared else ""))
     return rows
 
 
@@ -153,6 +174,8 @@ def page_layout() -> dict[str, Any]:
     return {
         "arm_rows": ARM_ROWS,
         "compare_rows": COMPARE_ROWS,
+        "compared_key": _COMPARED_KEY,
+        "saving_label": SAVING_LABEL,
         "arm_labels": ARM_LABELS,
         "codes": CODES,
         "host_proxied": transport_initiation(),
@@ -190,12 +213,14 @@ def templates() -> Any:
     env.filters["unit"] = unit_shown
     env.filters["script_json"] = script_json
     env.filters["flag_lines"] = flag_lines
+    env.filters["run_blocks"] = run_block_parts
     env.globals.update(
         ARM_ROWS=ARM_ROWS,
         COMPARE_ROWS=COMPARE_ROWS,
         TAG_MEANING=TAG_MEANING,
         css_vars=palette.css_variables(),
         dig=dig,
+        compare_rows=compare_rows,
         arm_label=arm_label,
         arm_colour=_arm_colour,
     )
@@ -231,15 +256,23 @@ def model_summary(result: Any) -> dict[str, Any]:
 
 
 def flag_lines(flags: dict[str, Any]) -> list[str]:
-    """The engine arguments, config and environment of the recommended arm, one per line."""
-    lines = list(flags.get("args", []))
-    lines += [f"{k}: {v}" for k, v in flags.get("config", {}).items()]
-    lines += [f"export {k}={v}" for k, v in flags.get("env", {}).items()]
-    if flags.get("cuda_graphs"):
-        lines.append(str(flags["cuda_graphs"]))
-    if flags.get("requires"):
-        lines.append(f"# requires: {flags['requires']}")
+    """The run block as plain lines: each pasteable part fenced on its own (see `run_blocks`)."""
+    from ..launch import run_blocks
+
+    blocks = run_blocks(flags)
+    if not blocks:
+        return ["# nothing runs as asked: apply one of the changes in the headline and evaluate again"]
+    lines: list[str] = []
+    for caption, lang, text in blocks:
+        lines += [f"# {caption}", f"```{lang}", *text.splitlines(), "```"]
     return lines
+
+
+def run_block_parts(flags: dict[str, Any]) -> list[dict[str, str]]:
+    """The run block for templates: caption, language and text of each part."""
+    from ..launch import run_blocks
+
+    return [{"caption": c, "lang": lang, "text": text} for c, lang, text in run_blocks(flags)]
 
 
 def transport_initiation() -> dict[str, bool]:

@@ -54,6 +54,20 @@
     return lines.map(function (line) { return h("li", null, [line]); });
   }
 
+  // mirrors report/view.py:compare_rows: the verdict's compared figures; a negative tax is a saving
+  function compareRows(data) {
+    var c = data.verdict ? data.verdict.compared : null;
+    return layout.compare_rows.map(function (row) {
+      var label = row[0], key = row[1];
+      var q = c ? c[layout.compared_key[key]] : data[key];
+      if (q && key === "tax_ms_per_token" && q.value !== null && q.value < 0) {
+        label = layout.saving_label;
+        q = Object.assign({}, q, { value: -q.value });
+      }
+      return [label, q, row[2], q ? "" : (c ? c.note : "")];
+    });
+  }
+
   // ---- rendering ----
   function renderVerdict(data, details) {
     var v = data.verdict;
@@ -70,8 +84,14 @@
     fill("reasons", listItems(v.reasons));
     fill("advisories", listItems(v.advisories, "none"));
     fill("robustness", ["Verdict is " + v.robustness]);
-    fill("flags-title", ["(" + v.flags.engine + ", " + v.flags.arm + ")"]);
-    if (details) fill("flags", [details.flag_lines.join("\n") + "\n"]);
+    fill("flags-title", ["(" + v.flags.engine + ", " + (v.flags.arm || "nothing fits as asked") + ")"]);
+    var blocks = v.flags.launch ? v.flags.launch.blocks : [];
+    fill("flags", blocks.length ? blocks.map(function (b) {
+      return h("figure", { "class": "run-block" }, [
+        h("figcaption", { "class": "muted" }, [b.caption]),
+        h("pre", { "class": "flags", "data-lang": b.lang }, [b.text.replace(/\n+$/, "")])
+      ]);
+    }) : [h("p", { "class": "muted" }, ["Nothing runs as asked: apply one of the changes in the headline and evaluate again."])]);
   }
 
   function renderArms(data) {
@@ -95,8 +115,9 @@
     }))));
     var table = document.getElementById("arms-table");
     table.replaceChildren(h("thead", null, [h("tr", null, head)]), h("tbody", null, rows));
-    fill("compare-table", [h("tbody", null, layout.compare_rows.map(function (row) {
-      return h("tr", null, [h("th", { scope: "row" }, [row[0]]), h("td", null, [num(data[row[1]], row[2])])]);
+    fill("compare-table", [h("tbody", null, compareRows(data).map(function (row) {
+      var cell = row[1] ? num(row[1], row[2]) : h("span", { "class": "muted" }, ["n/a: " + row[3]]);
+      return h("tr", null, [h("th", { scope: "row" }, [row[0]]), h("td", null, [cell])]);
     }))]);
   }
 
