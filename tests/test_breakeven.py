@@ -85,6 +85,13 @@ def test_concurrency_crossing_brackets_the_threshold(win: bool) -> None:
     assert answer.check["ratio_at"].scalar == pytest.approx(at)
 
 
+def test_capacity_isl_search_stops_at_the_context_window() -> None:
+    """The default model holds any input its window allows on one node: never, within limits."""
+    answer = capacity_field(_r(Scenario()), "isl")
+    assert answer.value is None
+    assert answer.note == "never within limits (input length up to 40,832)"  # 40,960 - OSL 128
+
+
 def test_concurrency_never_within_limits_is_said_honestly() -> None:
     answer = concurrency_cross(_r(Scenario()), win=False)
     assert answer.value is None
@@ -92,7 +99,8 @@ def test_concurrency_never_within_limits_is_said_honestly() -> None:
 
 
 def test_capacity_isl_is_where_one_node_runs_out() -> None:
-    r = _r(Scenario())
+    # inside the model's context window (ISL + OSL beyond it is refused, issue 10 item 6)
+    r = _r(Scenario(concurrency=2048, engine="vllm"))
     answer = capacity_field(r, "isl")
     assert answer.value is not None
     isl = int(answer.value.scalar)
