@@ -497,7 +497,7 @@ def test_edges_are_finite_without_floating_point_errors(edge: str, model: str) -
         )
         if edge == "one-expert-top-1" and alternative != "tp":
             # one expert splits over no EP group: an input error naming the field, not a verdict
-            with pytest.raises(CalcError, match="--experts: 1 is not allowed.*split"):
+            with pytest.raises(CalcError, match=r"--experts: 1 is not allowed.*split"):
                 evaluate(scenario)
             continue
         result = evaluate_or_refuse(scenario)

@@ -266,7 +266,7 @@ def compare(result: Any) -> Comparison:
     note = ""
     if not runs:
         which = [ARM_LABELS[n] for n, x in (("deepep", dee_arm), (alt, alt_arm)) if not x.feasible]
-        note = f"no ratio: {' and '.join(which)} cannot run here"
+        note = f"{' and '.join(which)} cannot run here"
     return Comparison(
         "measured" if measured else "model",
         aggregate,
@@ -480,7 +480,10 @@ def _main(result: Any, v: Verdict, contending: dict[str, bool]) -> str:
                 f"{step_clause(c.ratio, c.tax_ms_per_token)}."
             )
         other = rivals[0]
-        return f"{lead}: {pair(dee_a, c.aggregate[other])} for {ARM_LABELS[other]}."
+        return (
+            f"{lead}: {pair(dee_a, c.aggregate[other])} for {ARM_LABELS[other]}; "
+            f"{ARM_LABELS[alt]} {_why_out(result, alt)}."
+        )
     # dense
     if arm == "replica":
         rep = c.aggregate["replica"]

@@ -154,9 +154,17 @@ def cli_command(scenario: Any) -> str:
 
 
 def verdict_cards(data: dict[str, Any]) -> list[dict[str, Any]]:
-    lit = data["verdict"]["code"] if data.get("verdict") else None
+    """The three category cards; the lit one carries the verdict's own title (it names the arm)."""
+    v = data.get("verdict")
+    lit = v["code"] if v else None
     return [
-        {"code": c, "symbol": SYMBOLS[c], "title": TITLES[c], "blurb": VERDICT_BLURB[c], "lit": c == lit}
+        {
+            "code": c,
+            "symbol": SYMBOLS[c],
+            "title": v["title"] if c == lit else TITLES[c],
+            "blurb": VERDICT_BLURB[c],
+            "lit": c == lit,
+        }
         for c in CODES
     ]
 
@@ -177,6 +185,7 @@ def page_layout() -> dict[str, Any]:
         "compared_key": _COMPARED_KEY,
         "saving_label": SAVING_LABEL,
         "arm_labels": ARM_LABELS,
+        "titles": TITLES,
         "codes": CODES,
         "host_proxied": transport_initiation(),
         "colours": {

@@ -76,6 +76,8 @@
       card.classList.toggle("lit", lit);
       if (lit) card.setAttribute("aria-current", "true"); else card.removeAttribute("aria-current");
       card.querySelector(".lit-label").textContent = lit ? "this scenario" : "not this one";
+      var name = card.querySelector(".card-name");  // the lit card names the arm the headline runs
+      if (name) name.textContent = lit ? v.title : layout.titles[card.getAttribute("data-code")];
     });
     var detail = document.getElementById("verdict-detail");
     detail.className = "verdict-detail detail-" + v.code;
