@@ -198,7 +198,7 @@ def test_nothing_fits_says_so_and_names_the_smallest_change(capsys: pytest.Captu
         )
         assert after.verdict.status == "ok" and after.arms[after.verdict.recommended_arm].feasible
     code, out, _ = run_cli(capsys, "evaluate", "--model", "deepseek-v3", "--instance", "p5", "--nodes", "1")
-    assert code == 0 and "nothing runs as asked" in out and "★" not in out
+    assert code == 0 and "nothing runs as asked" in out and "★" not in out and "no: HBM" in out
 
 
 def test_fewest_nodes_fix_agrees_with_the_breakeven_search() -> None:

@@ -48,6 +48,7 @@ class ArmResult:
     model_step_ms: Q | None = None  # the model's step before a measured cell replaces it
     model_per_user_tok_s: Q | None = None
     splits: Any = True  # routed experts divide evenly over this arm's EP ranks
+    why_code: str = ""  # short form of why_not: split, reach, memory or queue ("" when feasible)
 
     def to_json(self) -> dict[str, Any]:
         m = self.memory
@@ -55,6 +56,7 @@ class ArmResult:
             "feasible": self.feasible,
             "fits_memory": self.fits_memory,
             "why_not": self.why_not,
+            "why_code": self.why_code,
             "per_user_tok_s": self.per_user_tok_s.to_json(),
             "step_ms": self.step_ms.to_json(),
             "aggregate_tok_s": self.aggregate_tok_s.to_json(),
@@ -243,19 +245,23 @@ def _arm(r: Resolved, arm: str, fit: EngineFit, memo: dict[Any, Any] | None = No
     ceiling = prompt_ceiling_ms(s.ttft_ms)
     answered = np.asarray(ttft.value <= ceiling)
     feasible = split & fits & reach & answered
-    why = ""
+    why, why_code = "", ""
     if not r.varied:
         if not split:
+            why_code = "split"
             why = f"{r.model.experts} experts cannot be split evenly over EP{int(lay.expert_shard)}"
         elif not reach:
+            why_code = "reach"
             why = f"{r.transport.name} reaches only the GPUs of one node"
         elif not fits:
+            why_code = "memory"
             why = "does not fit in HBM at this concurrency and context"
         elif not answered:
-            why = (
-                f"first token after {duration(ttft.scalar)} ({duration(ttft.scalar - ttft_base.scalar)} "
-                f"waiting for a batch slot): past the {duration(ceiling)} a client waits"
-            )
+            why_code = "queue"
+            wait = ttft.scalar - ttft_base.scalar
+            queued = f" ({duration(wait)} waiting for a batch slot)" if wait > 0 else ""
+            limit = duration(ceiling)
+            why = f"first token after {duration(ttft.scalar)}{queued}: past the {limit} a client waits"
     result = ArmResult(
         arm,
         _plain(feasible),
@@ -275,6 +281,7 @@ def _arm(r: Resolved, arm: str, fit: EngineFit, memo: dict[Any, Any] | None = No
         model_step_ms=model_step,
         model_per_user_tok_s=model_per_user,
         splits=_plain(split),
+        why_code=why_code,
     )
     if s.slo_tok_s is not None:
         result.meets_slo = _plain(per_user.value >= s.slo_tok_s)

@@ -94,6 +94,7 @@ def _outcome(res: Any, targets: bool) -> str | None:
 
 
 def _fix(result: Any, update: dict[str, Any], change: str, targets: bool) -> Fix | None:
+    from .evaluate import duration
     from .verdict import ARM_LABELS, tagged
 
     res = _changed(result, update)
@@ -104,14 +105,15 @@ def _fix(result: Any, update: dict[str, Any], change: str, targets: bool) -> Fix
     figures = {"aggregate_tok_s": a.aggregate_tok_s, "per_user_tok_s": a.per_user_tok_s, "ttft_ms": a.ttft_ms}
     s = result.scenario
     label = ARM_LABELS[arm]
+    first = f"first token in {duration(a.ttft_ms.scalar)} [{a.ttft_ms.tag}]"
     if targets and s.slo_tok_s is not None and s.ttft_ms is None:
         note = f"{label}: {tagged(a.per_user_tok_s)} per user"
     elif targets and s.ttft_ms is not None and s.slo_tok_s is None:
-        note = f"{label}: first token in {tagged(a.ttft_ms, 0)}"
+        note = f"{label}: {first}"
     elif targets:
-        note = f"{label}: {tagged(a.per_user_tok_s)} per user, first token in {tagged(a.ttft_ms, 0)}"
+        note = f"{label}: {tagged(a.per_user_tok_s)} per user, {first}"
     else:
-        note = f"{label}: {tagged(a.memory_gb_per_gpu)} per GPU, first token in {tagged(a.ttft_ms, 0)}"
+        note = f"{label}: {tagged(a.memory_gb_per_gpu)} per GPU, {first}"
     return Fix(change, update, arm, note, figures)
 
 

@@ -320,7 +320,7 @@ def decide(result: Any) -> Verdict:
         v.advisories.append(flip)
         v.robustness = f"fragile: {flip}"
     elif status == "nothing_fits":
-        v.robustness = "not applicable: nothing fits as asked"
+        v.robustness = "untested: nothing fits as asked"
     else:
         v.robustness = "robust: no single change of transport, comms, graphs, concurrency or nodes flips it"
     v.flags = engine_flags(result, arm)

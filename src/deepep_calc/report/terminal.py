@@ -88,10 +88,14 @@ def _arms_table(result: Any, v: Any) -> Table:
             Text(f"  step: {part}", style="dim"),
             *[qtext(a.breakdown_ms[part], 2) for a in result.arms.values()],
         )
+    short = {"split": "experts split", "reach": "one node only", "memory": "HBM", "queue": "queue"}
     table.add_row(
         "feasible",
         *[
-            Text("yes" if a.feasible else f"no: {a.why_not}", style="green" if a.feasible else "red")
+            Text(
+                "yes" if a.feasible else f"no: {short.get(a.why_code, a.why_not)}",
+                style="green" if a.feasible else "red",
+            )
             for a in result.arms.values()
         ],
     )
@@ -150,7 +154,8 @@ def print_result(result: Any, console: Console | None = None) -> None:
     body += [Text("Why", style="bold"), _bullets(v.reasons)]
     if v.advisories:
         body += [Text("Advisories", style="bold"), _bullets(v.advisories)]
-    body.append(Text(f"Verdict is {v.robustness}", style="italic"))
+    if v.status != "nothing_fits":
+        body.append(Text(f"Verdict is {v.robustness}", style="italic"))
     legend = Text("tags: ")
     for tag, style in TAG_STYLE.items():
         legend.append(f"[{tag}] ", style=style)
@@ -170,7 +175,7 @@ def print_run_block(flags: dict[str, Any], console: Console) -> None:
     if arm is None:
         console.print(
             Text(
-                "Run it: nothing runs as asked; apply one of the changes above and evaluate again.",
+                "Run it: nothing runs as asked; apply a change above first.",
                 style="bold",
             )
         )

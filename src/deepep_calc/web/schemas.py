@@ -84,6 +84,9 @@ class ArmOut(BaseModel):
     feasible: bool
     fits_memory: bool
     why_not: str
+    why_code: Literal["", "split", "reach", "memory", "queue"] = Field(
+        "", description="short form of why_not: experts do not split, transport does not reach, HBM, queue"
+    )
     per_user_tok_s: QOut
     step_ms: QOut
     aggregate_tok_s: QOut
