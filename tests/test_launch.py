@@ -115,3 +115,14 @@ def test_the_page_shows_each_part_in_its_own_block(client: Any) -> None:  # noqa
     assert "trtllm-serve Qwen/Qwen3-30B-A3B-FP8" in html_lib.unescape(blocks[1][1])
     lit = re.search(r'card card-dense lit".*?<span class="card-name">(.*?)</span>', resp.text, re.S)
     assert lit and lit.group(1) == "Use DENSE / allgather"
+
+
+def test_the_page_and_report_show_the_compared_aggregates(client: Any) -> None:  # noqa: F811
+    """Where a measured figure is set aside, the table shows the figures the rule compared."""
+    resp = client.get("/", params={"transport": "efa-gda"})
+    assert resp.status_code == 200
+    row = re.search(r'<tr class="compared">(.*?)</tr>', resp.text, re.S)
+    assert row and "858.1" in row.group(1) and "804.9" in row.group(1)
+    assert '<tr class="compared">' not in client.get("/").text  # calibration: shown = compared
+    md = render_markdown(evaluate(Scenario(transport="efa-gda")))
+    assert "| Compared aggregate (like with like) | 804.9 tok/s [assumed] | 858.1 tok/s [assumed] |" in md

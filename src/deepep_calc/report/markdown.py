@@ -50,6 +50,10 @@ def render_markdown(result: Result) -> str:
     for label, path, digits in view.ARM_ROWS:
         cells = [_q(view.dig(data["arms"][a], path), digits) for a in arms]
         out.append(f"| {label} | " + " | ".join(cells) + " |")
+    compared = view.compared_row(data)
+    if compared:
+        cells = [_q(compared[a], 1) for a in arms]
+        out.append("| Compared aggregate (like with like) | " + " | ".join(cells) + " |")
     feas = ["yes" if data["arms"][a]["feasible"] else f"no: {data['arms'][a]['why_not']}" for a in arms]
     out.append("| Feasible | " + " | ".join(_cell(f) for f in feas) + " |")
     out.append("")

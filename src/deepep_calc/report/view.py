@@ -130,6 +130,20 @@ def compare_rows(data: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None,
     return rows
 
 
+def compared_row(data: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """Arm -> the aggregate the verdict compared, when it differs from the one shown (a measured
+    figure set aside to compare like with like); None when the shown figures are the compared
+    ones. Mirrored by the page's JavaScript (app.js: comparedRow)."""
+    compared = (data.get("verdict") or {}).get("compared")
+    if not compared:
+        return None
+    row = compared["aggregate_tok_s"]
+    shown = {arm: a["aggregate_tok_s"]["value"] for arm, a in data["arms"].items()}
+    if all(row[arm]["value"] == shown[arm] for arm in shown):
+        return None
+    return {arm: row[arm] for arm in shown}
+
+
 def scenario_summary(data: dict[str, Any]) -> str:
     s = data["scenario"]
     graphs = "CUDA graphs" if s["cuda_graphs"] else "eager"
@@ -230,6 +244,7 @@ def templates() -> Any:
         css_vars=palette.css_variables(),
         dig=dig,
         compare_rows=compare_rows,
+        compared_row=compared_row,
         arm_label=arm_label,
         arm_colour=_arm_colour,
     )

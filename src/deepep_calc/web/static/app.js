@@ -68,6 +68,16 @@
     });
   }
 
+  // mirrors report/view.py:compared_row: the compared aggregates when they are not the shown ones
+  function comparedRow(data) {
+    var c = data.verdict ? data.verdict.compared : null;
+    if (!c) return null;
+    var differs = Object.keys(data.arms).some(function (arm) {
+      return c.aggregate_tok_s[arm].value !== data.arms[arm].aggregate_tok_s.value;
+    });
+    return differs ? c.aggregate_tok_s : null;
+  }
+
   // ---- rendering ----
   function renderVerdict(data, details) {
     var v = data.verdict;
@@ -108,6 +118,12 @@
         return h("td", null, [num(dig(data.arms[arm], row[1]), row[2])]);
       })));
     });
+    var compared = comparedRow(data);
+    if (compared) {
+      rows.push(h("tr", { "class": "compared" }, [h("th", { scope: "row" }, ["Compared aggregate (like with like)"])].concat(arms.map(function (arm) {
+        return h("td", null, [num(compared[arm], 1)]);
+      }))));
+    }
     rows.push(h("tr", null, [h("th", { scope: "row" }, ["Feasible"])].concat(arms.map(function (arm) {
       var a = data.arms[arm];
       return h("td", { "class": a.feasible ? "ok" : "bad" }, [a.feasible ? "yes" : "no: " + a.why_not]);
