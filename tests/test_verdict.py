@@ -149,8 +149,8 @@ def test_step_clause_never_sets_a_ratio_against_a_contradicting_tax(
 @pytest.mark.parametrize(
     ("args", "field", "needle"),
     [
-        (["--experts", "100"], "--experts: 100", "96 or 112"),
-        (["--experts", "129"], "--experts: 129", "multiple of 16"),
+        (["--experts", "100"], "--experts: 100", "of 16 over every group (e.g. 96 or 112)"),
+        (["--experts", "129"], "--experts: 129", "of 16 over every group (e.g. 128 or 144)"),
         (["--gpus-per-node", "3"], "--gpus-per-node: 3", "1, 2, 4, 8"),
     ],
 )
@@ -159,6 +159,16 @@ def test_an_unsplittable_layout_is_an_input_error_not_capacity(
 ) -> None:
     err = _refused(capsys, *args)
     assert field in err and needle in err and "CAPACITY" not in err
+
+
+def test_a_sweep_refuses_an_unsplittable_combination_as_evaluate_does() -> None:
+    from deepep_calc.sweep import plan_sweep
+
+    with pytest.raises(InputError, match="--gpus-per-node: 3 is not allowed"):
+        plan_sweep({"gpus_per_node": "3,8", "nodes": "1,2"})
+    with pytest.raises(InputError, match="--experts: 100 is not allowed"):
+        plan_sweep({"experts": "100", "nodes": "1:4"})
+    assert plan_sweep({"experts": "100", "nodes": "1:4", "alternative": "tp"}).rows == 4
 
 
 def test_one_expert_config_is_refused_naming_the_model(tmp_path: Path) -> None:

@@ -402,36 +402,50 @@ def evaluate(scenario: Scenario | None = None, /, **fields: Any) -> Result:
     elif fields:
         scenario = scenario.model_copy(update=fields)
     r = resolve(scenario)
+    check_splittable(r)
     result = compute(r)
-    _refuse_unsplittable(result)
     result.verdict = decide(result)
     return result
 
 
-def _refuse_unsplittable(result: Result) -> None:
-    """No arm can lay the experts out: that is an input error (naming the field the user can
-    change and the values that split), not a capacity verdict. When some arm can, the others
-    are simply infeasible and their `why_not` says why."""
-    if any(bool(a.splits) for a in result.arms.values()):
-        return
+def check_splittable(r: Resolved) -> None:
+    """Refuse a layout no arm can split: an input error naming the field the user can change and
+    the values that split, never a capacity verdict. When some arm can split, the others are
+    simply infeasible and their `why_not` says why.
+
+    The EP group of DeepEP / allgather spans nodes x GPUs per node, a multiple of one node's GPU
+    count, so when one node's replica group does not divide the experts no EP group does
+    either: the check depends on experts, GPUs per node and the alternative, never on the node
+    count (sweeps call it once per combination).
+    """
     from .errors import InputError
     from .physics.layout import layout
 
-    r, s = result.resolved, result.scenario
+    names = arms_for(r)
+    shards = {name: layout(r, name).expert_shard for name in names if name != "tp"}
     experts = r.model.experts
-    eps = sorted({int(layout(r, name).expert_shard) for name in result.arms}, reverse=True)
+    if len(shards) < len(names) or any(np.all(_split_ok(experts, ep)) for ep in shards.values()):
+        return
+    s = r.scenario
+    eps = sorted({int(np.max(ep)) for ep in shards.values()}, reverse=True)
     over = " nor ".join(f"EP{ep}" for ep in eps)
-    gpn_max = r.instance.gpus_per_node
-    gpn_ok = [g for g in range(1, gpn_max + 1) if experts % g == 0 and experts >= g]
+    gpn_ok = [g for g in range(1, r.instance.gpus_per_node + 1) if experts % g == 0 and experts >= g]
     tail = "; --alternative tp shards every expert instead and always splits"
-    if s.experts is not None or (s.gpus_per_node is None and s.nodes == 1 and not gpn_ok):
-        step = math.lcm(*eps) if eps else 1
-        near = sorted({max(step, experts // step * step), (experts // step + 1) * step})
+    if s.experts is not None or (s.gpus_per_node is None and not gpn_ok):
+
+        def near(step: int) -> str:
+            return " or ".join(
+                str(n) for n in sorted({max(step, experts // step * step), (experts // step + 1) * step})
+            )
+
+        one, every = min(eps), math.lcm(*eps)
+        splits = f"a multiple of {one} splits over EP{one} (e.g. {near(one)})"
+        if every != one:
+            splits += f", of {every} over every group (e.g. {near(every)})"
         raise InputError(
             "--experts",
             experts,
-            f"an expert count that splits evenly: {experts} do not split over {over}; "
-            f"a multiple of {step} does (e.g. {' or '.join(str(n) for n in near)}){tail}",
+            f"an expert count that splits evenly: {experts} do not split over {over}; {splits}{tail}",
         )
     field = "--gpus-per-node" if s.gpus_per_node is not None else "--model"
     value: Any = r.gpus_per_node if s.gpus_per_node is not None else s.model

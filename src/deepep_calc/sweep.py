@@ -209,9 +209,13 @@ def plan_sweep(raw: Mapping[str, str | None]) -> SweepPlan:
         raise InputError("sweep", f"{rows:,} rows", f"at most {MAX_ROWS:,} rows")
     plan = SweepPlan(axes, numeric, categorical)
     first_numeric = {f: axes[f][0] for f in numeric}
+    from .evaluate import check_splittable
+
     for index in itertools.product(*(range(n) for n in cat_sizes)):
         fields = {f: axes[f][i] for f, i in zip(categorical, index, strict=True)}
-        plan.combinations.append(Combination(index, resolve(_scenario({**fields, **first_numeric}))))
+        resolved = resolve(_scenario({**fields, **first_numeric}))
+        check_splittable(resolved)  # a layout no arm can split is refused, as `evaluate` refuses it
+        plan.combinations.append(Combination(index, resolved))
     return plan
 
 
