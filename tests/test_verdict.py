@@ -392,3 +392,18 @@ def test_refusals_are_calc_errors_with_a_field() -> None:
         with pytest.raises(CalcError) as info:
             evaluate(Scenario(**kw))
         assert info.value.field
+
+
+def test_a_longer_step_beside_a_higher_aggregate_is_not_called_a_tax() -> None:
+    """tp as the alternative caps its batch: DeepEP can lose on the step and win on the aggregate."""
+    result = evaluate(
+        Scenario(model="glm-4.5-air", nodes=1, engine="vllm", alternative="tp", concurrency=441)
+    )
+    c = result.verdict.compared
+    assert c is not None and c.ratio is not None and c.tax_ms_per_token is not None
+    assert c.ratio.scalar > 1 and c.tax_ms_per_token.scalar > 0
+    assert not any("a tax of" in line for line in result.verdict.reasons)
+    assert any("yet its aggregate is higher" in line for line in result.verdict.reasons)
+    md = render_markdown(result)
+    assert "| DeepEP step longer by (first token and batch size carry the aggregate) |" in md
+    assert "| DeepEP tax per token |" not in md

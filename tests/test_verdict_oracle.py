@@ -185,6 +185,7 @@ def check(doc: dict[str, Any]) -> None:
     assert "more" not in v["headline"] or "-" not in v["headline"].split("more")[0][-20:]
     if runs and ratio > 1 and doc["tax_ms_per_token"]["value"] > 0:
         assert "pays a tax" not in v["headline"], v["headline"]
+        assert not any("a tax of" in line for line in v["reasons"]), v["reasons"]
     # the title names the arm the headline and the flags name
     if rec is not None and code != "deepep":
         label = {

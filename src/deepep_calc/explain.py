@@ -27,9 +27,15 @@ def _ms_per_layer(q: Q, layers: int) -> str:
     return f"{q.scalar * 1000.0 / max(layers, 1):,.0f} µs"
 
 
-def tax_words(tax: Q) -> str:
-    """A negative tax is a saving: say so instead of printing a minus sign in a 'tax'."""
+def tax_words(tax: Q, ratio: Q | None = None) -> str:
+    """A negative tax is a saving: say so instead of printing a minus sign in a 'tax'. Beside an
+    aggregate ratio above 1 a longer step is no 'tax' on the outcome: say what carries it."""
     if tax.scalar >= 0:
+        if ratio is not None and ratio.scalar > 1.0 and tax.scalar > 0:
+            return (
+                f"DeepEP's step is {tagged(tax)} longer, yet its aggregate is higher: time to first "
+                "token and batch size carry it"
+            )
         return f"a tax of {tagged(tax)} on every step"
     saved = Q(-tax.value, tax.unit, tax.tag, tax.source)
     return f"DeepEP saves {tagged(saved)} on every step"
@@ -96,7 +102,7 @@ def reasons(result: Any, v: Verdict) -> list[str]:
         if c.tax_ms_per_token is not None:
             out.append(
                 f"Per-user decode: DeepEP {pair(a_pu, b_pu)} for {alt_label}: "
-                f"{tax_words(c.tax_ms_per_token)}."
+                f"{tax_words(c.tax_ms_per_token, c.ratio)}."
             )
     for name, a in result.arms.items():
         if not a.feasible:

@@ -41,6 +41,7 @@ _COMPARED_KEY = {  # top-level result key -> the verdict's compared figure it mi
     "tax_ms_per_token": "tax_ms_per_token",
 }
 SAVING_LABEL = "DeepEP saving per token"
+LONGER_LABEL = "DeepEP step longer by (first token and batch size carry the aggregate)"
 TAG_MEANING = {
     "measured": "observed on hardware (a cited run or your imported benchmark)",
     "derived": "arithmetic on measured values only",
@@ -122,10 +123,13 @@ def compare_rows(data: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None,
     The page's JavaScript mirrors this (app.js: compareRows)."""
     compared = (data.get("verdict") or {}).get("compared")
     rows: list[tuple[str, dict[str, Any] | None, int, str]] = []
+    ratio = data["ratio_deepep_vs_alternative"] if compared is None else compared["ratio"]
     for label, key, digits in COMPARE_ROWS:
         q = data[key] if compared is None else compared[_COMPARED_KEY[key]]
         if q is not None and key == "tax_ms_per_token" and (q["value"] or 0) < 0:
             label, q = SAVING_LABEL, {**q, "value": -q["value"]}
+        elif q is not None and key == "tax_ms_per_token" and ratio and (ratio["value"] or 0) > 1:
+            label = LONGER_LABEL  # a ratio above 1 never sits beside a plain "tax"
         rows.append((label, q, digits, compared["note"] if q is None and compared else ""))
     return rows
 
@@ -198,6 +202,7 @@ def page_layout() -> dict[str, Any]:
         "compare_rows": COMPARE_ROWS,
         "compared_key": _COMPARED_KEY,
         "saving_label": SAVING_LABEL,
+        "longer_label": LONGER_LABEL,
         "arm_labels": ARM_LABELS,
         "titles": TITLES,
         "codes": CODES,

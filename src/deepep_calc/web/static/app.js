@@ -57,12 +57,15 @@
   // mirrors report/view.py:compare_rows: the verdict's compared figures; a negative tax is a saving
   function compareRows(data) {
     var c = data.verdict ? data.verdict.compared : null;
+    var ratio = c ? c.ratio : data.ratio_deepep_vs_alternative;
     return layout.compare_rows.map(function (row) {
       var label = row[0], key = row[1];
       var q = c ? c[layout.compared_key[key]] : data[key];
       if (q && key === "tax_ms_per_token" && q.value !== null && q.value < 0) {
         label = layout.saving_label;
         q = Object.assign({}, q, { value: -q.value });
+      } else if (q && key === "tax_ms_per_token" && ratio && ratio.value > 1) {
+        label = layout.longer_label;
       }
       return [label, q, row[2], q ? "" : (c ? c.note : "")];
     });
