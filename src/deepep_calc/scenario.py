@@ -75,19 +75,23 @@ class Scenario(BaseModel):
     gpus_per_node: int | None = Field(None, description="default: the instance's GPU count")
     engine: str = DEFAULTS["engine"]
     cuda_graphs: bool = Field(False, description="false = eager (the measured mode)")
-    transport: str = DEFAULTS["transport"]
+    transport: str = Field(DEFAULTS["transport"], description="DeepEP transport; nvlink only with nodes = 1")
     alternative: Literal["allgather", "tp"] = "allgather"
     comms: int = Field(DEFAULTS["comms"], description="EP_NUM_COMMS")
     max_qps: int = Field(DEFAULTS["max_qps"], description="EP_EFA_MAX_QPS")
     concurrency: int = DEFAULTS["concurrency"]
-    isl: int = DEFAULTS["isl"]
-    osl: int = DEFAULTS["osl"]
+    isl: int = Field(DEFAULTS["isl"], description="input tokens; ISL + OSL within the model's context window")
+    osl: int = Field(
+        DEFAULTS["osl"], description="output tokens; ISL + OSL within the model's context window"
+    )
     weight_dtype: str | None = Field(None, description="default: the model's native dtype")
     slo_tok_s: float | None = Field(None, description="per-user decode floor")
-    ttft_ms: float | None = Field(None, description="time-to-first-token ceiling")
+    ttft_ms: float | None = Field(
+        None, description="time-to-first-token ceiling; above 10 min it also raises the prompt ceiling"
+    )
     price_per_hour: float | None = Field(None, description="$ per node-hour override")
     calibration: str | None = Field(None, description="profile written by `calibrate`")
-    experts: int | None = Field(None, description="override: routed experts")
+    experts: int | None = Field(None, description="override: routed experts (must split over some EP group)")
     topk: int | None = Field(None, description="override: experts per token")
     hidden: int | None = Field(None, description="override: hidden size")
     moe_layers: int | None = Field(None, description="override: MoE layer count")
