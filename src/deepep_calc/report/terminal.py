@@ -50,7 +50,10 @@ def step_words(ratio: Q, tax: Q) -> str:
     return f"same step {tag}"
 
 
-def _arms_table(result: Any, v: Any) -> Table:
+WIDE = 100  # below this many columns the card drops the step parts and KV capacity rows
+
+
+def _arms_table(result: Any, v: Any, wide: bool = True) -> Table:
     r = result.resolved
     table = Table(show_header=True, header_style="bold", expand=False, box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("")
@@ -72,9 +75,12 @@ def _arms_table(result: Any, v: Any) -> Table:
         ("cost", lambda a: qtext(a.usd_per_mtok, 2)),
         ("memory / GPU", lambda a: qtext(a.memory_gb_per_gpu)),
         ("KV headroom", lambda a: qtext(a.memory.headroom_gb)),
-        ("max concurrency", lambda a: qtext(a.memory.max_concurrency, 0)),
-        ("KV tokens / GPU", lambda a: qtext(a.memory.kv_tokens, 0)),
     ]
+    if wide:
+        rows += [
+            ("max concurrency", lambda a: qtext(a.memory.max_concurrency, 0)),
+            ("KV tokens / GPU", lambda a: qtext(a.memory.kv_tokens, 0)),
+        ]
     for label, fn in rows:
         table.add_row(label, *[fn(a) for a in result.arms.values()])
     c = v.compared
@@ -83,7 +89,7 @@ def _arms_table(result: Any, v: Any) -> Table:
             Text("compared on", style="bold"),
             *[qtext(c.aggregate[n]) for n in result.arms],
         )
-    for part in next(iter(result.arms.values())).breakdown_ms:
+    for part in next(iter(result.arms.values())).breakdown_ms if wide else ():
         table.add_row(
             Text(f"  step: {part}", style="dim"),
             *[qtext(a.breakdown_ms[part], 2) for a in result.arms.values()],
@@ -150,7 +156,17 @@ def print_result(result: Any, console: Console | None = None) -> None:
         f"concurrency {s.concurrency:,}, ISL {s.isl:,} / OSL {s.osl:,}",
         style="dim",
     )
-    body: list[Any] = [Text(v.headline, style="bold"), scen, _arms_table(result, v), _summary(result, v)]
+    wide = console.width >= WIDE
+    body: list[Any] = [
+        Text(v.headline, style="bold"),
+        scen,
+        _arms_table(result, v, wide),
+        _summary(result, v),
+    ]
+    if not wide:
+        body.append(
+            Text(f"(step parts and KV capacity: a terminal of {WIDE}+ columns, or --json)", style="dim")
+        )
     body += [Text("Why", style="bold"), _bullets(v.reasons)]
     if v.advisories:
         body += [Text("Advisories", style="bold"), _bullets(v.advisories)]
