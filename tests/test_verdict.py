@@ -407,3 +407,32 @@ def test_a_longer_step_beside_a_higher_aggregate_is_not_called_a_tax() -> None:
     md = render_markdown(result)
     assert "| DeepEP step longer by (first token and batch size carry the aggregate) |" in md
     assert "| DeepEP tax per token |" not in md
+
+
+def test_a_profile_calibrated_on_a_config_path_still_replays_its_cells(tmp_path: Path) -> None:
+    """Cells of a user's profile name the model as calibrated (here a config path): they match."""
+    from deepep_calc import cli
+
+    real = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "aiperf"
+    if not real.is_dir():
+        pytest.skip("../shared fixtures not present")
+    prefix = "trtllm-0.21_qwen3-30b-a3b-fp8_ep16_2xp5en"
+    out = tmp_path / "p.toml"
+    cli.main(
+        [
+            "calibrate",
+            "--dense",
+            str(real / f"{prefix}_dense-allgather_c4_isl120.json"),
+            "--deepep",
+            str(real / f"{prefix}_deepep-epnc1_c4_isl120.json"),
+            "--model",
+            str(QWEN_CONFIG),
+            "-o",
+            str(out),
+            "--json",
+        ]
+    )
+    result = evaluate(
+        Scenario(model=str(QWEN_CONFIG), calibration=str(out), comms=1, concurrency=4, isl=120, osl=128)
+    )
+    assert result.arms["deepep"].measured_cell == "your-c4-k1"  # the profile's own cell, replayed

@@ -134,7 +134,7 @@ def _is_cell_scenario(r: Resolved, cell: Cell) -> bool:
         and s.comms == cell.comms
         and r.engine.name == cell.engine
         and r.instance.name == cell.instance
-        and _cell_model(r) == cell.model
+        and cell.model in _cell_models(r)
         and r.gpus_per_node == r.instance.gpus_per_node
         and s.cuda_graphs == cell.cuda_graphs
         and all(getattr(s, k) is None for k in ("experts", "topk", "hidden", "moe_layers", "kv_dtype"))
@@ -143,20 +143,20 @@ def _is_cell_scenario(r: Resolved, cell: Cell) -> bool:
     )
 
 
-def _cell_model(r: Resolved) -> str | None:
-    """The preset whose measured cells describe this model: the preset named, or the preset a
-    config.json is architecturally identical to (same shape, attention and dtypes), so a user's
-    own copy of a calibrated checkpoint keeps its measurements. A dtype override on a config
-    is a different deployment: no twin."""
+def _cell_models(r: Resolved) -> tuple[str, ...]:
+    """The model names whose measured cells describe this model: what `--model` says (a preset,
+    or the config path a user's profile was calibrated with), and for a config.json the preset it
+    is architecturally identical to (same shape, attention and dtypes), so a user's own copy of a
+    calibrated checkpoint keeps its measurements. A dtype override on a config is another
+    deployment: no twin."""
     from .catalog.model_catalog import load_models, preset_twin
 
     s = r.scenario
     name = s.model.strip().lower()
-    if name in load_models():
-        return name
-    if s.weight_dtype is not None:
-        return None
-    return preset_twin(r.model)
+    if name in load_models() or s.weight_dtype is not None:
+        return (name,)
+    twin = preset_twin(r.model)
+    return (name,) if twin is None else (name, twin)
 
 
 def _native_dtype(weight_dtype: str | None, model: str) -> bool:
