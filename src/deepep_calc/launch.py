@@ -143,7 +143,8 @@ def launch(result: Any, arm: str, spec: Any, fill: Any) -> dict[str, Any]:
             ]
             notes.append(f"run this on every node, with --node-rank 0..{ranks // gpn - 1}")
     if arm == "replica" and s.nodes > 1:
-        notes.append(f"{s.nodes} such servers, one per node, behind a load balancer")
+        notes = [n for n in notes if "per node" not in n]  # the catalog's prose, said once with the count
+        notes.append(f"run {s.nodes} such servers, one per node, behind a load balancer")
     if arm == "deepep" and r.transport.requires:
         notes.append(f"requires: {r.transport.requires}")
     command = "\n".join([*_comments(notes), _lines(cli)])
