@@ -436,3 +436,15 @@ def test_a_profile_calibrated_on_a_config_path_still_replays_its_cells(tmp_path:
         Scenario(model=str(QWEN_CONFIG), calibration=str(out), comms=1, concurrency=4, isl=120, osl=128)
     )
     assert result.arms["deepep"].measured_cell == "your-c4-k1"  # the profile's own cell, replayed
+
+
+def test_a_capacity_call_inside_its_band_says_either_ep_flavour() -> None:
+    """Under capacity the faster EP flavour wins (threshold 1): a band across 1 is a close call."""
+    base = evaluate(Scenario(model="kimi-k2"))
+    assert base.verdict.code == "capacity" and base.verdict.compared.basis == "model"
+    ratio = base.ratio_deepep_vs_alternative.scalar
+    v = decide(_with_band(base, min(ratio, 1.0) - 0.1, max(ratio, 1.0) + 0.1))
+    assert v.close_call and v.code == "capacity" and v.recommended_arm == base.verdict.recommended_arm
+    assert "Either EP flavour, too close to call" in v.headline and "spans 1.00×" in v.headline
+    clear = decide(_with_band(base, ratio * 0.99, ratio * 1.01)) if abs(ratio - 1) > 0.02 else None
+    assert clear is None or clear.headline == base.verdict.headline

@@ -302,11 +302,13 @@ def decide(result: Any) -> Verdict:
     status = status_of(a)
     comparison = compare(result)
     contending = {n: bool(np.asarray(v).reshape(-1)[0]) for n, v in a.contending.items()}
+    # capacity picks the faster EP flavour (threshold 1); otherwise DeepEP must clear the noise band
+    deciding = 1.0 if code == "capacity" else comparison.threshold
     close = (
         contending["deepep"]
         and contending[result.alternative]
         and comparison.basis == "model"
-        and band_crosses(comparison.ratio, comparison.threshold)
+        and band_crosses(comparison.ratio, deciding)
     )
     fixes = fixes_for(result, status) if status != "ok" else []
     v = Verdict(code, "", arm, [], status=status, close_call=close, compared=comparison)
@@ -451,6 +453,13 @@ def _main(result: Any, v: Verdict, contending: dict[str, bool]) -> str:
             f"Shard experts across nodes: one node would need {single.memory_gb_per_gpu.scalar:,.0f} GB "
             f"per GPU against {single.memory.usable_gb.scalar:,.0f} GB usable."
         )
+        if v.close_call and c.ratio is not None:
+            lo, hi = _band(c.ratio)
+            return (
+                f"{lead} Either EP flavour, too close to call: DeepEP over {t} reaches {times(c.ratio)} the "
+                f"{ARM_LABELS[alt]} aggregate ({pair(dee_a, alt_a)}), and the model's error band "
+                f"{lo:.2f}–{hi:.2f}× spans 1.00×; {ARM_LABELS[arm]} is likely faster."
+            )
         if arm == "deepep":
             if contending[alt] and c.ratio is not None:
                 return (
@@ -517,10 +526,13 @@ def _why_out(result: Any, name: str) -> str:
     return "misses the targets"
 
 
+def _band(ratio: Q) -> tuple[float, float]:
+    return float(np.asarray(ratio.low).reshape(-1)[0]), float(np.asarray(ratio.high).reshape(-1)[0])
+
+
 def _close_text(result: Any, side: str, c: Comparison) -> str:
     assert c.ratio is not None
-    lo = float(np.asarray(c.ratio.low).reshape(-1)[0])
-    hi = float(np.asarray(c.ratio.high).reshape(-1)[0])
+    lo, hi = _band(c.ratio)
     alt = ARM_LABELS[result.alternative]
     lead = "likely DeepEP" if side == "DeepEP" else f"likely {alt}"
     both = pair(c.aggregate["deepep"], c.aggregate[result.alternative])
