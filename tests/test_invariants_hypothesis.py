@@ -69,6 +69,11 @@ ARM_NUMBERS = ("per_user_tok_s", "step_ms", "aggregate_tok_s", "ttft_ms", "usd_p
 # the scenario space
 
 
+def _window(spec: Any) -> int:
+    """Longest ISL + OSL the model takes (the scenario limits where it states no window)."""
+    return int(spec.max_context or LIMITS["isl"])
+
+
 @st.composite
 def scenarios(draw: st.DrawFn, overrides: bool = True) -> Scenario:
     """Valid-looking scenarios across every catalog row, with extreme values mixed in."""
@@ -91,8 +96,9 @@ def scenarios(draw: st.DrawFn, overrides: bool = True) -> Scenario:
         "comms": draw(count(LIMITS["comms"], 8)),
         "max_qps": draw(count(LIMITS["max_qps"], 8)),
         "concurrency": draw(count(LIMITS["concurrency"], 4096)),
-        "isl": draw(count(LIMITS["isl"], 16384)),
-        "osl": draw(count(LIMITS["osl"], 4096)),
+        # ISL + OSL past the context window is refused (issue 10): draw inside it, edge included
+        "isl": (isl := draw(count(_window(spec) - 1, min(16384, _window(spec) - 1)))),
+        "osl": draw(count(max(_window(spec) - isl, 1), min(4096, max(_window(spec) - isl, 1)))),
         "slo_tok_s": draw(st.none() | st.floats(1e-3, 1e5)),
         "ttft_ms": draw(st.none() | st.floats(1e-3, 1e7)),
         "price_per_hour": draw(st.none() | st.floats(1e-3, 1e5)),
