@@ -383,7 +383,9 @@ def load_profile(path: str | Path) -> Profile:
     if p.is_dir():
         raise FileInputError(p, "is a directory; expected a calibration profile (.toml)")
     text = read_text_file(p, MAX_PROFILE_BYTES)
-    return _load(p.resolve().name, text, str(path))
+    profile = _load(p.resolve().name, text, str(path))
+    verify_inputs(profile, p.resolve().parent)
+    return profile
 
 
 def _out_of_range(value: object, where: str = "") -> str | None:
@@ -456,6 +458,7 @@ def _validated(doc: dict[str, Any], shown: str) -> Profile:
         err = exc.errors()[0]
         loc = ".".join(str(part) for part in err["loc"]) or "(top level)"
         raise FileInputError(shown, f"not a valid calibration profile: {loc}: {err['msg']}") from None
+    _check_scenario(profile.scenario, shown)
     for i, cell in enumerate(profile.measured):
         for arm in ("deepep", "allgather", "versus"):
             metrics = cell.arm(arm)
@@ -467,6 +470,83 @@ def _validated(doc: dict[str, Any], shown: str) -> Profile:
                         f"expected at least {MIN_POSITIVE:g}",
                     )
     return profile
+
+
+def _check_scenario(s: Scenario, shown: str) -> None:
+    """The profile's [scenario] obeys the rules a typed scenario does (nodes -5 is no scenario).
+
+    Its numbers take the CLI's checks and its instance, engine and transport must be catalog
+    rows; the model is not re-read here (a config.json path may have moved since calibration).
+    """
+    from ..catalog.engines import get_engine
+    from ..catalog.hardware import get_instance
+    from ..catalog.transports import get_transport
+    from ..scenario import check_numbers
+
+    try:
+        check_numbers(s)
+        get_instance(s.instance)
+        get_engine(s.engine)
+        transport = get_transport(s.transport)
+        if s.instance.strip().lower() not in transport.instances:
+            raise InputError("--transport", s.transport, f"a transport available on {s.instance}")
+    except InputError as exc:
+        key = (exc.field or "").lstrip("-").replace("-", "_")
+        raise FileInputError(
+            shown,
+            f"not a valid calibration profile: scenario.{key} = {exc.value!r} is not allowed; "
+            f"expected {exc.allowed}",
+            field=f"scenario.{key}",
+        ) from None
+
+
+def verify_inputs(profile: Profile, folder: Path) -> None:
+    """Check the recorded fingerprint of every input that can be found again.
+
+    A profile's measured cells are only as good as the files they were read from. When such a
+    file is present again (at its recorded path, or beside the profile) with other contents,
+    the profile no longer describes it: refuse, naming the file, rather than replay stale
+    measurements as "measured". Files that are gone are fine: profiles travel without inputs.
+    """
+    for item in profile.inputs:
+        recorded = Path(item.path)
+        places = (
+            [recorded] if recorded.is_absolute() else [recorded, folder / recorded, folder / recorded.name]
+        )
+        seen: list[tuple[Path, str]] = []
+        for place in dict.fromkeys(places):
+            found = _fingerprint_if_file(place)
+            if found is None:
+                continue
+            if found == (item.sha256, item.size_bytes):
+                seen = []
+                break
+            seen.append((place, found[0]))
+        if seen:
+            place, digest = seen[0]
+            raise FileInputError(
+                profile._name or "the profile",
+                f"its {item.role} input {place} has changed since calibration (sha256 "
+                f"{item.sha256[:12]}... recorded, {digest[:12]}... now): re-run deepep-calc calibrate "
+                "on the current files, or restore the originals",
+                field="inputs",
+            )
+
+
+@lru_cache(maxsize=256)
+def _fingerprint_cached(path: str, mtime_ns: int, size: int) -> tuple[str, int]:
+    return fingerprint(Path(path))
+
+
+def _fingerprint_if_file(path: Path) -> tuple[str, int] | None:
+    """sha256 and size of a regular file (cached by path, mtime and size), else None."""
+    try:
+        st = path.stat()
+        if not path.is_file():
+            return None
+        return _fingerprint_cached(str(path.resolve()), st.st_mtime_ns, st.st_size)
+    except (OSError, ValueError):
+        return None
 
 
 # Building ------------------------------------------------------------------------------------

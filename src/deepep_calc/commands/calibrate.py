@@ -72,7 +72,7 @@ def calibrate_cmd(
 
     from ..calibrate.discover import discover
     from ..calibrate.fit import fit_engine, fit_kernel
-    from ..calibrate.kernel_log import load_kernel_log
+    from ..calibrate.kernel_log import check_transport, load_kernel_log
     from ..calibrate.profile import (
         build_profile,
         check_output,
@@ -106,7 +106,9 @@ def calibrate_cmd(
         for name, value in (("comms", comms), ("qps", qps)):
             if not 0 < value <= LIMITS[name]:
                 raise InputError(f"--kernel-{name}", value, f"a whole number from 1 to {LIMITS[name]}")
-        alpha = fit_kernel(load_kernel_log(log_path), rs.resolved.transport, rs.resolved.instance, comms, qps)
+        log = load_kernel_log(log_path)
+        check_transport(log, rs.resolved.transport)  # a log of another transport is not this one's
+        alpha = fit_kernel(log, rs.resolved.transport, rs.resolved.instance, comms, qps)
     elif kernel_comms is not None or kernel_qps is not None:
         raise click.UsageError("--kernel-comms / --kernel-qps describe a --kernel-log; none was given")
 

@@ -426,8 +426,9 @@ MAP_AXIS_TITLES = {
 }
 
 
-def map_values(field: str, current: int) -> np.ndarray:
-    """The grid of one field around the scenario (its own value included), within LIMITS."""
+def map_values(field: str, current: int, cap: float | None = None) -> np.ndarray:
+    """The grid of one field around the scenario (its own value included), within LIMITS and
+    `cap` (for ISL / OSL: what the model's context window leaves)."""
     base = {
         "nodes": {1, 2, 4, 8, 16, 32},
         "concurrency": {4**i for i in range(8)},
@@ -435,7 +436,17 @@ def map_values(field: str, current: int) -> np.ndarray:
         "osl": {64, 256, 1024, 4096, 16384},
         "comms": {1, 2, 4, 8, 16},
     }[field]
-    return np.array(sorted(v for v in base | {int(current)} if 1 <= v <= LIMITS[field]), dtype=float)
+    top = min(LIMITS[field], cap) if cap is not None else LIMITS[field]
+    return np.array(sorted(v for v in base | {int(current)} if 1 <= v <= top), dtype=float)
+
+
+def _cap(r: Resolved, field: str) -> float | None:
+    """ISL and OSL share the context window: the other one's value leaves the rest."""
+    window = r.model.max_context
+    if not window or field not in ("isl", "osl"):
+        return None
+    other = r.scenario.osl if field == "isl" else r.scenario.isl
+    return float(window - other)
 
 
 def verdict_grid(result: Result) -> tuple[np.ndarray, np.ndarray]:
@@ -447,7 +458,8 @@ def verdict_grid(result: Result) -> tuple[np.ndarray, np.ndarray]:
 def _map_pass(result: Result, y_field: str, x_field: str) -> tuple[Any, ...]:
     r = result.resolved
     s = r.scenario
-    ys, xs = map_values(y_field, getattr(s, y_field)), map_values(x_field, getattr(s, x_field))
+    ys = map_values(y_field, getattr(s, y_field), _cap(r, y_field))
+    xs = map_values(x_field, getattr(s, x_field), _cap(r, x_field))
     y_grid, x_grid = np.meshgrid(ys, xs, indexing="ij")
     batch = compute(r.vary(**{y_field: y_grid, x_field: x_grid}))
     codes, rec = classify_codes(batch)

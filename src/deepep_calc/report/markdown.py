@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..evaluate import Result
+from ..launch import run_blocks
 from . import view
 
 
@@ -55,15 +56,27 @@ def render_markdown(result: Result) -> str:
     for label, path, digits in view.ARM_ROWS:
         cells = [_q(view.dig(data["arms"][a], path), digits) for a in arms]
         out.append(f"| {label} | " + " | ".join(cells) + " |")
+    compared = view.compared_row(data)
+    if compared:
+        cells = [_q(compared[a], 1) for a in arms]
+        out.append("| Compared aggregate (like with like) | " + " | ".join(cells) + " |")
     feas = ["yes" if data["arms"][a]["feasible"] else f"no: {data['arms'][a]['why_not']}" for a in arms]
     out.append("| Feasible | " + " | ".join(_cell(f) for f in feas) + " |")
     out.append("")
     out += ["| Comparison | |", "|---|---:|"]
-    out += [f"| {label} | {_q(data[key], digits)} |" for label, key, digits in view.COMPARE_ROWS]
+    out += [
+        f"| {label} | {_q(q, digits) if q else 'n/a: ' + _cell(note)} |"
+        for label, q, digits, note in view.compare_rows(data)
+    ]
     out.append("")
 
     flags = v["flags"]
-    out += [f"## Run it ({flags['engine']}, {flags['arm']})", "", "```", *details["flag_lines"], "```", ""]
+    out += [f"## Run it ({flags['engine']}, {flags['arm'] or 'nothing fits as asked'})", ""]
+    blocks = run_blocks(flags)
+    if not blocks:
+        out += ["Nothing runs as asked: apply one of the changes in the headline and evaluate again.", ""]
+    for caption, lang, text in blocks:
+        out += [f"{caption[0].upper()}{caption[1:]}:", "", f"```{lang}", text, "```", ""]
 
     m = details["model"]
     out += [

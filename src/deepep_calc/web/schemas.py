@@ -86,6 +86,9 @@ class ArmOut(BaseModel):
     feasible: bool
     fits_memory: bool
     why_not: str
+    why_code: Literal["", "split", "reach", "memory", "queue"] = Field(
+        "", description="short form of why_not: experts do not split, transport does not reach, HBM, queue"
+    )
     per_user_tok_s: QOut
     step_ms: QOut
     aggregate_tok_s: QOut
@@ -100,18 +103,67 @@ class ArmOut(BaseModel):
     measured_cell: str | None
     meets_slo: bool | None
     meets_ttft: bool | None
+    model_aggregate_tok_s: QOut | None = Field(None, description="the model's figure, before a measured cell")
+    model_step_ms: QOut | None = Field(None, description="the model's step, before a measured cell")
+
+
+class ConfigFileOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    text: str
+
+
+class LaunchOut(BaseModel):
+    """The run block, each part ready to paste on its own."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    config_file: ConfigFileOut | None = Field(description="the engine's config file, when it takes one")
+    command: str = Field(description="the server command line (notes as # comments)")
+    exports: str = Field(description="`export` lines, one per variable")
+    notes: list[str]
+    blocks: list[dict[str, str]] = Field(description="caption, lang and text of each part, in order")
 
 
 class FlagsOut(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     engine: str
-    arm: str
+    arm: str | None = Field(description="null when nothing fits as asked")
     args: list[str]
     config: dict[str, str]
     env: dict[str, str]
     cuda_graphs: str
     requires: str
+    launch: LaunchOut | None = None
+
+
+class ComparedOut(BaseModel):
+    """The figures the verdict rule compared, like with like."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    basis: Literal["measured", "model"]
+    aggregate_tok_s: dict[str, QOut]
+    ratio: QOut | None
+    per_user_ratio: QOut | None
+    tax_ms_per_token: QOut | None
+    threshold: float
+    set_aside: list[str]
+    note: str
+
+
+class FixOut(BaseModel):
+    """One change that would make the scenario fit or meet its targets, checked on the model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    change: str
+    update: dict[str, Any]
+    arm: str
+    note: str
+    figures: dict[str, QOut]
 
 
 class VerdictOut(BaseModel):
@@ -121,11 +173,16 @@ class VerdictOut(BaseModel):
     symbol: str
     title: str
     headline: str
-    recommended_arm: str
+    recommended_arm: str | None = Field(description="null when nothing fits as asked")
     reasons: list[str]
     advisories: list[str]
     flags: FlagsOut
     robustness: str
+    status: Literal["ok", "targets_missed", "nothing_fits"] = "ok"
+    close_call: bool = False
+    compared: ComparedOut | None = None
+    caveats: list[str] = Field(default_factory=list)
+    fixes: list[FixOut] = Field(default_factory=list)
 
 
 class ScenarioOut(Scenario):

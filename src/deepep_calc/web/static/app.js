@@ -61,6 +61,33 @@
     return lines.map(function (segments) { return h("li", null, sentence(segments)); });
   }
 
+  // mirrors report/view.py:compare_rows: the verdict's compared figures; a negative tax is a saving
+  function compareRows(data) {
+    var c = data.verdict ? data.verdict.compared : null;
+    var ratio = c ? c.ratio : data.ratio_deepep_vs_alternative;
+    return layout.compare_rows.map(function (row) {
+      var label = row[0], key = row[1];
+      var q = c ? c[layout.compared_key[key]] : data[key];
+      if (q && key === "tax_ms_per_token" && q.value !== null && q.value < 0) {
+        label = layout.saving_label;
+        q = Object.assign({}, q, { value: -q.value });
+      } else if (q && key === "tax_ms_per_token" && ratio && ratio.value > 1) {
+        label = layout.longer_label;
+      }
+      return [label, q, row[2], q ? "" : (c ? c.note : "")];
+    });
+  }
+
+  // mirrors report/view.py:compared_row: the compared aggregates when they are not the shown ones
+  function comparedRow(data) {
+    var c = data.verdict ? data.verdict.compared : null;
+    if (!c) return null;
+    var differs = Object.keys(data.arms).some(function (arm) {
+      return c.aggregate_tok_s[arm].value !== data.arms[arm].aggregate_tok_s.value;
+    });
+    return differs ? c.aggregate_tok_s : null;
+  }
+
   // ---- rendering ----
   function renderVerdict(data, details) {
     var v = data.verdict;
@@ -69,6 +96,8 @@
       card.classList.toggle("lit", lit);
       if (lit) card.setAttribute("aria-current", "true"); else card.removeAttribute("aria-current");
       card.querySelector(".lit-label").textContent = lit ? "this scenario" : "not this one";
+      var name = card.querySelector(".card-name");  // the lit card names the arm the headline runs
+      if (name) name.textContent = lit ? v.title : layout.titles[card.getAttribute("data-code")];
     });
     var detail = document.getElementById("verdict-detail");
     detail.className = "verdict-detail detail-" + v.code;
@@ -84,8 +113,14 @@
     fill("reasons", listItems(vt.reasons));
     fill("advisories", listItems(vt.advisories, "none"));
     fill("robustness", sentence(vt.robustness));
-    fill("flags-title", ["(" + v.flags.engine + ", " + v.flags.arm + ")"]);
-    if (details) fill("flags", [details.flag_lines.join("\n") + "\n"]);
+    fill("flags-title", ["(" + v.flags.engine + ", " + (v.flags.arm || "nothing fits as asked") + ")"]);
+    var blocks = v.flags.launch ? v.flags.launch.blocks : [];
+    fill("flags", blocks.length ? blocks.map(function (b) {
+      return h("figure", { "class": "run-block" }, [
+        h("figcaption", { "class": "muted" }, [b.caption]),
+        h("pre", { "class": "flags", "data-lang": b.lang }, [b.text.replace(/\n+$/, "")])
+      ]);
+    }) : [h("p", { "class": "muted" }, ["Nothing runs as asked: apply one of the changes in the headline and evaluate again."])]);
   }
 
   function renderArms(data) {
@@ -103,6 +138,12 @@
         return h("td", null, [num(dig(data.arms[arm], row[1]), row[2])]);
       })));
     });
+    var compared = comparedRow(data);
+    if (compared) {
+      rows.push(h("tr", { "class": "compared" }, [h("th", { scope: "row" }, ["Compared aggregate (like with like)"])].concat(arms.map(function (arm) {
+        return h("td", null, [num(compared[arm], 1)]);
+      }))));
+    }
     rows.push(h("tr", null, [h("th", { scope: "row" }, ["Feasible"])].concat(arms.map(function (arm) {
       var a = data.arms[arm];
       return h("td", { "class": a.feasible ? "ok" : "bad" }, [a.feasible ? "yes" : "no: " + a.why_not]);
@@ -112,8 +153,9 @@
     }))));
     var table = document.getElementById("arms-table");
     table.replaceChildren(h("thead", null, [h("tr", null, head)]), h("tbody", null, rows));
-    fill("compare-table", [h("tbody", null, layout.compare_rows.map(function (row) {
-      return h("tr", null, [h("th", { scope: "row" }, [row[0]]), h("td", null, [num(data[row[1]], row[2])])]);
+    fill("compare-table", [h("tbody", null, compareRows(data).map(function (row) {
+      var cell = row[1] ? num(row[1], row[2]) : h("span", { "class": "muted" }, ["n/a: " + row[3]]);
+      return h("tr", null, [h("th", { scope: "row" }, [row[0]]), h("td", null, [cell])]);
     }))]);
   }
 
