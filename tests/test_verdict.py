@@ -477,3 +477,15 @@ def test_a_capacity_call_inside_its_band_says_either_ep_flavour() -> None:
     assert "Either EP flavour, too close to call" in v.headline and "spans 1.00×" in v.headline
     clear = decide(_with_band(base, ratio * 0.99, ratio * 1.01)) if abs(ratio - 1) > 0.02 else None
     assert clear is None or clear.headline == base.verdict.headline
+
+
+def test_replicas_over_a_higher_deepep_figure_say_it_is_a_tie() -> None:
+    """Replicas recommended while DeepEP's aggregate is (slightly) higher: the headline says why."""
+    result = evaluate(Scenario(model="deepseek-v3", nodes=2, transport="efa-gda", concurrency=2048))
+    v = result.verdict
+    agg = v.compared.aggregate
+    assert v.recommended_arm == "replica"  # the scenario's premise; re-pick one if the model moves
+    assert agg["replica"].scalar < agg["deepep"].scalar < agg["replica"].scalar * v.compared.threshold
+    assert "within the 5% noise band, a tie" in v.headline
+    calib = evaluate(Scenario(nodes=1000)).verdict
+    assert calib.recommended_arm == "replica" and "a tie" not in calib.headline

@@ -499,7 +499,13 @@ def _main(result: Any, v: Verdict, contending: dict[str, bool]) -> str:
         vs = [f"{ARM_LABELS[n]} {tagged(c.aggregate[n])}" for n in (alt, "deepep") if contending[n]]
         out = f"Run single-node replicas: {tagged(rep)} aggregate"
         out += f" against {' and '.join(vs)}" if vs else ""
-        return out + "; no expert traffic leaves a node."
+        out += "; no expert traffic leaves a node"
+        if contending["deepep"] and dee_a.scalar > rep.scalar:
+            out += (
+                f"; DeepEP's higher figure is within the {c.threshold - 1:.0%} noise band, a tie, "
+                "and ties go to the arm with no expert traffic"
+            )
+        return out + "."
     if v.close_call and c.ratio is not None:
         return _close_text(result, "dense", c)
     if contending["deepep"] and c.ratio is not None and c.tax_ms_per_token is not None:
