@@ -130,7 +130,7 @@ def test_evaluate_replays_the_pair_exactly(capsys: pytest.CaptureFixture[str], t
 
 
 @pytest.mark.parametrize(
-    "where", [["--comms", "1", "--concurrency", "32"], ["--comms", "8", "--concurrency", "8"]]
+    "where", [["--comms", "1", "--concurrency", "24"], ["--comms", "8", "--concurrency", "8"]]
 )
 def test_evaluate_elsewhere_moves_in_the_direction_of_the_refit(
     capsys: pytest.CaptureFixture[str], trt_profile: Path, where: list[str]

@@ -19,7 +19,7 @@ from cli_runner import run_cli
 from deepep_calc import Scenario, evaluate
 from deepep_calc.errors import CalcError, InputError
 from deepep_calc.evaluate import compute, prompt_ceiling_ms
-from deepep_calc.quantity import Q
+from deepep_calc.quantity import Q, Tag
 from deepep_calc.report.markdown import render_markdown
 from deepep_calc.scenario import PROMPT_TIMEOUT_MS, resolve
 from deepep_calc.verdict import classify_codes, decide, step_clause
@@ -489,3 +489,50 @@ def test_replicas_over_a_higher_deepep_figure_say_it_is_a_tie() -> None:
     assert "within the 5% noise band, a tie" in v.headline
     calib = evaluate(Scenario(nodes=1000)).verdict
     assert calib.recommended_arm == "replica" and "a tie" not in calib.headline
+
+
+def test_the_allgather_measurement_holds_across_deepep_only_knobs() -> None:
+    """EP_NUM_COMMS and EP_EFA_MAX_QPS are DeepEP's knobs: the allgather run still measures its arm."""
+    base = evaluate(Scenario())
+    for knob in ({"max_qps": 1}, {"max_qps": 6}, {"comms": 4}):
+        r = evaluate(Scenario(**knob))
+        assert r.arms["allgather"].measured_cell == base.arms["allgather"].measured_cell == "trt-ab-k8-c32"
+        assert r.arms["allgather"].aggregate_tok_s.tag == Tag.MEASURED
+        assert r.arms["deepep"].measured_cell is None  # DeepEP's own figure is modelled off the run
+        assert r.verdict.compared.basis == "model"  # so the rule compares model with model
+    k1 = evaluate(Scenario(comms=1, concurrency=4))
+    assert k1.arms["allgather"].measured_cell == "trt-ab-k1-c4"  # the exact pair comes first
+
+
+@pytest.mark.parametrize("knob", [{"max_qps": 1}, {"max_qps": 6}, {"comms": 4}])
+def test_a_deepep_knob_what_if_is_read_against_the_model_at_the_run(knob: dict[str, int]) -> None:
+    """Issue 10 item 8: the what-if figure is set beside the model at the measured run, not the run."""
+    r = evaluate(Scenario(**knob))
+    there = evaluate(Scenario()).arms["deepep"].model_aggregate_tok_s.scalar
+    here = r.arms["deepep"].aggregate_tok_s.scalar
+    line = next(x for x in r.verdict.reasons if "(cell trt-ab-k8-c32)" in x)
+    assert "545.0 tok/s [measured]" in line and f"{there:,.1f} tok/s" in line and f"{here:,.1f} tok/s" in line
+    change = re.search(r"by ([+-]\d+\.\d)%", line)
+    assert change is not None
+    assert float(change.group(1)) == pytest.approx((here / there - 1) * 100, abs=0.06)
+    assert evaluate(Scenario(max_qps=1)).arms["deepep"].aggregate_tok_s.scalar <= here + 1e-9 or knob != {
+        "max_qps": 6
+    }
+
+
+@pytest.mark.parametrize(
+    ("fields", "gains"),
+    [({}, False), ({"engine": "vllm", "cuda_graphs": True, "concurrency": 256}, True)],
+)
+def test_the_qp_advisory_quotes_the_models_own_effect(fields: dict[str, Any], gains: bool) -> None:
+    """The advisory's figure for uncapping the QPs is what the model computes at the uncapped cap."""
+    r = evaluate(Scenario(**fields))
+    now = r.arms["deepep"].model_aggregate_tok_s or r.arms["deepep"].aggregate_tok_s
+    up = evaluate(Scenario(**fields, max_qps=129)).arms["deepep"].aggregate_tok_s
+    line = next(x for x in r.verdict.advisories if "EP_EFA_MAX_QPS" in x)
+    assert "+29.1 % throughput [measured]" in line  # the measured finding, still cited
+    if gains:
+        assert up.scalar > now.scalar * 1.01
+        assert f"{up.scalar:,.1f} tok/s" in line and f"{(up.scalar / now.scalar - 1):+.1%}" in line
+    else:
+        assert up.scalar <= now.scalar * 1.01 and "under 1 %" in line

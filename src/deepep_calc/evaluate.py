@@ -127,6 +127,8 @@ class Result:
 
 
 def _is_cell_scenario(r: Resolved, cell: Cell) -> bool:
+    """Whether the scenario is the one the cell ran, EP_NUM_COMMS and EP_EFA_MAX_QPS aside (only
+    the DeepEP arm reads them; `measured_cell_for` checks them for that arm)."""
     s = r.scenario
     assert isinstance(s, Scenario)
     return (  # cheapest, most selective comparisons first: this runs for every cell and arm
@@ -134,14 +136,12 @@ def _is_cell_scenario(r: Resolved, cell: Cell) -> bool:
         and s.isl == cell.isl
         and s.osl == cell.osl
         and s.nodes == cell.nodes
-        and s.comms == cell.comms
         and r.engine.name == cell.engine
         and r.instance.name == cell.instance
         and cell.model in _cell_models(r)
         and r.gpus_per_node == r.instance.gpus_per_node
         and s.cuda_graphs == cell.cuda_graphs
         and all(getattr(s, k) is None for k in ("experts", "topk", "hidden", "moe_layers", "kv_dtype"))
-        and s.max_qps == cell.max_qps
         and _native_dtype(s.weight_dtype, cell.model)
         and _same_batching(r, cell)
     )
@@ -187,7 +187,11 @@ def _native_dtype(weight_dtype: str | None, model: str) -> bool:
 
 
 def measured_cell_for(r: Resolved, arm: str) -> Cell | None:
-    """The measured cell for this arm of this scenario, best-evidenced first."""
+    """The measured cell for this arm of this scenario, best-evidenced first.
+
+    The allgather arm never reads EP_NUM_COMMS or EP_EFA_MAX_QPS, so a run that differs from
+    the scenario only in those still measures it (a cell that matches them too comes first).
+    """
     if arm == "deepep":
         want = r.transport.name
     elif arm == "allgather":
@@ -195,19 +199,40 @@ def measured_cell_for(r: Resolved, arm: str) -> Cell | None:
     else:
         return None
     best: Cell | None = None
+    best_key: tuple[bool, int, bool] | None = None
     user_cells = list(r.profile.cells()) if r.profile is not None else []
     for cell in [*user_cells, *load_cells().values()]:
-        if cell.role not in ROLE_PRIORITY or cell.comms_assumed or not _is_cell_scenario(r, cell):
+        if cell.role not in ROLE_PRIORITY or cell.arm(arm) is None:
             continue
-        if want is not None and cell.transport != want:
+        if want is not None and (cell.transport != want or cell.comms_assumed):
             continue
-        metrics = cell.arm(arm)
-        if metrics is None:
+        if not _is_cell_scenario(r, cell):
             continue
-        if best is None or (ROLE_PRIORITY[cell.role], cell.shape_assumed) < (
-            ROLE_PRIORITY[best.role],
-            best.shape_assumed,
-        ):
+        exact = r.scenario.comms == cell.comms and r.scenario.max_qps == cell.max_qps
+        if want is not None and not exact:
+            continue
+        key = (not exact, ROLE_PRIORITY[cell.role], cell.shape_assumed)
+        if best_key is None or key < best_key:
+            best, best_key = cell, key
+    return best
+
+
+def deepep_neighbour_cell(r: Resolved) -> Cell | None:
+    """A DeepEP measurement of this scenario at other EP_NUM_COMMS / EP_EFA_MAX_QPS settings.
+
+    A what-if on those knobs is modelled, while the run it starts from is measured (and carries
+    the benchmark's ramp): the reasons quote the model at that run so the two read alike.
+    """
+    if measured_cell_for(r, "deepep") is not None:
+        return None
+    best: Cell | None = None
+    user_cells = list(r.profile.cells()) if r.profile is not None else []
+    for cell in [*user_cells, *load_cells().values()]:
+        if cell.role not in ROLE_PRIORITY or cell.deepep is None or cell.comms_assumed:
+            continue
+        if cell.transport != r.transport.name or not _is_cell_scenario(r, cell):
+            continue
+        if best is None or ROLE_PRIORITY[cell.role] < ROLE_PRIORITY[best.role]:
             best = cell
     return best
 

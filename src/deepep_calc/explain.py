@@ -21,6 +21,8 @@ from .verdict import ARM_LABELS, NO_ARM, SYMBOLS, Verdict, classify, pair, tagge
 # EP sizes far past the kernel references: beyond this multiple of the largest referenced EP,
 # the headline says the DeepEP figures are an extrapolation (below it, a reason says so).
 FAR_EP_FACTOR = 4
+# The uncapped EP_EFA_MAX_QPS of the measured QP finding ([A1230]: 129 vs the default 2).
+UNCAPPED_QPS = 129
 
 
 def _ms_per_layer(q: Q, layers: int) -> str:
@@ -98,6 +100,7 @@ def reasons(result: Any, v: Verdict) -> list[str]:
             "(the noise band)."
         )
         out += c.set_aside
+        out += _from_the_measured_knobs(result)
         a_pu, b_pu, _ = like_with_like(dee, alt, "per_user_tok_s")
         if c.tax_ms_per_token is not None:
             out.append(
@@ -145,6 +148,41 @@ def reasons(result: Any, v: Verdict) -> list[str]:
     return out
 
 
+def _from_the_measured_knobs(result: Any) -> list[str]:
+    """A DeepEP what-if on EP_NUM_COMMS / EP_EFA_MAX_QPS, read against the model at the run.
+
+    The run's figure is a benchmark's (ramp and tail included); the what-if is the model's, so
+    the honest size of the knob's effect is model against model, said here in numbers.
+    """
+    from .evaluate import compute, deepep_neighbour_cell
+    from .scenario import resolve
+
+    r, s = result.resolved, result.scenario
+    dee = result.arms["deepep"]
+    if r.varied or not dee.feasible:
+        return []
+    cell = deepep_neighbour_cell(r)
+    if cell is None or cell.deepep is None or cell.deepep.aggregate_tok_s is None:
+        return []
+    there = compute(resolve(s.model_copy(update={"comms": cell.comms, "max_qps": cell.max_qps})))
+    model_there = there.arms["deepep"].model_aggregate_tok_s
+    here = dee.model_aggregate_tok_s or dee.aggregate_tok_s
+    if model_there is None or not model_there.scalar > 0:
+        return []
+    knobs = []
+    if cell.comms != s.comms:
+        knobs.append(f"EP_NUM_COMMS={cell.comms}")
+    if cell.max_qps != s.max_qps:
+        knobs.append(f"EP_EFA_MAX_QPS={cell.max_qps}")
+    measured = Q.measured(cell.deepep.aggregate_tok_s, "tok/s", cell.source)
+    change = here.scalar / model_there.scalar - 1.0
+    return [
+        f"DeepEP was measured at {' and '.join(knobs)} (cell {cell.id}): {tagged(measured)}, a "
+        f"benchmark figure with its ramp; the model gives {tagged(model_there)} there and "
+        f"{tagged(here)} here, so this setting changes DeepEP's aggregate by {change:+.1%}."
+    ]
+
+
 def _model_identity(result: Any) -> list[str]:
     """Whether a user's config.json got a preset's measured cells, and if not, why not."""
     from .catalog.model_catalog import load_models, namesake_difference, preset_twin
@@ -190,12 +228,8 @@ def advisories(result: Any, v: Verdict, fixes: list[Any]) -> list[str]:
             f"Set EP_NUM_COMMS=8: the DeepEP step falls from {tagged(result.arms['deepep'].step_ms)} "
             f"to {tagged(better.step_ms)} (measured on vLLM: ITL halves, 203 -> 100 ms)."
         )
-    if t.name == "efa-proxy" and s.max_qps <= 2 and s.nodes > 1:
-        gain = facts["qp_uncap_throughput_gain"].value
-        out.append(
-            f"Raise EP_EFA_MAX_QPS where the ring allows: uncapping it (129 vs 2) gave "
-            f"+{gain * 100:.1f} % throughput [measured] on 2x p6-b200 through the vLLM proxy path."
-        )
+    if t.name == "efa-proxy" and s.max_qps <= 2 and s.nodes > 1 and result.arms["deepep"].feasible:
+        out.append(_qp_advisory(result, facts["qp_uncap_throughput_gain"].value))
     for name, arm in result.arms.items():
         if arm.meets_slo is False:
             out.append(
@@ -229,6 +263,33 @@ def advisories(result: Any, v: Verdict, fixes: list[Any]) -> list[str]:
     if price.scalar != price.scalar:
         out.append(f"No price for {r.instance.name}: pass --price-per-hour to get $/Mtok.")
     return out
+
+
+def _qp_advisory(result: Any, measured_gain: float) -> str:
+    """Raising the QP cap, with the model's effect here beside the one measured elsewhere."""
+    from .evaluate import compute
+    from .scenario import resolve
+
+    s = result.scenario
+    uncapped = UNCAPPED_QPS
+    dee = result.arms["deepep"]
+    here = dee.model_aggregate_tok_s or dee.aggregate_tok_s
+    there = compute(resolve(s.model_copy(update={"max_qps": uncapped}))).arms["deepep"].aggregate_tok_s
+    gain = there.scalar / here.scalar - 1.0
+    elsewhere = (
+        f"uncapping it ({uncapped} vs 2) gave +{measured_gain * 100:.1f} % throughput [measured] on "
+        "2x p6-b200 through the vLLM proxy path"
+    )
+    if gain < 0.01:
+        return (
+            f"EP_EFA_MAX_QPS={s.max_qps}: the model sees under 1 % from uncapping it here "
+            f"({tagged(here)} now), because the host or the wire, not the queue pairs, sets this "
+            f"step; {elsewhere}: a step the kernel's issue rate sets can gain that much."
+        )
+    return (
+        f"Raise EP_EFA_MAX_QPS where the ring allows: at {uncapped} the model gives DeepEP "
+        f"{tagged(there)} against {tagged(here)} now ({gain:+.1%}); {elsewhere}."
+    )
 
 
 def _searched(status: str) -> str:
