@@ -60,12 +60,12 @@ def _q(tag: Tag, value: object = 4.0, unit: str = "ms", source: str = "src") -> 
     return Q(value, unit, tag, source)
 
 
-# (name, op, expected value for left 4 and right 2)
+# (name, op, expected value for left 5 and right 2)
 BINARY = [
-    ("add", lambda a, b: a + b, 6.0),
-    ("sub", lambda a, b: a - b, 2.0),
-    ("mul", lambda a, b: a * b, 8.0),
-    ("div", lambda a, b: a / b, 2.0),
+    ("add", lambda a, b: a + b, 7.0),
+    ("sub", lambda a, b: a - b, 3.0),
+    ("mul", lambda a, b: a * b, 10.0),
+    ("div", lambda a, b: a / b, 2.5),
 ]
 # tag of (left op right) for every pair: measured op measured is derived, an assumption wins
 PAIRS = [(M, M, D), (M, D, D), (D, M, D), (D, D, D), (M, A, A), (A, M, A), (D, A, A), (A, D, A), (A, A, A)]
@@ -77,7 +77,7 @@ PAIRS = [(M, M, D), (M, D, D), (D, M, D), (D, D, D), (M, A, A), (A, M, A), (D, A
 def test_quantity_op_quantity(
     name: str, op: object, expected: float, left: Tag, right: Tag, tag: Tag, array: bool
 ) -> None:
-    a = _q(left, np.array([4.0, 4.0]) if array else 4.0, source="left")
+    a = _q(left, np.array([5.0, 5.0]) if array else 5.0, source="left")
     b = _q(right, np.array([2.0, 2.0]) if array else 2.0, source="right")
     out = op(a, b)
     assert out.tag is tag, name
@@ -133,6 +133,8 @@ def test_negation_keeps_the_observation() -> None:
 def test_mismatched_units_refuse_to_combine(op: object) -> None:
     with pytest.raises(ValueError, match=r"'ms'.*'us'"):
         op(Q.derived(1.0, "ms", "a"), Q.derived(1.0, "us", "b"))
+    with pytest.raises(ValueError, match=r"'us'.*'ms'"):
+        op(Q.derived(1.0, "us", "a"), Q.derived(1.0, "ms", "b"))
 
 
 def test_units_of_products_and_quotients() -> None:
@@ -156,7 +158,8 @@ def test_bands_are_dropped_by_arithmetic_and_kept_by_renaming() -> None:
     assert q.as_("ms") is q  # nothing renamed: the same object
     kept = q.as_("ms", "other source")
     assert kept is not q and kept.source == "other source" and kept.banded
-    assert q.as_("us").source == "model"
+    assert q.as_("us").source == "model" and q.as_("us").unit == "us"
+    assert q.as_("GB").unit == "GB"  # a unit sorting before "ms" is renamed too
     assert not Q.derived(1.0, "x", "s").with_band(None, 2.0).banded
 
 
@@ -202,6 +205,14 @@ def test_sources_merge_in_order_without_repeats_and_are_capped() -> None:
     assert (a + b + a).source == "a; b"
     assert (Q.derived(1.0, "x", "") + b).source == "b"
     assert (a + Q.derived(1.0, "x", "")).source == "a"
+    assert (Q.derived(1.0, "x", "zeta") + Q.derived(1.0, "x", "alpha")).source == "zeta; alpha"
+    # an operand with no source leaves the other's exactly as it is
+    assert (Q.derived(1.0, "x", "a; a") + Q.derived(1.0, "x", "")).source == "a; a"
+    # 13 distinct sources in one merge: six shown, 13 - 6 = 7 more
+    wide = Q.derived(1.0, "x", "; ".join(f"a{i}" for i in range(7))) + Q.derived(
+        1.0, "x", "; ".join(f"b{i}" for i in range(6))
+    )
+    assert wide.source == "a0; a1; a2; a3; a4; a5; +7 more"
     total = Q.derived(0.0, "x", "s0")
     for i in range(1, 9):
         total = total + Q.derived(1.0, "x", f"s{i}")
