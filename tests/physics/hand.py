@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 from deepep_calc.catalog.engines import get_engine
 from deepep_calc.catalog.hardware import get_instance
@@ -188,6 +189,11 @@ def ep_layout(**changes: Any) -> Layout:
         "exchange_split": 1.0,
     }
     return Layout(**{**base, **changes})
+
+
+def exact(expected: Any) -> Any:
+    """pytest.approx to 1e-12: float rounding passes, a constant off by one part in 10⁹ fails."""
+    return pytest.approx(expected, rel=1e-12, abs=1e-12)
 
 
 def val(x: Q) -> float:

@@ -7,7 +7,6 @@ toy's 4,000), compute efficiency 0.5 (500 TFLOP/s of its 1,000 BF16), mean conte
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from deepep_calc.catalog.constants import overrides
 from deepep_calc.physics.compute import (
@@ -18,7 +17,7 @@ from deepep_calc.physics.compute import (
 )
 from deepep_calc.quantity import Tag
 
-from .hand import TOY, ep_layout, q, resolved, val
+from .hand import TOY, ep_layout, exact, q, resolved, val
 
 ROUND = {"hbm_efficiency": 0.5, "compute_efficiency": 0.5, "mean_context_fraction": 0.5}
 
@@ -26,12 +25,12 @@ ROUND = {"hbm_efficiency": 0.5, "compute_efficiency": 0.5, "mean_context_fractio
 def test_experts_touched_top8_of_256() -> None:
     """p = 1 − (1 − k/E)^B. One token: 8/256 = 3.125 %. Two: 1 − (31/32)² = 1 − 0.93847656
     = 6.152 %. No token touches nothing; top-2 of 16 at 4 tokens: 1 − (7/8)⁴ = 1695/4096."""
-    assert experts_touched_fraction(8, 256, 1) == pytest.approx(0.03125)
-    assert experts_touched_fraction(8, 256, 2) == pytest.approx(0.0615234375)
+    assert experts_touched_fraction(8, 256, 1) == exact(0.03125)
+    assert experts_touched_fraction(8, 256, 2) == exact(0.0615234375)
     assert experts_touched_fraction(8, 256, 0) == 0.0
-    assert experts_touched_fraction(2, 16, 4) == pytest.approx(1695 / 4096)
+    assert experts_touched_fraction(2, 16, 4) == exact(1695 / 4096)
     arr = experts_touched_fraction(8, 256, np.array([1.0, 2.0]))
-    assert arr == pytest.approx([0.03125, 0.0615234375])
+    assert arr == exact([0.03125, 0.0615234375])
 
 
 def test_matmul_flops_split_replicated_and_routed() -> None:
@@ -58,10 +57,10 @@ def test_decode_device_time_by_hand() -> None:
     lay = ep_layout(expert_shard=4.0, group_tokens=4.0)
     with overrides(ROUND):
         d = decode_device_us(resolved(), lay, 1000.0, 200.0, q(0.25, ""))
-    assert val(d["expert_raw"]) == pytest.approx(5.20704)
-    assert val(d["hbm"]) == pytest.approx(16.080896 + 20.82816)
-    assert val(d["compute"]) == pytest.approx(0.142934016)
-    assert val(d["device"]) == pytest.approx(36.909056)
+    assert val(d["expert_raw"]) == exact(5.20704)
+    assert val(d["hbm"]) == exact(16.080896 + 20.82816)
+    assert val(d["compute"]) == exact(0.142934016)
+    assert val(d["device"]) == exact(36.909056)
     assert d["hbm"].unit == d["compute"].unit == "us"
     assert d["hbm"].tag is Tag.ASSUMED  # the HBM bandwidth is a spec sheet figure
 
@@ -76,8 +75,26 @@ def test_expert_reads_default_to_the_hbm_efficiency_and_kv_shards() -> None:
         sharded = decode_device_us(
             resolved(), ep_layout(expert_shard=4.0, group_tokens=4.0, kv_shard=2.0), 1000.0, 200.0
         )
-    assert val(d["hbm"]) == pytest.approx(26.494976)
-    assert val(sharded["hbm"]) == pytest.approx(13.828096 + 10.41408)
+    assert val(d["hbm"]) == exact(26.494976)
+    assert val(sharded["hbm"]) == exact(13.828096 + 10.41408)
+
+
+def test_attention_tp_shards_the_replicated_read_and_matmuls() -> None:
+    """Attention shard 2: weights 23,150,592 / 2 = 11,575,296 B + KV 9,011,200 B = 20,586,496 B
+    at 2,000 GB/s = 10.293248 us, + the experts' 20.82816 us = 31.121408 us. FLOPs: 2 ×
+    11,575,296 × 2 / 2 + 25,165,824 = 48,316,416 at 500 TFLOP/s = 0.096632832 us."""
+    lay = ep_layout(expert_shard=4.0, group_tokens=4.0, replicated_shard=2.0)
+    with overrides(ROUND):
+        d = decode_device_us(resolved(), lay, 1000.0, 200.0, q(0.25, ""))
+    assert val(d["hbm"]) == exact(31.121408)
+    assert val(d["compute"]) == exact(0.096632832)
+
+
+def test_matmul_flops_with_shards_that_do_not_divide() -> None:
+    """Shards of 5: 2 × 11,575,296 × 2 / 5 = 9,260,236.8 and 2 × 12,582,912 × 32 / 5 =
+    161,061,273.6; sum 170,321,510.4 (no rounding to whole FLOPs)."""
+    flops = matmul_flops(resolved(), ep_layout(replicated_shard=5.0, expert_shard=5.0), 2.0, 32.0)
+    assert flops == exact(170_321_510.4)
 
 
 def test_tp_layout_multiplies_the_whole_batch() -> None:
@@ -87,7 +104,7 @@ def test_tp_layout_multiplies_the_whole_batch() -> None:
     lay = ep_layout(arm="tp", data_parallel=False, replicated_shard=16.0, seqs_per_rank=32.0)
     with overrides(ROUND):
         d = decode_device_us(resolved(), lay, 1000.0, 200.0, q(0.25, ""))
-    assert val(d["compute"]) == pytest.approx(0.193265664)
+    assert val(d["compute"]) == exact(0.193265664)
 
 
 def test_compute_bound_decode_takes_the_compute_time() -> None:
@@ -96,7 +113,17 @@ def test_compute_bound_decode_takes_the_compute_time() -> None:
     lay = ep_layout(expert_shard=4.0, group_tokens=4.0)
     with overrides({**ROUND, "compute_efficiency": 0.0001}):
         d = decode_device_us(resolved(), lay, 1000.0, 200.0, q(0.25, ""))
-    assert val(d["device"]) == pytest.approx(714.67008)
+    assert val(d["device"]) == exact(714.67008)
+
+
+def test_bf16_experts_of_an_fp8_model_use_the_fp8_peak() -> None:
+    """The peak follows the routed dtype unless that is BF16, then the weights': FP8 weights with
+    BF16 experts multiply at the FP8 peak, 71,467,008 / (2,000 × 0.5) = 0.071467008 us."""
+    lay = ep_layout(expert_shard=4.0, group_tokens=4.0)
+    m = TOY.model_copy(update={"weight_dtype": "fp8", "expert_dtype": "bf16"})
+    with overrides(ROUND):
+        d = decode_device_us(resolved(m), lay, 1000.0, 200.0, q(0.25, ""))
+    assert val(d["compute"]) == exact(0.071467008)
 
 
 def test_fp8_models_use_the_fp8_peak() -> None:
@@ -108,8 +135,8 @@ def test_fp8_models_use_the_fp8_peak() -> None:
     with overrides(ROUND):
         d8 = decode_device_us(resolved(fp8), lay, 1000.0, 200.0, q(0.25, ""))
         d4 = decode_device_us(resolved(fp4), lay, 1000.0, 200.0, q(0.25, ""))
-    assert val(d8["compute"]) == pytest.approx(0.071467008)
-    assert val(d4["compute"]) == pytest.approx(0.035733504)
+    assert val(d8["compute"]) == exact(0.071467008)
+    assert val(d4["compute"]) == exact(0.035733504)
 
 
 def test_prefill_device_time_by_hand() -> None:
@@ -121,9 +148,9 @@ def test_prefill_device_time_by_hand() -> None:
     2,000 GB/s = 17.866752 us. device = the larger = 17.866752 us."""
     with overrides(ROUND):
         d = prefill_device_us(resolved(), ep_layout(), 100.0)
-    assert val(d["compute"]) == pytest.approx(5.1085312)
-    assert val(d["hbm"]) == pytest.approx(17.866752)
-    assert val(d["device"]) == pytest.approx(17.866752)
+    assert val(d["compute"]) == exact(5.1085312)
+    assert val(d["hbm"]) == exact(17.866752)
+    assert val(d["device"]) == exact(17.866752)
 
 
 def test_prefill_attention_is_split_by_attention_tp_and_skips_linear_layers() -> None:
@@ -135,10 +162,14 @@ def test_prefill_attention_is_split_by_attention_tp_and_skips_linear_layers() ->
     with overrides(ROUND):
         tp2 = prefill_device_us(resolved(), ep_layout(replicated_shard=2.0), 100.0)
         lin = prefill_device_us(resolved(linear), ep_layout(), 100.0)
-    assert val(tp2["compute"]) == pytest.approx(2.711552)
+    assert val(tp2["compute"]) == exact(2.711552)
+    with overrides(ROUND):
+        tp5 = prefill_device_us(resolved(), ep_layout(replicated_shard=5.0), 100.0)
+    # weights read once: 23,150,592 / 5 + 201,326,592 / 16 = 17,213,030.4 B at 2,000 GB/s
+    assert val(tp5["hbm"]) == exact(8.6065152)
     # the linear layer also has no attention weights of its own here (linear_params 0)
     own = 2 * (24_158_208 - 2_621_440 - 12_582_912) * 100 + 157_286_400 + 61_440_000
-    assert val(lin["compute"]) == pytest.approx(own / 500e12 * 1e6)
+    assert val(lin["compute"]) == exact(own / 500e12 * 1e6)
 
 
 def test_mla_prefill_uses_nope_plus_rope_head_dim() -> None:
@@ -152,4 +183,4 @@ def test_mla_prefill_uses_nope_plus_rope_head_dim() -> None:
         d10 = prefill_device_us(resolved(ds), lay, 10.0)
         flops = matmul_flops(resolved(ds), lay, 10.0, 10.0)
     fp8_rate = 2000e12 * 0.5
-    assert val(d10["compute"]) == pytest.approx((flops + 299_827_200) / fp8_rate * 1e6)
+    assert val(d10["compute"]) == exact((flops + 299_827_200) / fp8_rate * 1e6)

@@ -9,7 +9,6 @@ Toy shape: hidden 1024, top-2 of 16. Dispatch selection 1024 + 1024/128 × 4 + 1
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from deepep_calc.catalog.transports import get_transport
 from deepep_calc.physics.deepep import (
@@ -24,7 +23,7 @@ from deepep_calc.physics.deepep import (
 )
 from deepep_calc.quantity import Tag
 
-from .hand import GPU, PROXY, TOY_INSTANCE, kernel_constants, q, val
+from .hand import GPU, PROXY, TOY_INSTANCE, exact, kernel_constants, q, val
 
 INST = TOY_INSTANCE
 
@@ -59,10 +58,10 @@ def test_prefill_sends_one_copy_per_remote_node() -> None:
     EP32 = 4 nodes, top-2: 3 × (1 − (3/4)²) = 1.3125 per token, × 4 tokens = 5.25.
     EP16 = 2 nodes, top-8: 1 − (1/2)^8 = 0.99609375 per token. NVLink share as in decode."""
     tr = traffic(32, 8, shape(4), prefill=True)
-    assert float(tr.remote_sel) == pytest.approx(5.25)
-    assert float(tr.nvlink_sel) == pytest.approx(8 * 7 / 32)
+    assert float(tr.remote_sel) == exact(5.25)
+    assert float(tr.nvlink_sel) == exact(8 * 7 / 32)
     tr = traffic(16, 8, KernelShape(1, 7168, 8, 256), prefill=True)
-    assert float(tr.remote_sel) == pytest.approx(0.99609375)
+    assert float(tr.remote_sel) == exact(0.99609375)
 
 
 def test_scaleout_bandwidth_of_each_kind_of_transport() -> None:
@@ -84,8 +83,8 @@ def test_scaleout_bandwidth_of_each_kind_of_transport() -> None:
 def test_issue_lanes() -> None:
     """Proxy: K^e × min(QPs, reference QPs 4)^e with e = 0.5: K 4, QPs 2 → 2 × √2; QPs 16 are
     capped at 4 → 2 × 2 = 4. A fixed-lane transport has its count whatever K and QPs are: 2."""
-    assert float(issue_lanes(PROXY, 4, 2)) == pytest.approx(2 * 2**0.5)
-    assert float(issue_lanes(PROXY, 4, 16)) == pytest.approx(4.0)
+    assert float(issue_lanes(PROXY, 4, 2)) == exact(2 * 2**0.5)
+    assert float(issue_lanes(PROXY, 4, 16)) == exact(4.0)
     assert float(issue_lanes(GPU, 64, 64)) == 2.0
 
 
@@ -102,11 +101,11 @@ def test_issue_bound_decode_exchange() -> None:
     kernel = α + that: 20 + 2 = 22 and 10 + 1 = 11 us, total 33 us."""
     k = kernel_constants()
     d, c = variable_us(PROXY, INST, 8, 16, shape(4), 4, 4, k)
-    assert (val(d), val(c)) == pytest.approx((2.0, 1.0))
+    assert (val(d), val(c)) == exact((2.0, 1.0))
     out = kernel_us(PROXY, INST, 8, 16, shape(4), 4, 4, k)
-    assert val(out["dispatch"]) == pytest.approx(22.0)
-    assert val(out["combine"]) == pytest.approx(11.0)
-    assert val(out["total"]) == pytest.approx(33.0)
+    assert val(out["dispatch"]) == exact(22.0)
+    assert val(out["combine"]) == exact(11.0)
+    assert val(out["total"]) == exact(33.0)
     assert out["total"].unit == "us"
 
 
@@ -114,7 +113,7 @@ def test_fewer_lanes_scale_the_issue_path() -> None:
     """K 1, QPs 4: lanes 1 × 2 = 2, so each selection costs 4/2 = 2 × β: dispatch issue
     0.5 × 4 × 2 = 4 us, combine 0.25 × 4 × 2 = 2 us (the wire at 8 GB/s: 0.536 / 1.024 us)."""
     d, c = variable_us(PROXY, INST, 8, 16, shape(4), 1, 4, kernel_constants())
-    assert (val(d), val(c)) == pytest.approx((4.0, 2.0))
+    assert (val(d), val(c)) == exact((4.0, 2.0))
 
 
 def test_wire_bound_decode_exchange() -> None:
@@ -123,7 +122,7 @@ def test_wire_bound_decode_exchange() -> None:
     = 0.60032 us); combine 128 × 2,048 / 16 = 16.384 us."""
     k = kernel_constants(beta_dispatch_us=q(0.001), beta_combine_us=q(0.001))
     d, c = variable_us(PROXY, INST, 8, 16, shape(128), 4, 4, k)
-    assert (val(d), val(c)) == pytest.approx((8.576, 16.384))
+    assert (val(d), val(c)) == exact((8.576, 16.384))
 
 
 def test_nvlink_bound_decode_exchange() -> None:
@@ -131,20 +130,20 @@ def test_nvlink_bound_decode_exchange() -> None:
     dispatch 112 × 1,072 B / 0.4 GB/s = 300.16 us, combine 112 × 2,048 / 0.4 = 573.44 us."""
     k = kernel_constants(beta_dispatch_us=q(0.001), beta_combine_us=q(0.001), nvlink_efficiency=q(0.001, ""))
     d, c = variable_us(PROXY, INST, 8, 16, shape(128), 4, 4, k)
-    assert (val(d), val(c)) == pytest.approx((300.16, 573.44))
+    assert (val(d), val(c)) == exact((300.16, 573.44))
 
 
 def test_instance_factor_scales_alpha_and_beta_not_the_wire() -> None:
     """f = 2: dispatch 2 × 20 + 2 × 0.5 × 4 = 44 us, combine 2 × 10 + 2 × 0.25 × 4 = 22 us."""
     out = kernel_us(PROXY, INST, 8, 16, shape(4), 4, 4, kernel_constants(instance_factor=q(2.0, "")))
-    assert (val(out["dispatch"]), val(out["combine"])) == pytest.approx((44.0, 22.0))
+    assert (val(out["dispatch"]), val(out["combine"])) == exact((44.0, 22.0))
     wire = kernel_constants(
         beta_dispatch_us=q(0.001),
         beta_combine_us=q(0.001),
         instance_factor=q(2.0, ""),
         alpha_dispatch_us=q(0.0),
     )
-    assert val(kernel_us(PROXY, INST, 8, 16, shape(128), 4, 4, wire)["dispatch"]) == pytest.approx(8.576)
+    assert val(kernel_us(PROXY, INST, 8, 16, shape(128), 4, 4, wire)["dispatch"]) == exact(8.576)
 
 
 def test_prefill_uses_measured_bandwidths_per_direction() -> None:
@@ -154,7 +153,7 @@ def test_prefill_uses_measured_bandwidths_per_direction() -> None:
     pre = PROXY.model_copy(update={"prefill_dispatch_gb_s": 40.0, "prefill_combine_gb_s": 20.0})
     k = kernel_constants(beta_dispatch_us=q(1e-6), beta_combine_us=q(1e-6))
     d, c = variable_us(pre, INST, 8, 16, shape(4), 4, 4, k, prefill=True)
-    assert (val(d), val(c)) == pytest.approx((0.0804, 0.3072))
+    assert (val(d), val(c)) == exact((0.0804, 0.3072))
 
 
 def test_single_node_rides_nvlink_only() -> None:
@@ -163,20 +162,20 @@ def test_single_node_rides_nvlink_only() -> None:
     The cross-node constants (α 20, β 0.5) play no part."""
     k = kernel_constants()
     d, c = nvlink_only_us(INST, 8, 8, shape(4), k)
-    assert (val(d), val(c)) == pytest.approx((15.03752, 15.07168))
+    assert (val(d), val(c)) == exact((15.03752, 15.07168))
     out = kernel_us(PROXY, INST, 8, 8, shape(4), 4, 4, k)
-    assert val(out["total"]) == pytest.approx(30.1092)
+    assert val(out["total"]) == exact(30.1092)
 
 
 def test_nvlink_transport_never_takes_the_network_path() -> None:
     """The `nvlink` transport at EP16 still prices NVLink only: 15 + 3.5 × 1,072 / 200 us."""
     out = kernel_us(get_transport("nvlink"), INST, 8, 16, shape(4), 4, 4, kernel_constants())
-    assert val(out["dispatch"]) == pytest.approx(15.01876)
+    assert val(out["dispatch"]) == exact(15.01876)
 
 
 def test_a_sweep_mixing_one_node_and_two_node_rows() -> None:
     """EP [8, 16] in one array: the one-node row takes the NVLink value (15.03752 us), the
     two-node row the network one (22 us)."""
     out = kernel_us(PROXY, INST, 8, np.array([8.0, 16.0]), shape(4), 4, 4, kernel_constants())
-    assert np.asarray(out["dispatch"].value) == pytest.approx([15.03752, 22.0])
-    assert np.asarray(out["combine"].value) == pytest.approx([15.07168, 11.0])
+    assert np.asarray(out["dispatch"].value) == exact([15.03752, 22.0])
+    assert np.asarray(out["combine"].value) == exact([15.07168, 11.0])

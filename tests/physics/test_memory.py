@@ -14,7 +14,7 @@ from deepep_calc.catalog.constants import overrides
 from deepep_calc.physics.memory import memory
 from deepep_calc.quantity import Tag
 
-from .hand import TOY, TOY_INSTANCE, ep_layout, resolved, val
+from .hand import TOY, TOY_INSTANCE, ep_layout, exact, resolved, val
 
 PINNED = {
     "hbm_usable_fraction": 0.9,
@@ -39,12 +39,12 @@ def test_allgather_arm_memory_by_hand() -> None:
     max concurrency = floor(84.962218496 / 0.0049152) = 17,285 per rank × 16 ranks = 276,560
     KV tokens per GPU = floor(84.962218496 / 0.0049152 × 1,200) = 20,742,729."""
     m = memory(resolved(), ep_layout(arm="allgather"), 1000.0, 200.0)
-    assert val(m.weights_gb) == pytest.approx(0.037781504)
-    assert val(m.kv_gb) == pytest.approx(0.0098304)
+    assert val(m.weights_gb) == exact(0.037781504)
+    assert val(m.kv_gb) == exact(0.0098304)
     assert val(m.buffers_gb) == 1.0 and val(m.reserve_gb) == 4.0
-    assert val(m.usable_gb) == pytest.approx(90.0)
-    assert val(m.total_gb) == pytest.approx(5.037781504 + 0.0098304)
-    assert val(m.headroom_gb) == pytest.approx(84.952388096)
+    assert val(m.usable_gb) == exact(90.0)
+    assert val(m.total_gb) == exact(5.037781504 + 0.0098304)
+    assert val(m.headroom_gb) == exact(84.952388096)
     assert bool(m.fits)
     assert val(m.max_concurrency) == 276_560
     assert val(m.kv_tokens) == 20_742_729
@@ -56,7 +56,7 @@ def test_deepep_buffers_scale_with_hidden_times_experts() -> None:
     0.0093622857 GB. Max concurrency floor((90 − 0.037781504 − 0.0093622857 − 4) / 0.0049152)
     = 17,487 per rank × 16 = 279,792."""
     m = memory(resolved(), ep_layout(), 1000.0, 200.0)
-    assert val(m.buffers_gb) == pytest.approx(1.048576 / 112)
+    assert val(m.buffers_gb) == exact(1.048576 / 112)
     assert val(m.max_concurrency) == 17_487 * 16
 
 
@@ -66,8 +66,8 @@ def test_tp_shards_weights_and_kv_heads_and_serves_one_batch() -> None:
     max concurrency = floor((90 − 0.014157824 − 5) / 0.0024576) = 34,580 × 1 group."""
     lay = ep_layout(arm="tp", replicated_shard=16.0, kv_shard=2.0, data_parallel=False, seqs_per_rank=32.0)
     m = memory(resolved(), lay, 1000.0, 200.0)
-    assert val(m.weights_gb) == pytest.approx(0.014157824)
-    assert val(m.kv_gb) == pytest.approx(32 * 0.0024576)
+    assert val(m.weights_gb) == exact(0.014157824)
+    assert val(m.kv_gb) == exact(32 * 0.0024576)
     assert val(m.max_concurrency) == 34_580
 
 

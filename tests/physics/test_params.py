@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from deepep_calc.catalog.model_catalog import resolve_model
 from deepep_calc.catalog.models import Attention
 from deepep_calc.physics.params import (
@@ -15,7 +13,7 @@ from deepep_calc.physics.params import (
     weight_bytes,
 )
 
-from .hand import TOY
+from .hand import TOY, exact
 
 FP8 = 1.0 + 4.0 / (128 * 128)
 
@@ -87,6 +85,19 @@ def test_shared_and_dense_layers_and_tied_embeddings() -> None:
     assert p.total == 95_707_136
 
 
+def test_weight_bytes_with_dense_layers_and_shared_experts() -> None:
+    """The model above, untied, BF16: replicated = (10,485,760 + 6,291,456 + 2,359,296) × 2
+    + 49,152 × 2 + 2 × 1,024,000 × 2 = 38,273,024 + 98,304 + 4,096,000 = 42,467,328 B; read per
+    step = 38,273,024 + 98,304 + 2,048,000 (head only) = 40,419,328 B."""
+    m = TOY.model_copy(
+        update={"moe_layers": 3, "shared_experts": 1, "shared_intermediate": 256, "dense_intermediate": 2048}
+    )
+    wb = weight_bytes(m)
+    assert wb.replicated == 42_467_328
+    assert wb.per_token_replicated_read == 40_419_328
+    assert wb.routed == 75_497_472 * 2
+
+
 def test_linear_attention_layers_carry_their_own_weights() -> None:
     """1 of 4 layers linear with 1,000,000 weights: 3 × 2,621,440 + 1,000,000 = 8,864,320."""
     att = TOY.attention.model_copy(update={"linear_layers": 1, "linear_params": 1_000_000})
@@ -112,10 +123,10 @@ def test_fp8_weights_keep_router_and_embeddings_bf16_and_mxfp4_experts() -> None
     replicated = 10,485,760 × fp8 + 65,536 × 2 + 2,048,000 × 2; routed = 100,663,296 × 0.53125
     = 53,477,376; read = 10,485,760 × fp8 + 65,536 × 2 + 1,024,000 × 2."""
     wb = weight_bytes(TOY.model_copy(update={"weight_dtype": "fp8", "expert_dtype": "mxfp4"}))
-    assert wb.replicated == pytest.approx(10_485_760 * FP8 + 131_072 + 4_096_000)
+    assert wb.replicated == exact(10_485_760 * FP8 + 131_072 + 4_096_000)
     assert wb.routed == 53_477_376
     assert wb.expert_layer == 1_572_864 * 0.53125
-    assert wb.per_token_replicated_read == pytest.approx(10_485_760 * FP8 + 131_072 + 2_048_000)
+    assert wb.per_token_replicated_read == exact(10_485_760 * FP8 + 131_072 + 2_048_000)
 
 
 def test_tied_embeddings_are_stored_once_and_read_as_the_head() -> None:
@@ -137,7 +148,7 @@ def test_kv_bytes_per_token_mla_and_gqa() -> None:
     assert kv_bytes_per_token_layer(qw) == 2_048
     assert kv_bytes_per_token(qw) == 98_304
     assert kv_bytes_per_token_layer(TOY) == 1_024
-    assert kv_bytes_per_token_layer(TOY.model_copy(update={"kv_dtype": "fp8"})) == pytest.approx(512 * FP8)
+    assert kv_bytes_per_token_layer(TOY.model_copy(update={"kv_dtype": "fp8"})) == exact(512 * FP8)
 
 
 def test_kv_per_sequence_full_sliding_and_linear_layers() -> None:

@@ -4,12 +4,11 @@ aggregate, $ per Mtok, per-user rate and the tax, worked by hand with round step
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from deepep_calc.physics.serving import per_user, running_sequences, serve, tax_ms, usd_per_mtok
 from deepep_calc.quantity import Q, Tag
 
-from .hand import ep_layout, q, resolved, val
+from .hand import ep_layout, exact, q, resolved, val
 
 
 def ms(value: float) -> Q:
@@ -32,9 +31,9 @@ def test_serve_without_queueing() -> None:
     aggregate = 32 × 200 / 4,070 ms = 1,572.4816 tok/s; nobody waits."""
     s = serve(resolved(), ep_layout(), ms(20.0), ms(50.0), q(2.0, "steps"))
     assert val(s.running) == 32
-    assert val(s.ttft_ms) == pytest.approx(90.0)
-    assert val(s.service_ms) == pytest.approx(4070.0)
-    assert val(s.aggregate_tok_s) == pytest.approx(32 * 200 / 4.070)
+    assert val(s.ttft_ms) == exact(90.0)
+    assert val(s.service_ms) == exact(4070.0)
+    assert val(s.aggregate_tok_s) == exact(32 * 200 / 4.070)
     assert s.aggregate_tok_s.unit == "tok/s" and s.ttft_ms.unit == "ms"
 
 
@@ -43,16 +42,16 @@ def test_serve_with_clients_queueing_behind_a_full_batch() -> None:
     786.2408 tok/s, and each client waits 32 / 16 − 1 = 1 whole service: TTFT = 90 + 4,070 =
     4,160 ms. At 48 clients: 2 services, 90 + 8,140 = 8,230 ms."""
     s = serve(resolved(max_batch=1), ep_layout(), ms(20.0), ms(50.0), q(2.0, "steps"))
-    assert val(s.aggregate_tok_s) == pytest.approx(16 * 200 / 4.070)
-    assert val(s.ttft_ms) == pytest.approx(4160.0)
+    assert val(s.aggregate_tok_s) == exact(16 * 200 / 4.070)
+    assert val(s.ttft_ms) == exact(4160.0)
     s48 = serve(resolved(max_batch=1, concurrency=48), ep_layout(), ms(20.0), ms(50.0), q(2.0, "steps"))
-    assert val(s48.ttft_ms) == pytest.approx(8230.0)
+    assert val(s48.ttft_ms) == exact(8230.0)
 
 
 def test_serve_over_arrays() -> None:
     """Steps [20, 40] ms: services 4,070 and 90 + 40 + 199 × 40 = 8,090 ms (TTFT 2 × 40 + 50 = 130)."""
     s = serve(resolved(), ep_layout(), ms(np.array([20.0, 40.0])), ms(50.0), q(2.0, "steps"))
-    assert np.asarray(s.service_ms.value) == pytest.approx([4070.0, 130.0 + 199 * 40])
+    assert np.asarray(s.service_ms.value) == exact([4070.0, 130.0 + 199 * 40])
 
 
 def test_cost_per_million_tokens() -> None:
@@ -60,10 +59,10 @@ def test_cost_per_million_tokens() -> None:
     user price of $50 halves it; both rest on an assumed price."""
     agg = Q.derived(1000.0, "tok/s", "x")
     cost = usd_per_mtok(resolved(), agg)
-    assert val(cost) == pytest.approx(200 / 3.6)
+    assert val(cost) == exact(200 / 3.6)
     assert cost.unit == "$/Mtok" and cost.tag is Tag.ASSUMED
-    assert val(usd_per_mtok(resolved(price_per_hour=50.0), agg)) == pytest.approx(100 / 3.6)
-    assert val(usd_per_mtok(resolved(nodes=4), agg)) == pytest.approx(400 / 3.6)
+    assert val(usd_per_mtok(resolved(price_per_hour=50.0), agg)) == exact(100 / 3.6)
+    assert val(usd_per_mtok(resolved(nodes=4), agg)) == exact(400 / 3.6)
 
 
 def test_per_user_rate_and_tax() -> None:

@@ -27,7 +27,7 @@ from deepep_calc.physics.step import (
 )
 from deepep_calc.quantity import Tag
 
-from .hand import GPU, TOY, engine, ep_layout, q, resolved, step_constants, val
+from .hand import GPU, TOY, engine, ep_layout, exact, q, resolved, step_constants, val
 
 PINNED = {
     "kernels_attention_gqa": 5.0,
@@ -77,12 +77,12 @@ def test_proxy_lanes_and_the_proxied_host_cost() -> None:
     e = C.eager
     assert float(proxy_lanes(resolved())) == 8.0
     assert float(proxy_lanes(resolved(transport=GPU))) == 2.0
-    assert val(proxied_host_us(resolved(), ep_layout(), e)) == pytest.approx(600.0)
+    assert val(proxied_host_us(resolved(), ep_layout(), e)) == exact(600.0)
     assert val(proxied_host_us(resolved(), ep_layout(nodes=1.0), e)) == 0.0
     assert val(proxied_host_us(resolved(transport=GPU), ep_layout(), e)) == 0.0
     assert val(proxied_host_us(resolved(), ep_layout(arm="allgather"), e)) == 0.0
     two_lanes = resolved(comms=2)
-    assert val(proxied_host_us(two_lanes, ep_layout(), e)) == pytest.approx(4 * (100 + 400 / 2))
+    assert val(proxied_host_us(two_lanes, ep_layout(), e)) == exact(4 * (100 + 400 / 2))
     rows = proxied_host_us(resolved(), ep_layout(nodes=np.array([1.0, 2.0])), e)
     assert np.asarray(rows.value).tolist() == [0.0, 600.0]
 
@@ -90,7 +90,7 @@ def test_proxy_lanes_and_the_proxied_host_cost() -> None:
 def test_requests_joining_per_step() -> None:
     """32 running sequences each end after OSL 200 steps: 32 / 200 = 0.16 join per step;
     a disaggregated deployment has none."""
-    assert float(joining_per_step(resolved(), ep_layout())) == pytest.approx(0.16)
+    assert float(joining_per_step(resolved(), ep_layout())) == exact(0.16)
     assert float(joining_per_step(resolved(disaggregated=True), ep_layout())) == 0.0
 
 
@@ -103,10 +103,10 @@ def test_exchange_of_each_arm() -> None:
     tp: all-reduce 221.6144 us × 2 per layer × 4 layers = 1,772.9152 us.
     prefill allgather of 100 tokens: one rank's chunk, 122.192 us × 2 × 4 = 977.536 us."""
     r = resolved()
-    assert val(exchange_us(r, ep_layout(), 4.0, C)) == pytest.approx(132.0)
-    assert val(exchange_us(r, ep_layout(arm="allgather"), 4.0, C)) == pytest.approx(932.97152)
-    assert val(exchange_us(r, ep_layout(arm="tp", data_parallel=False), 4.0, C)) == pytest.approx(1772.9152)
-    assert val(exchange_us(r, ep_layout(arm="allgather"), 100.0, C, prefill=True)) == pytest.approx(977.536)
+    assert val(exchange_us(r, ep_layout(), 4.0, C)) == exact(132.0)
+    assert val(exchange_us(r, ep_layout(arm="allgather"), 4.0, C)) == exact(932.97152)
+    assert val(exchange_us(r, ep_layout(arm="tp", data_parallel=False), 4.0, C)) == exact(1772.9152)
+    assert val(exchange_us(r, ep_layout(arm="allgather"), 100.0, C, prefill=True)) == exact(977.536)
 
 
 def test_attention_tp_adds_two_intra_node_allreduces_per_layer() -> None:
@@ -114,8 +114,8 @@ def test_attention_tp_adds_two_intra_node_allreduces_per_layer() -> None:
     node, twice: latency 2 × (1.5 × 1) = 3 us + 2 × 1/2 × 2 × 8 × 1024 × 2 B ... = 16,384 B at
     200 GB/s = 0.08192 us; 3.08192 × 2 × 4 layers = 24.65536 us on top of the 132 us exchange."""
     r = resolved(attention_tp=2)
-    assert val(exchange_us(r, ep_layout(exchange_split=2.0), 4.0, C)) == pytest.approx(132.0 + 24.65536)
-    assert val(exchange_us(r, ep_layout(arm="allgather", exchange_split=2.0), 4.0, C)) == pytest.approx(
+    assert val(exchange_us(r, ep_layout(exchange_split=2.0), 4.0, C)) == exact(132.0 + 24.65536)
+    assert val(exchange_us(r, ep_layout(arm="allgather", exchange_split=2.0), 4.0, C)) == exact(
         932.97152 + 24.65536
     )
 
@@ -130,10 +130,10 @@ def test_eager_step_is_the_longer_path_plus_the_proxy() -> None:
     The GPU hides the host entirely: engine part 0. Parts: hbm 1 ms, compute beyond HBM 0,
     kernels 0.098, moe_comm 0.5, prefill 0.1, proxy 0.6 — summing to the step."""
     st = _combine(resolved(), ep_layout(), _device(1000, 1000, 400), q(500.0), 49, C, q(100.0))
-    assert val(st.ms) == pytest.approx(2.298)
-    assert val(st.cpu_us) == pytest.approx(1490.0) and val(st.gpu_us) == pytest.approx(1698.0)
+    assert val(st.ms) == exact(2.298)
+    assert val(st.cpu_us) == exact(1490.0) and val(st.gpu_us) == exact(1698.0)
     p = {k: val(v) for k, v in st.parts_ms.items()}
-    assert p == pytest.approx(
+    assert p == exact(
         {
             "engine": 0.0,
             "hbm": 1.0,
@@ -145,7 +145,7 @@ def test_eager_step_is_the_longer_path_plus_the_proxy() -> None:
         }
     )
     assert tuple(st.parts_ms) == PARTS
-    assert sum(p.values()) == pytest.approx(val(st.ms))
+    assert sum(p.values()) == exact(val(st.ms))
 
 
 def test_eager_step_bound_by_the_cpu() -> None:
@@ -154,10 +154,10 @@ def test_eager_step_bound_by_the_cpu() -> None:
     that is compute-bound (1,000 us of compute over 400 of HBM) shows 0.6 ms beyond the HBM."""
     c = step_constants(eager=engine(50.0, 1000.0, 100.0, 400.0))
     st = _combine(resolved(), ep_layout(), _device(1000, 400, 1000), q(500.0), 49, c, q(100.0))
-    assert val(st.ms) == pytest.approx(4.05)
-    assert val(st.parts_ms["engine"]) == pytest.approx(1.752)
-    assert val(st.parts_ms["compute"]) == pytest.approx(0.6)
-    assert val(st.parts_ms["hbm"]) == pytest.approx(0.4)
+    assert val(st.ms) == exact(4.05)
+    assert val(st.parts_ms["engine"]) == exact(1.752)
+    assert val(st.parts_ms["compute"]) == exact(0.6)
+    assert val(st.parts_ms["hbm"]) == exact(0.4)
 
 
 def test_graph_step_is_host_plus_gpu_without_proxy() -> None:
@@ -165,18 +165,18 @@ def test_graph_step_is_host_plus_gpu_without_proxy() -> None:
     part is the whole host cost, 0.5 ms. Without a mixed-in prefill the GPU path is 1,598 us."""
     r = resolved(cuda_graphs=True)
     st = _combine(r, ep_layout(), _device(1000, 1000, 400), q(500.0), 49, C, q(100.0))
-    assert val(st.ms) == pytest.approx(2.198)
-    assert val(st.parts_ms["proxy"]) == 0.0 and val(st.parts_ms["engine"]) == pytest.approx(0.5)
+    assert val(st.ms) == exact(2.198)
+    assert val(st.parts_ms["proxy"]) == 0.0 and val(st.parts_ms["engine"]) == exact(0.5)
     bare = _combine(r, ep_layout(), _device(1000, 1000, 400), q(500.0), 49, C)
-    assert val(bare.gpu_us) == pytest.approx(1598.0) and val(bare.parts_ms["prefill"]) == 0.0
+    assert val(bare.gpu_us) == exact(1598.0) and val(bare.parts_ms["prefill"]) == 0.0
 
 
 def test_mixed_graph_modes_in_one_sweep() -> None:
     """Rows eager and graphs side by side: [2.298, 2.198] ms."""
     r = resolved().vary(cuda_graphs=[False, True])
     st = _combine(r, ep_layout(), _device(1000, 1000, 400), q(500.0), 49, C, q(100.0))
-    assert np.asarray(st.ms.value) == pytest.approx([2.298, 2.198])
-    assert np.asarray(st.parts_ms["proxy"].value) == pytest.approx([0.6, 0.0])
+    assert np.asarray(st.ms.value) == exact([2.298, 2.198])
+    assert np.asarray(st.parts_ms["proxy"].value) == exact([0.6, 0.0])
 
 
 def test_decode_step_parts_by_hand() -> None:
@@ -191,16 +191,16 @@ def test_decode_step_parts_by_hand() -> None:
       Total 37.6742656 us. CPU path 49 × 10 + 1,000 = 1,490 us, longer than this GPU path, so
       the eager step is 1,490 + 600 = 2,090 us with or without the mixed-in prefill."""
     st = decode_step(resolved(), "deepep", C)
-    assert val(st.parts_ms["moe_comm"]) == pytest.approx(0.126)
-    assert val(st.parts_ms["proxy"]) == pytest.approx(0.6)
-    assert val(st.parts_ms["kernels"]) == pytest.approx(0.098)
-    assert val(st.parts_ms["prefill"]) == pytest.approx(0.0376742656)
-    assert val(st.cpu_us) == pytest.approx(1490.0)
-    assert sum(val(v) for v in st.parts_ms.values()) == pytest.approx(val(st.ms))
+    assert val(st.parts_ms["moe_comm"]) == exact(0.126)
+    assert val(st.parts_ms["proxy"]) == exact(0.6)
+    assert val(st.parts_ms["kernels"]) == exact(0.098)
+    assert val(st.parts_ms["prefill"]) == exact(0.0376742656)
+    assert val(st.cpu_us) == exact(1490.0)
+    assert sum(val(v) for v in st.parts_ms.values()) == exact(val(st.ms))
     dis = decode_step(resolved(disaggregated=True), "deepep", C)
     assert val(dis.parts_ms["prefill"]) == 0.0
-    assert val(st.ms) == pytest.approx(2.09) and val(dis.ms) == pytest.approx(2.09)
-    assert val(st.gpu_us) - val(dis.gpu_us) == pytest.approx(37.6742656)
+    assert val(st.ms) == exact(2.09) and val(dis.ms) == exact(2.09)
+    assert val(st.gpu_us) - val(dis.gpu_us) == exact(37.6742656)
 
 
 def test_prefill_step_uses_the_high_throughput_traffic() -> None:
@@ -209,7 +209,7 @@ def test_prefill_step_uses_the_high_throughput_traffic() -> None:
     (wires: 750 × 1,072 B and 750 × 2,048 B at 8√8 = 22.6 GB/s are 35.5 and 67.9 us).
     × 4 MoE layers = 2,370 us. No mixed-in prefill in a prefill step."""
     st = prefill_step(resolved(), "deepep", C)
-    assert val(st.parts_ms["moe_comm"]) == pytest.approx(2.37)
+    assert val(st.parts_ms["moe_comm"]) == exact(2.37)
     assert val(st.parts_ms["prefill"]) == 0.0
     assert st.ms.unit == "ms" and st.ms.tag is Tag.ASSUMED
 
