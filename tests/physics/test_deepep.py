@@ -123,6 +123,10 @@ def test_wire_bound_decode_exchange() -> None:
     k = kernel_constants(beta_dispatch_us=q(0.001), beta_combine_us=q(0.001))
     d, c = variable_us(PROXY, INST, 8, 16, shape(128), 4, 4, k)
     assert (val(d), val(c)) == exact((8.576, 16.384))
+    # measured prefill bandwidths play no part in decode
+    pre = PROXY.model_copy(update={"prefill_dispatch_gb_s": 40.0, "prefill_combine_gb_s": 20.0})
+    d, c = variable_us(pre, INST, 8, 16, shape(128), 4, 4, k)
+    assert (val(d), val(c)) == exact((8.576, 16.384))
 
 
 def test_nvlink_bound_decode_exchange() -> None:
@@ -165,6 +169,12 @@ def test_single_node_rides_nvlink_only() -> None:
     assert (val(d), val(c)) == exact((15.03752, 15.07168))
     out = kernel_us(PROXY, INST, 8, 8, shape(4), 4, 4, k)
     assert val(out["total"]) == exact(30.1092)
+
+
+def test_ep_smaller_than_a_node_rides_nvlink_only() -> None:
+    """EP4 on an 8-GPU node: 4 × 2 × 3/4 = 6 selections, 15 + 6 × 1,072 / 200 = 15.03216 us."""
+    out = kernel_us(PROXY, INST, 8, 4, shape(4), 4, 4, kernel_constants())
+    assert val(out["dispatch"]) == exact(15.03216)
 
 
 def test_nvlink_transport_never_takes_the_network_path() -> None:
