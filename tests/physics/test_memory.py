@@ -71,6 +71,28 @@ def test_tp_shards_weights_and_kv_heads_and_serves_one_batch() -> None:
     assert val(m.max_concurrency) == 34_580
 
 
+def test_uneven_shards_are_not_rounded() -> None:
+    """Replicated weights over 5 and KV over 7: 25,198,592 / 5 + 12,582,912 = 17,622,630.4 B;
+    4,915,200 / 7 = 702,171.428... B of KV per sequence."""
+    m = memory(resolved(), ep_layout(arm="allgather", replicated_shard=5.0, kv_shard=7.0), 1000.0, 200.0)
+    assert val(m.weights_gb) == exact(0.0176226304)
+    assert val(m.kv_gb) == exact(2 * 4_915_200 / 7 / 1e9)
+
+
+def test_a_model_without_kv_cache_still_has_a_finite_capacity() -> None:
+    """All layers linear attention with no state: 0 B of KV per sequence. The capacity is huge
+    but finite (free HBM over a 1e-30 floor), never a division by zero."""
+    att = TOY.attention.model_copy(
+        update={"linear_layers": 4, "linear_state_bytes": 0, "linear_params": 1000}
+    )
+    with np.errstate(divide="raise", invalid="raise"):
+        m = memory(
+            resolved(TOY.model_copy(update={"attention": att})), ep_layout(arm="allgather"), 1000.0, 200.0
+        )
+    assert val(m.kv_gb) == 0.0
+    assert np.isfinite(val(m.max_concurrency)) and val(m.max_concurrency) > 1e30
+
+
 def test_replicas_multiply_the_concurrency_by_their_count() -> None:
     """Two replicas of 8 data-parallel ranks: 17,285-ish sequences per rank × 8 ranks × 2 groups."""
     lay = ep_layout(arm="replica", ranks=8.0, nodes=1.0, groups=2.0, expert_shard=8.0, dp_ranks=8.0)

@@ -46,6 +46,8 @@ def test_serve_with_clients_queueing_behind_a_full_batch() -> None:
     assert val(s.ttft_ms) == exact(4160.0)
     s48 = serve(resolved(max_batch=1, concurrency=48), ep_layout(), ms(20.0), ms(50.0), q(2.0, "steps"))
     assert val(s48.ttft_ms) == exact(8230.0)
+    s40 = serve(resolved(max_batch=1, concurrency=40), ep_layout(), ms(20.0), ms(50.0), q(2.0, "steps"))
+    assert val(s40.ttft_ms) == exact(90.0 + 1.5 * 4070.0)  # 40 / 16 − 1 = 1.5 services
 
 
 def test_serve_over_arrays() -> None:

@@ -167,6 +167,10 @@ def test_graph_step_is_host_plus_gpu_without_proxy() -> None:
     st = _combine(r, ep_layout(), _device(1000, 1000, 400), q(500.0), 49, C, q(100.0))
     assert val(st.ms) == exact(2.198)
     assert val(st.parts_ms["proxy"]) == 0.0 and val(st.parts_ms["engine"]) == exact(0.5)
+    fixed = step_constants(graphs=engine(0.0, 500.0, 100.0, 400.0))  # whatever the graph constants say
+    assert (
+        val(_combine(r, ep_layout(), _device(1000, 1000, 400), q(500.0), 49, fixed).parts_ms["proxy"]) == 0.0
+    )
     bare = _combine(r, ep_layout(), _device(1000, 1000, 400), q(500.0), 49, C)
     assert val(bare.gpu_us) == exact(1598.0) and val(bare.parts_ms["prefill"]) == 0.0
 
@@ -201,6 +205,44 @@ def test_decode_step_parts_by_hand() -> None:
     assert val(dis.parts_ms["prefill"]) == 0.0
     assert val(st.ms) == exact(2.09) and val(dis.ms) == exact(2.09)
     assert val(st.gpu_us) - val(dis.gpu_us) == exact(37.6742656)
+
+
+def test_short_prompts_add_no_compute_beyond_the_weight_read() -> None:
+    """ISL 100: a joining prefill's 5.1085 us of tensor time is below its 17.87 us weight read,
+    so it adds no compute; its 0.16 × 100 / 16 = 1 token per rank adds 4 × 0.75 × 1 = 3 us of
+    exchange: 0.003 ms."""
+    st = decode_step(resolved(isl=100), "deepep", C)
+    assert val(st.parts_ms["prefill"]) == exact(0.003)
+
+
+def test_joining_tokens_are_not_rounded() -> None:
+    """OSL 300: 32 / 300 requests join per step. Compute 47.96416 × 32/300 = 5.11617706 us;
+    tokens per rank 32/300 × 1000 / 16 = 6.667, exchange 4 × 0.75 × 6.667 = 20 us."""
+    st = decode_step(resolved(osl=300), "deepep", C)
+    assert val(st.parts_ms["prefill"]) == exact((47.96416 * 32 / 300 + 20.0) / 1000)
+
+
+def test_decode_with_attention_tp() -> None:
+    """Attention TP 2: 8 DP groups of 2 GPUs, 4 sequences each, 2 tokens per rank. A joining
+    prefill's tokens spread over 8 groups × 2 ranks: 2 + 0.16 × 1000 / 16 = 12 per rank.
+    Extra exchange: kernels 4 × 0.75 × 10 = 30 us; each attention all-reduce carries 2 × 12 = 24
+    instead of 2 × 2 = 4 tokens, 2 B × 2·1/2 × (24 − 4) × 1024 = 40,960 B more at 200 GB/s =
+    0.2048 us, × 2 per layer × 4 layers = 1.6384 us.
+    Compute beyond the read: FLOPs (23,150,592,000 + 8,192,000,000) / 2 + 1,572,864,000 =
+    17,244,160,000 = 34.48832 us, read (23,150,592 / 2 + 12,582,912) B = 12.079104 us: 22.409216
+    × 0.16 = 3.58547456 us. Prefill part 35.22387456 us."""
+    st = decode_step(resolved(attention_tp=2), "deepep", C)
+    assert val(st.parts_ms["prefill"]) == exact(0.03522387456)
+
+
+def test_prefill_step_with_attention_tp_splits_the_chunk() -> None:
+    """ISL 1001 over attention TP 2: 500.5 tokens per rank, 500.5 × 0.75 = 375.375 remote
+    copies: dispatch 20 + 187.6875, combine 10 + 93.84375 = 311.53125 us per layer, × 4 =
+    1,246.125 us; each attention all-reduce of the 1001 tokens moves 2 B × 2·1/2 × 1001 × 1024 =
+    2,050,048 B at 200 GB/s = 10.25024 us after 2 × 1.5 us of latency, × 2 × 4 = 106.00192 us.
+    moe_comm 1,352.12692 us."""
+    st = prefill_step(resolved(attention_tp=2, isl=1001), "deepep", C)
+    assert val(st.parts_ms["moe_comm"]) == exact(1.35212692)
 
 
 def test_prefill_step_uses_the_high_throughput_traffic() -> None:
