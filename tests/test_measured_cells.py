@@ -129,6 +129,8 @@ def test_measured_cell_for_each_arm() -> None:
     assert measured_cell_for(r, "allgather").id == "trt-ab-k8-c32"
     assert measured_cell_for(r, "tp") is None and measured_cell_for(r, "replica") is None
     assert measured_cell_for(resolve(Scenario(transport="efa-uccl")), "deepep") is None
+    # the dense arm does not depend on the DeepEP transport: it is still the calibration cell
+    assert measured_cell_for(resolve(Scenario(transport="efa-uccl")), "allgather").id == "trt-ab-k8-c32"
 
 
 def test_cells_with_assumed_comms_or_outside_the_roles_are_never_used() -> None:
@@ -169,22 +171,34 @@ def test_best_evidenced_cell_wins() -> None:
     assert measured_cell_for(_with_cells(r, cal, twin), "deepep").id == "u-cal"
     other = _cell(id="u-other", transport="efa-uccl", concurrency=24)
     assert measured_cell_for(_with_cells(r, other), "deepep") is None
+    assert measured_cell_for(_with_cells(r, other, cal), "deepep").id == "u-cal"
+    # a graph-mode user cell is not the eager scenario
+    assert not _is_cell_scenario(resolve(Scenario()), _cell(cuda_graphs=True))
 
 
 @pytest.mark.parametrize(
     "change",
     [
         {"concurrency": 33},
+        {"concurrency": 31},
         {"isl": 121},
+        {"isl": 119},
         {"osl": 127},
+        {"osl": 129},
         {"nodes": 4},
+        {"nodes": 1},
         {"comms": 4},
+        {"comms": 16},
         {"engine": "vllm"},
+        {"engine": "sglang"},
         {"instance": "p5"},
+        {"instance": "p6-b200"},
         {"model": "qwen3-30b-a3b"},
+        {"model": "qwen3-next-80b-a3b"},
         {"gpus_per_node": 4},
         {"cuda_graphs": True},
         {"max_qps": 4},
+        {"max_qps": 1},
         {"experts": 64},
         {"topk": 4},
         {"hidden": 1024},
