@@ -152,6 +152,12 @@ def test_cells_with_assumed_comms_or_outside_the_roles_are_never_used() -> None:
     )
     assert measured_cell_for(deepep_only, "deepep").id == "u-d"
     assert measured_cell_for(deepep_only, "allgather") is None
+    both = _with_cells(
+        resolve(Scenario(concurrency=24)),
+        _cell(id="u-d", concurrency=24, allgather=None),
+        _cell(id="u-a", concurrency=24),
+    )
+    assert measured_cell_for(both, "allgather").id == "u-a"  # a cell without the arm is skipped, not the end
 
 
 def test_best_evidenced_cell_wins() -> None:

@@ -192,8 +192,9 @@ def ep_layout(**changes: Any) -> Layout:
 
 
 def exact(expected: Any) -> Any:
-    """pytest.approx to 1e-12: float rounding passes, a constant off by one part in 10⁹ fails."""
-    return pytest.approx(expected, rel=1e-12, abs=1e-12)
+    """pytest.approx to 1e-13: float rounding passes, a unit constant off by one part in 10¹²
+    (1e12 written as 999999999999) fails."""
+    return pytest.approx(expected, rel=1e-13, abs=1e-13)
 
 
 def val(x: Q) -> float:
