@@ -154,10 +154,8 @@ def test_missing_folder_and_missing_target_are_one_line_errors(tmp_path, capsys)
         main(["report", "--html", str(tmp_path / "no" / "such" / "r.html")])
     assert info.value.code == 2
     assert "does not exist" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as info:
-        main(["report"])
-    assert info.value.code == 2
-    assert "--html FILE and/or --md FILE" in capsys.readouterr().err
+    main(["report"])  # no file named: Markdown to stdout, nothing written
+    assert capsys.readouterr().out.startswith("# deepep-calc report")
 
 
 def test_failed_write_leaves_no_file(tmp_path, monkeypatch):

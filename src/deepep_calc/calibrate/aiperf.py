@@ -86,6 +86,7 @@ _ENGINE_RE = re.compile(r"^(tensorrt-llm|trt-llm|trtllm|vllm|sglang)(?:[-_]?v?(\
 _HF_CACHE_RE = re.compile(r"models--([^/\\]+?)--([^/\\]+)")
 _SNAPSHOT_RE = re.compile(r"[0-9a-f]{40}")
 _CLI_CONCURRENCY_RE = re.compile(r"--concurrency[= ]+'?(\d+)")
+_CONCURRENCY_WORD_RE = re.compile(r"(?:^|[-_.])(?:concurrency|conc)[-_]?(\d+)(?=$|[-_.])", re.I)
 
 
 # --------------------------------------------------------------------------------------------
@@ -295,7 +296,7 @@ def parse_export_name(name: str) -> NameHints:
     if m:
         engine = _KNOWN_ENGINES[m.group(1).lower()]
         engine_version = m.group(2)
-    for token in parts[1:]:
+    for token in parts[1:] if m else parts:  # a folder may be just "c32" or "deepep-epnc8"
         low = token.lower()
         if (c := re.fullmatch(r"c(\d+)", low)) is not None:
             concurrency = int(c.group(1))
@@ -307,6 +308,8 @@ def parse_export_name(name: str) -> NameHints:
             arm, arm_label = "deepep", token
             if (k := re.search(r"epnc(\d+)", low)) is not None:
                 comms = int(k.group(1))
+    if concurrency is None and (c := _CONCURRENCY_WORD_RE.search(stem)) is not None:
+        concurrency = int(c.group(1))  # AIPerf's own artifact folders: ...-concurrency32
     return NameHints(engine, engine_version, arm, arm_label, comms, concurrency, isl)
 
 

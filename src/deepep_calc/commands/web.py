@@ -78,12 +78,18 @@ def serve_cmd(host: str, port: int) -> None:
 @click.option("--html", "html_path", metavar="FILE", help="write one self-contained HTML report")
 @click.option("--md", "md_path", metavar="FILE", help="write a Markdown summary")
 def report_cmd(html_path: str | None, md_path: str | None, **kwargs: Any) -> None:
-    """A shareable report of one scenario: verdict, arms, charts and provenance."""
-    if not html_path and not md_path:
-        raise click.UsageError("give --html FILE and/or --md FILE")
+    """A shareable report of one scenario: verdict, arms, charts and provenance.
+
+    With neither --html nor --md, the Markdown goes to stdout (pipe it where you like).
+    """
     from ..evaluate import evaluate
 
     result = evaluate(scenario_from(kwargs))
+    if not html_path and not md_path:
+        from ..report.markdown import render_markdown
+
+        click.echo(render_markdown(result), nl=False)
+        return
     rendered = []
     if html_path:
         from ..report.html import render_html

@@ -18,6 +18,12 @@ def _cell(text: Any) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
+def _sentence(text: str) -> str:
+    """Text closed with one full stop: texts that already end in punctuation keep theirs."""
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?", ":")) else f"{text}."
+
+
 def _q(q: dict[str, Any], digits: int) -> str:
     unit = view.unit_shown(q["unit"])
     return f"{view.fmt(q['value'], digits)}{' ' + unit if unit else ''} [{q['tag']}]"
@@ -35,14 +41,14 @@ def render_markdown(result: Result) -> str:
         "",
         f"**{v['symbol']} {v['title']}**: {v['headline']}",
         "",
-        f"Scenario: {details['summary']}.",
+        _sentence(f"Scenario: {details['summary']}"),
         "",
     ]
     if details["cli"]:
         out += ["Reproduce:", "", "```", details["cli"], "```", ""]
     out += ["## Why", "", *[f"- {line}" for line in v["reasons"]], ""]
     out += ["## Advisories", "", *([f"- {line}" for line in v["advisories"]] or ["- none"]), ""]
-    out += [f"Verdict is {v['robustness']}.", ""]
+    out += [_sentence(f"Verdict is {v['robustness']}"), ""]
 
     head = [view.arm_label(data, a) + (" ★" if a == v["recommended_arm"] else "") for a in arms]
     out += ["## The arms", "", "| | " + " | ".join(head) + " |", "|---|" + "---:|" * len(arms)]
@@ -66,7 +72,7 @@ def render_markdown(result: Result) -> str:
         f"{m['name']} ({m['family']}): {m['experts']} experts, top-{m['topk']}, hidden {m['hidden']}, "
         f"{m['moe_layers']} of {m['layers']} layers MoE, {m['attention'].upper()} attention, weights "
         f"{m['weight_dtype']}, KV {m['kv_dtype']}; {_q(m['total_params_b'], 1)} total, "
-        f"{_q(m['active_params_b'], 1)} active. Source: {m['source']}.",
+        f"{_q(m['active_params_b'], 1)} active. " + _sentence(f"Source: {m['source']}"),
         "",
     ]
 
@@ -74,7 +80,8 @@ def render_markdown(result: Result) -> str:
     for r in details["provenance"]:
         value = f"{r['value']} {r['unit']}".strip()
         out.append(f"| {_cell(r['where'])} | {_cell(value)} | {r['tag']} | {_cell(r['source'])} |")
-    out += ["", "Tags: " + "; ".join(f"**{t}**: {meaning}" for t, meaning in view.TAG_MEANING.items()) + "."]
+    tags = "; ".join(f"**{t}**: {meaning}" for t, meaning in view.TAG_MEANING.items())
+    out += ["", _sentence(f"Tags: {tags}")]
     return "\n".join(out) + "\n"
 
 

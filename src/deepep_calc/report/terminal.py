@@ -11,8 +11,10 @@ from rich.text import Text
 
 from ..quantity import Q
 from ..verdict import ARM_LABELS
+from . import term
+from .labels import step_label
 
-TAG_STYLE = {"measured": "bold green", "derived": "cyan", "assumed": "yellow"}
+TAG_STYLE = term.TAG_STYLE
 VERDICT_STYLE = {
     "dense": "bold white on dark_orange3",
     "capacity": "bold white on blue",
@@ -21,13 +23,8 @@ VERDICT_STYLE = {
 
 
 def qtext(q: Q | None, digits: int = 1) -> Text:
-    if q is None:
-        return Text("—")
-    v = q.scalar
-    shown = "n/a" if v != v else f"{v:,.{digits}f}"
-    t = Text(f"{shown} {q.unit} ")
-    t.append(f"[{q.tag}]", style=TAG_STYLE[str(q.tag)])
-    return t
+    """A number, its unit and its tag marker (`19.6 tok/s ●`), as every terminal view shows it."""
+    return term.qcell(q, digits, unit=True)
 
 
 def _console() -> Console:
@@ -73,7 +70,7 @@ def print_result(result: Any, console: Console | None = None) -> None:
         table.add_row(label, *[fn(a) for a in result.arms.values()])
     for part in next(iter(result.arms.values())).breakdown_ms:
         table.add_row(
-            Text(f"  step: {part}", style="dim"),
+            Text(f"  step: {step_label(part)}", style="dim"),
             *[qtext(a.breakdown_ms[part], 2) for a in result.arms.values()],
         )
     table.add_row(
@@ -108,80 +105,100 @@ def print_result(result: Any, console: Console | None = None) -> None:
     body.append(Text(f"  {flags['cuda_graphs']}"))
     if flags.get("requires"):
         body.append(Text(f"  requires: {flags['requires']}", style="dim"))
-    legend = Text("tags: ")
-    for tag, style in TAG_STYLE.items():
-        legend.append(f"[{tag}] ", style=style)
-    legend.append(
-        "— measured: observed on hardware; derived: arithmetic on measured values; "
-        "assumed: rests on a spec sheet, price or model assumption (verify locally)",
-        style="dim",
-    )
+    legend = term.legend()
     body.append(legend)
     console.print(Panel(Group(*body), title=head, title_align="left"))
 
 
 def print_calibration(console: Console | None = None) -> None:
-    """The measured calibration cells next to what the tool prints and what the model predicts."""
+    """The measured calibration cells: what the tool prints there, and what the model predicts.
+
+    The cell id carries EP_NUM_COMMS, concurrency and ISL (`trt-ab-k8-c16-isl2048`); a wide
+    terminal also gets them as columns, and the model's per-user ratio.
+    """
     from ..catalog.measured import load_cells
     from ..evaluate import compute, evaluate
     from ..fit.observations import cell_scenario
     from ..scenario import resolve
 
-    console = console or _console()
-    table = Table(title="Calibration: measured cells (TRT-LLM, Qwen3-30B-A3B-FP8, 2x p5en, EP16, eager)")
-    for col in (
-        "cell",
-        "comms",
-        "conc",
-        "ISL",
-        "DeepEP tok/s/user",
-        "dense tok/s/user",
-        "tax ms/token",
-        "aggregate ratio",
-        "model per-user (DeepEP / dense)",
-    ):
-        table.add_column(col, justify="right")
+    c = console or term.console()
+    wide = term.wide(c)
+    notes = term.Footnotes()
+    cols = [term.id_col("cell")]
+    if wide:
+        cols += [term.num_col("comms"), term.num_col("conc"), term.num_col("ISL")]
+    cols += [
+        term.num_col("DeepEP\ntok/s"),
+        term.num_col("dense\ntok/s"),
+        term.num_col("tax\nms/token"),
+        term.num_col("aggregate\nratio"),
+        term.num_col("model tok/s\nDeepEP/dense"),
+    ]
+    if wide:
+        cols += [term.num_col("per-user\nratio"), term.id_col("src")]
+    table = term.table(
+        *cols,
+        title="Measured cells: TRT-LLM, Qwen3-30B-A3B-FP8, 2x p5en, EP16, eager",
+        caption="tok/s: per-user decode. model: the physics alone, no measured cell",
+    )
+    per_user, aggregate = [], []
     for cell in load_cells().values():
         if cell.engine != "trtllm" or cell.allgather is None or cell.role not in ("calibration", "anchor"):
             continue
         sc = cell_scenario(cell)
         res = evaluate(sc)
-        r = resolve(sc)
-        model = compute(r.vary(concurrency=[cell.concurrency]))
+        model = compute(resolve(sc).vary(concurrency=[cell.concurrency]))
         md, ma = model.arms["deepep"].per_user_tok_s, model.arms["allgather"].per_user_tok_s
-        table.add_row(
-            cell.id,
-            str(cell.comms),
-            str(cell.concurrency),
-            str(cell.isl),
-            qtext(res.arms["deepep"].per_user_tok_s, 2),
-            qtext(res.arms["allgather"].per_user_tok_s, 2),
-            qtext(res.tax_ms_per_token, 1),
-            qtext(res.ratio_deepep_vs_alternative, 2),
-            Text(f"{float(md.value[0]):.2f} / {float(ma.value[0]):.2f} [{md.tag}]"),
+        modelled = Text(f"{term.number(md.value[0], 2)}/{term.number(ma.value[0], 2)} ")
+        modelled.append_text(term.marker(min(md.tag, ma.tag)))
+        per_user.append(res.ratio_per_user)
+        aggregate.append(res.ratio_deepep_vs_alternative)
+        row: list[Any] = [cell.id]
+        if wide:
+            row += [str(cell.comms), str(cell.concurrency), str(cell.isl)]
+        row += [
+            term.qcell(res.arms["deepep"].per_user_tok_s, 2),
+            term.qcell(res.arms["allgather"].per_user_tok_s, 2),
+            term.qcell(res.tax_ms_per_token, 1),
+            term.qcell(res.ratio_deepep_vs_alternative, 2),
+            modelled,
+        ]
+        if wide:
+            row += [term.qcell(res.ratio_per_user, 2), notes.ref(cell.source)]
+        table.add_row(*row)
+    c.print(table)
+    if per_user and aggregate:
+        c.print(
+            Text(
+                f"Per-user ratio {_span(per_user)}, aggregate ratio {_span(aggregate)}: aggregate also "
+                "absorbs TTFT and the benchmark's ramp. One run per cell (n = 1).",
+                style="dim",
+            )
         )
-    console.print(table)
-    console.print(
-        Text(
-            "The per-user ratio (0.71) and the aggregate ratios (0.65-0.69) differ: aggregate also absorbs "
-            "TTFT and the benchmark's ramp. Both are shown; n = 1 per cell.",
-            style="dim",
-        )
-    )
+    c.print(term.legend())
+    if wide:
+        notes.print(c)
+
+
+def _span(qs: list[Q]) -> str:
+    """`0.65-0.69` (or one value): the range of a few ratios, as printed in the table."""
+    lo, hi = (term.number(v, 2) for v in (min(q.scalar for q in qs), max(q.scalar for q in qs)))
+    return lo if lo == hi else f"{lo}-{hi}"
 
 
 def print_kernel(out: dict[str, Q], query: dict[str, Any], console: Console | None = None) -> None:
-    console = console or _console()
-    table = Table(
-        title=(
-            f"{query['transport']} on {query['instance']}, EP{query['ep']}, {query['tokens']} tokens/rank, "
-            f"hidden {query['hidden']}, top-{query['topk']} of {query['experts']}, "
-            f"{query['dispatch_dtype']} dispatch"
-        )
+    """One MoE layer's dispatch and combine: three numbers, and their source said once."""
+    c = console or term.console()
+    notes = term.Footnotes()
+    title = (
+        f"{query['transport']} on {query['instance']}, EP{query['ep']}: {query['tokens']} tokens/rank, "
+        f"hidden {query['hidden']}, top-{query['topk']} of {query['experts']}, {query['dispatch_dtype']}"
     )
-    table.add_column("")
-    table.add_column("latency", justify="right")
-    table.add_column("source")
-    for k in ("dispatch_us", "combine_us", "total_us"):
-        table.add_row(k.replace("_us", ""), qtext(out[k], 1), Text(out[k].source, style="dim"))
-    console.print(table)
+    table = term.table(term.id_col(""), term.num_col("µs per layer"), term.id_col("source"))
+    for key, label in (("dispatch_us", "dispatch"), ("combine_us", "combine"), ("total_us", "total")):
+        q = out[key]
+        table.add_row(label, term.qcell(q, 1), notes.ref(q.source))
+    c.print(Text(title, style="bold"))
+    c.print(table)
+    c.print(term.legend())
+    notes.print(c)

@@ -10,12 +10,14 @@ that object.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from functools import cache
 from typing import Any
 
 from ..scenario import DEFAULTS
 from ..verdict import ARM_LABELS, SYMBOLS, TITLES
+from .labels import step_label
 
 # (label, path inside one arm's JSON, decimals)
 ARM_ROWS: list[tuple[str, str, int]] = [
@@ -100,13 +102,45 @@ def provenance_rows(data: dict[str, Any]) -> list[dict[str, str]]:
         for row_label, path, digits in ARM_ROWS:
             add(f"{label}: {row_label.lower()}", dig(a, path), digits)
         for part, q in a["breakdown_ms"].items():
-            add(f"{label}: step part {part}", q, 2)
+            add(f"{label}: step, {step_label(part)}", q, 2)
         for part, q in a["memory_detail_gb"].items():
             if part != "headroom":
                 add(f"{label}: memory {part.replace('_', ' ')}", q, 1)
     for row_label, key, digits in COMPARE_ROWS:
         add(row_label, data[key], digits)
     return rows
+
+
+_TAG_IN_TEXT = re.compile(r"\[(measured|derived|assumed)\]")
+
+
+def tag_segments(text: str) -> list[dict[str, str]]:
+    """A sentence with `[derived]`-style tags, split so each tag can be drawn as a badge.
+
+    The verdict's sentences are written for the terminal (tags in brackets); the page and the
+    HTML report show the same tags as the arms table does. Splitting happens here, once, so the
+    server-rendered page and the JavaScript draw the same segments.
+    """
+    out: list[dict[str, str]] = []
+    pos = 0
+    for m in _TAG_IN_TEXT.finditer(text):
+        if m.start() > pos:
+            out.append({"text": text[pos : m.start()]})
+        out.append({"tag": m.group(1)})
+        pos = m.end()
+    if pos < len(text):
+        out.append({"text": text[pos:]})
+    return out
+
+
+def verdict_text(verdict: dict[str, Any]) -> dict[str, Any]:
+    """The verdict's headline, reasons, advisories and robustness line as tag segments."""
+    return {
+        "headline": tag_segments(verdict["headline"]),
+        "reasons": [tag_segments(line) for line in verdict["reasons"]],
+        "advisories": [tag_segments(line) for line in verdict["advisories"]],
+        "robustness": tag_segments(f"Verdict is {verdict['robustness']}"),
+    }
 
 
 def scenario_summary(data: dict[str, Any]) -> str:
@@ -153,6 +187,7 @@ def page_layout() -> dict[str, Any]:
     return {
         "arm_rows": ARM_ROWS,
         "compare_rows": COMPARE_ROWS,
+        "tag_meaning": TAG_MEANING,
         "arm_labels": ARM_LABELS,
         "codes": CODES,
         "host_proxied": transport_initiation(),
@@ -190,6 +225,7 @@ def templates() -> Any:
     env.filters["unit"] = unit_shown
     env.filters["script_json"] = script_json
     env.filters["flag_lines"] = flag_lines
+    env.filters["tag_segments"] = tag_segments
     env.globals.update(
         ARM_ROWS=ARM_ROWS,
         COMPARE_ROWS=COMPARE_ROWS,

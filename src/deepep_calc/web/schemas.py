@@ -275,12 +275,33 @@ class ProvenanceRow(BaseModel):
     source: str
 
 
+class Segment(BaseModel):
+    """Part of a sentence: plain text, or a tag drawn as a badge."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str | None = None
+    tag: Tag | None = None
+
+
+class VerdictText(BaseModel):
+    """The verdict's sentences as segments, so the page draws their tags as badges."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    headline: list[Segment]
+    reasons: list[list[Segment]]
+    advisories: list[list[Segment]]
+    robustness: list[Segment]
+
+
 class DetailsResponse(BaseModel):
     """What the page draws beside the numbers: the model evaluated, the charts, the provenance."""
 
     model: ModelSummary
     summary: str = Field(description="the scenario in one sentence")
     flag_lines: list[str] = Field(description="engine flags of the recommended arm, one per line")
+    verdict_text: VerdictText = Field(description="the verdict's sentences split around their tags")
     cli: str | None = Field(description="the CLI command giving the same result (none for an upload)")
     charts: dict[str, dict[str, Any]] = Field(description="plotly figures: {data, layout}")
     provenance: list[ProvenanceRow]

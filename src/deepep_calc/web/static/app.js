@@ -35,6 +35,13 @@
     return node;
   }
   function badge(q) { return h("span", { "class": "tag tag-" + q.tag, title: q.tag + ": " + q.source }, [q.tag]); }
+  // A sentence as report/view.py:tag_segments split it (mirrors _macros.html:sentence).
+  function sentence(segments) {
+    return segments.map(function (seg) {
+      if (!seg.tag) return seg.text;
+      return h("span", { "class": "tag tag-" + seg.tag, title: seg.tag + ": " + layout.tag_meaning[seg.tag] }, [seg.tag]);
+    });
+  }
   function num(q, digits) {
     var parts = [h("span", { "class": "v" }, [fmt(q.value, digits)])];
     var u = unitShown(q.unit);
@@ -51,7 +58,7 @@
   function fill(id, nodes) { var el = document.getElementById(id); if (el) el.replaceChildren.apply(el, nodes); return el; }
   function listItems(lines, emptyText) {
     if (!lines.length && emptyText) return [h("li", { "class": "none" }, [emptyText])];
-    return lines.map(function (line) { return h("li", null, [line]); });
+    return lines.map(function (segments) { return h("li", null, sentence(segments)); });
   }
 
   // ---- rendering ----
@@ -65,11 +72,18 @@
     });
     var detail = document.getElementById("verdict-detail");
     detail.className = "verdict-detail detail-" + v.code;
-    fill("headline", [h("span", { "class": "sym", "aria-hidden": "true" }, [v.symbol]), " " + v.headline]);
+    // The sentences come split around their tags (details.verdict_text); plain text otherwise.
+    var vt = details ? details.verdict_text : {
+      headline: [{ text: v.headline }],
+      reasons: v.reasons.map(function (t) { return [{ text: t }]; }),
+      advisories: v.advisories.map(function (t) { return [{ text: t }]; }),
+      robustness: [{ text: "Verdict is " + v.robustness }]
+    };
+    fill("headline", [h("span", { "class": "sym", "aria-hidden": "true" }, [v.symbol]), " "].concat(sentence(vt.headline)));
     fill("scenario-line", [details ? details.summary : ""]);
-    fill("reasons", listItems(v.reasons));
-    fill("advisories", listItems(v.advisories, "none"));
-    fill("robustness", ["Verdict is " + v.robustness]);
+    fill("reasons", listItems(vt.reasons));
+    fill("advisories", listItems(vt.advisories, "none"));
+    fill("robustness", sentence(vt.robustness));
     fill("flags-title", ["(" + v.flags.engine + ", " + v.flags.arm + ")"]);
     if (details) fill("flags", [details.flag_lines.join("\n") + "\n"]);
   }
@@ -82,7 +96,10 @@
       return h("th", { scope: "col", "class": "arm-head", style: "--arm: " + armColour(data, arm) }, kids);
     }));
     var rows = layout.arm_rows.map(function (row) {
-      return h("tr", null, [h("th", { scope: "row" }, [row[0]])].concat(arms.map(function (arm) {
+      var u = unitShown(dig(data.arms[arms[0]], row[1]).unit);
+      var label = [row[0]];
+      if (u) label.push(h("span", { "class": "row-unit" }, [" (" + u + ")"]));
+      return h("tr", null, [h("th", { scope: "row" }, label)].concat(arms.map(function (arm) {
         return h("td", null, [num(dig(data.arms[arm], row[1]), row[2])]);
       })));
     });
@@ -132,6 +149,7 @@
   function showError(message, field) {
     var target = field ? form.querySelector('[data-error-for="' + field + '"]') : null;
     if (target) {
+      expandForm();
       target.textContent = message; target.hidden = false;
       var box = target.closest("[data-field]");
       box.classList.add("has-error");
@@ -213,6 +231,19 @@
     }).then(function () { if (mine === seq) document.body.removeAttribute("data-busy"); });
   }
   function schedule() { clearTimeout(timer); timer = setTimeout(update, DEBOUNCE_MS); }
+
+  // ---- the form folds away on narrow screens (the verdict comes first there) ----
+  var toggle = document.getElementById("form-toggle");
+  var narrow = window.matchMedia("(max-width: 980px)");
+  function setCollapsed(collapsed) {
+    form.classList.toggle("collapsed", collapsed);
+    toggle.setAttribute("aria-expanded", collapsed ? "false" : "true");
+  }
+  function expandForm() { setCollapsed(false); }
+  toggle.addEventListener("click", function () { setCollapsed(!form.classList.contains("collapsed")); });
+  narrow.addEventListener("change", function (e) { if (!e.matches) setCollapsed(false); });
+  var hasError = form.querySelector(".has-error") !== null;
+  setCollapsed(narrow.matches && !hasError);
 
   // ---- inputs that shape other inputs ----
   var instance = document.getElementById("f-instance");
