@@ -1,5 +1,7 @@
 """The provenance algebra: tags can only weaken, units are checked, arrays flow through."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -179,6 +181,16 @@ def test_qmax_qmin_elementwise_with_provenance() -> None:
     assert qmax(Q.measured(1.0, "us", "a"), Q.measured(2.0, "us", "b")).tag is Tag.DERIVED
     assert qmin(a, Q.assumed(0.0, "us", "c")).tag is Tag.ASSUMED
     assert qmax(a, b).unit == "us"
+
+
+def test_qmax_qmin_of_scalars_propagate_nan_from_either_side() -> None:
+    """Like np.maximum / np.minimum: a NaN on either side gives NaN (the builtin max would keep
+    the first argument), and plain scalars give the plain larger / smaller value."""
+    nan, one = Q.derived(float("nan"), "us", "a"), Q.derived(1.0, "us", "b")
+    for op in (qmax, qmin):
+        assert math.isnan(op(one, nan).value) and math.isnan(op(nan, one).value)
+    assert qmax(one, Q.derived(np.float64(3.0), "us", "c")).value == 3.0
+    assert qmin(one, Q.derived(3.0, "us", "c")).value == 1.0
 
 
 def test_qmap_applies_a_function_and_never_keeps_measured() -> None:
