@@ -1,6 +1,6 @@
 """Shared test settings: hypothesis profiles, and skips that fail under CI.
 
-`ci` (chosen when the CI variable is set, as `.ci/run` has it) derandomizes every property test:
+`ci` (chosen when the CI variable is set: `.ci/run` exports CI=1) derandomizes every property test:
 a red CI run is then reproducible on a laptop with HYPOTHESIS_PROFILE=ci, and a green one does
 not depend on luck. `dev` keeps hypothesis's random search for local runs, where finding new
 counter-examples is the point. Example counts stay per test (`@settings(max_examples=...)`).

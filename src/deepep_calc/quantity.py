@@ -52,18 +52,30 @@ _MAX_SOURCES = 6
 
 @lru_cache(maxsize=8192)
 def _merge_sources(a: str, b: str) -> str:
-    """Union of two source lists, order kept, capped so a long chain stays readable."""
+    """Union of two source lists, order kept, capped so a long chain stays readable.
+
+    A capped list ends in "+N more"; merging it keeps that count (the larger of the two
+    inputs', plus what this merge leaves out), so "+N more" never undercounts a chain's own
+    omissions nor disappears: it reads "at least N more".
+    """
     if a == b or not b:
         return a
     if not a:
         return b
     seen: list[str] = []
+    left_out = 0
     for src in (a, b):
         for part in src.split("; "):
-            if part and part not in seen and not part.startswith("+"):
+            if part.startswith("+"):
+                count = part[1:].removesuffix(" more")
+                left_out = max(left_out, int(count)) if count.isdigit() else left_out
+            elif part and part not in seen:
                 seen.append(part)
     if len(seen) > _MAX_SOURCES:
-        seen = [*seen[:_MAX_SOURCES], f"+{len(seen) - _MAX_SOURCES} more"]
+        left_out += len(seen) - _MAX_SOURCES
+        seen = seen[:_MAX_SOURCES]
+    if left_out:
+        seen.append(f"+{left_out} more")
     return "; ".join(seen)
 
 
