@@ -241,6 +241,20 @@ def measured_paths(result: Result) -> set[str]:
 REPLAYED = {"per_user_tok_s", "aggregate_tok_s", "step_ms", "ttft_ms"}
 
 
+def assert_measured_only_where_replayed(result: Result) -> None:
+    """Measured only where a measured cell was replayed, and only the figures it replays: on the
+    arm itself, or as the figure the verdict compared for that arm (`verdict.compared.X.arm`)."""
+    for path in measured_paths(result):
+        head = path.split(".")
+        if head[:2] == ["verdict", "compared"]:
+            metric, arm = head[2], head[3]
+        else:
+            assert head[0] == "arms", path
+            arm, metric = head[1], head[2]
+        assert result.arms[arm].measured_cell, path
+        assert metric in REPLAYED, path
+
+
 @examples(150)
 @given(scenarios())
 def test_no_output_is_stronger_than_its_weakest_input(scenario: Scenario) -> None:
@@ -248,11 +262,7 @@ def test_no_output_is_stronger_than_its_weakest_input(scenario: Scenario) -> Non
     if result is None:
         return
     assert_tag_ceilings(result)
-    # measured only where a measured cell was replayed, and only the figures it replays
-    for path in measured_paths(result):
-        head = path.split(".")
-        assert head[0] == "arms" and result.arms[head[1]].measured_cell, path
-        assert head[2] in REPLAYED, path
+    assert_measured_only_where_replayed(result)
     # a user price is an assumption, and so is every cost computed from it
     if scenario.price_per_hour is not None:
         assert all(arm.usd_per_mtok.tag is Tag.ASSUMED for arm in result.arms.values())

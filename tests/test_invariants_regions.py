@@ -33,8 +33,13 @@ from deepep_calc.evaluate import ROLE_PRIORITY
 from deepep_calc.fit.observations import cell_scenario
 from deepep_calc.physics.params import weight_bytes
 from deepep_calc.scenario import resolve
-from invariant_checks import assert_finite_or_not_feasible, evaluate_or_refuse, q_nodes
-from test_invariants_hypothesis import REPLAYED, assert_tag_ceilings, measured_paths
+from deepep_calc.verdict import NO_ARM
+from invariant_checks import assert_finite_or_not_feasible, evaluate_or_refuse
+from test_invariants_hypothesis import (
+    assert_measured_only_where_replayed,
+    assert_tag_ceilings,
+    measured_paths,
+)
 
 MODELS = load_models()
 INSTANCES = load_instances()
@@ -172,10 +177,7 @@ def test_cell_scenarios_are_measured_cells() -> None:
 def _assert_sound(result: Any) -> None:
     assert_finite_or_not_feasible(result)
     assert_tag_ceilings(result)
-    for path in measured_paths(result):
-        head = path.split(".")
-        assert head[0] == "arms" and result.arms[head[1]].measured_cell, path
-        assert head[2] in REPLAYED, path
+    assert_measured_only_where_replayed(result)
 
 
 @examples(40)
@@ -184,8 +186,12 @@ def test_invariants_in_every_region(scenario: Scenario) -> None:
     result = evaluate_or_refuse(scenario)
     assert result is not None, scenario
     _assert_sound(result)
-    assert result.verdict.recommended_arm in result.arms
-    if result.verdict.code == "capacity":
+    v = result.verdict
+    if v.status == "nothing_fits":
+        assert v.recommended_arm == NO_ARM and not any(a.feasible for a in result.arms.values())
+    else:
+        assert v.recommended_arm in result.arms and result.arms[v.recommended_arm].feasible
+    if result.verdict.code == "capacity" and v.status != "nothing_fits":
         assert not result.arms["replica"].fits_memory
 
 
@@ -236,6 +242,4 @@ def test_measured_cells_print_their_observations(case: tuple[Cell, Scenario]) ->
         if value is not None
     }
     assert measured == expected, (shown.id, measured, expected)
-    for path, q in q_nodes(result.to_json()):
-        if not path.startswith("arms."):
-            assert q["tag"] != "measured", path
+    assert_measured_only_where_replayed(result)
