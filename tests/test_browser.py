@@ -130,9 +130,14 @@ def test_calculator_updates_live(browser, live_server):  # noqa: F811
     assert _deepep_per_user(page) != second
     assert "transport=efa-gda" in page.url and "model=kimi-k2" in page.url
 
+    # DeepSeek-V3 under vLLM CUDA graphs over GPU-initiated EFA: no proxied host cost, DeepEP wins
     page.select_option("#f-model", "deepseek-v3")
-    page.fill("#f-nodes", "8")
-    page.fill("#f-concurrency", "512")
+    page.fill("#f-nodes", "2")
+    page.select_option("#f-engine", "vllm")
+    page.select_option("#f-cuda_graphs", "true")
+    page.fill("#f-isl", "1024")
+    page.fill("#f-osl", "256")
+    page.fill("#f-concurrency", "64")
     page.wait_for_selector("#verdict-cards .card-deepep.lit", timeout=20000)
     assert page.locator("#verdict-cards .card.lit").count() == 1
     page.screenshot(path=str(ARTIFACTS / "calculator-deepep-wins.png"), full_page=True)
@@ -141,7 +146,7 @@ def test_calculator_updates_live(browser, live_server):  # noqa: F811
     page.fill("#f-concurrency", "-1")
     error = page.locator('[data-error-for="concurrency"]')
     error.wait_for(state="visible")
-    assert error.inner_text() == "--concurrency: -1 is not allowed; expected a whole number greater than 0"
+    assert error.inner_text() == "concurrency: -1 is not allowed; expected a whole number greater than 0"
     page.locator("#scenario-form").screenshot(path=str(ARTIFACTS / "calculator-field-error.png"))
     page.fill("#f-concurrency", "512")
     _wait_update(page, n)
@@ -216,7 +221,7 @@ def test_form_works_with_javascript_off(browser, live_server):  # noqa: F811
         page.click("button[type=submit]")
     error = page.locator('[data-error-for="nodes"]')
     assert error.is_visible()
-    assert error.inner_text() == "--nodes: 0 is not allowed; expected a whole number greater than 0"
+    assert error.inner_text() == "nodes: 0 is not allowed; expected a whole number greater than 0"
     page.screenshot(path=str(ARTIFACTS / "calculator-no-javascript.png"), full_page=True)
     context.close()
 

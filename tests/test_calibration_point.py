@@ -3,7 +3,6 @@
 import pytest
 
 from deepep_calc import Scenario, evaluate
-from deepep_calc.physics.fit import solve_engine
 from deepep_calc.quantity import Tag
 
 CAL = dict(
@@ -53,20 +52,29 @@ def test_single_comm_raw_pair() -> None:
     assert r.arms["deepep"].ttft_ms.tag is Tag.MEASURED
 
 
-def test_model_itself_hits_the_anchor_cells() -> None:
-    """The fit is an exact solve for TRT-LLM: residuals are rounding noise, not tuning."""
-    rep = solve_engine("trtllm")
-    assert rep.pinned == () and max(abs(x) for x in rep.residuals_us) < 1e-6
-    assert all(v > 0 for v in rep.values.values())
+def test_the_fit_is_not_exactly_determined_for_trtllm() -> None:
+    """The TRT-LLM constants rest on more observations than unknowns: dense arms pin the launch
+    cost (4 cells, 1 unknown), DeepEP arms the proxied host cost (7 runs, 2 unknowns), so the
+    model misses each measured step by a little instead of hitting every one by construction."""
+    from deepep_calc.fit.observations import observations
+    from deepep_calc.validate import validate
+
+    trt = {o.id for o in observations() if o.engine == "trtllm" and o.step_ms is not None}
+    rows = [r for r in validate().rows if r.kind == "step" and r.reference in trt]
+    errors = [abs(r.error) for r in rows]
+    assert len(rows) == len(trt) == 11  # 4 A/B pairs x 2 sides + 3 shim runs
+    assert max(errors) < 0.04  # close ...
+    assert sum(e > 1e-3 for e in errors) >= 8  # ... but not reproduced by construction
 
 
 def test_model_prediction_near_calibration_stays_flat() -> None:
-    """Away from the anchor (conc 32, ISL 2048) the model lands within 2 % of the flat lines."""
+    """Without the measured substitution the model lands within 4 % of the flat lines at every
+    regime (concurrency 32, ISL 2048): the step is a fixed cost, as measured."""
     from deepep_calc.evaluate import compute
     from deepep_calc.scenario import resolve
 
     for conc, isl in ((32, 120), (16, 2048)):
         res = compute(resolve(Scenario(**CAL, concurrency=conc, isl=isl)).vary(concurrency=[conc]))
-        assert float(res.arms["deepep"].per_user_tok_s.value[0]) == pytest.approx(19.62, rel=0.02)
-        assert float(res.arms["allgather"].per_user_tok_s.value[0]) == pytest.approx(27.57, rel=0.02)
+        assert float(res.arms["deepep"].per_user_tok_s.value[0]) == pytest.approx(19.62, rel=0.04)
+        assert float(res.arms["allgather"].per_user_tok_s.value[0]) == pytest.approx(27.57, rel=0.04)
         assert res.arms["deepep"].per_user_tok_s.tag is Tag.ASSUMED

@@ -46,6 +46,8 @@ scenarios = st.builds(
 
 
 def _numbers(result: Any) -> list[float]:
+    """Headline figures and the step's split: in an eager, CPU-bound step the GPU work hides
+    under the launches (max of the two paths), so an input may move only the hidden GPU part."""
     out = []
     for arm in result.arms.values():
         out += [
@@ -53,6 +55,7 @@ def _numbers(result: Any) -> list[float]:
             arm.memory_gb_per_gpu.scalar,
             arm.ttft_ms.scalar,
             arm.aggregate_tok_s.scalar,
+            *(q.scalar for q in arm.breakdown_ms.values()),
         ]
     return out
 
@@ -65,14 +68,19 @@ def _numbers(result: Any) -> list[float]:
 def test_every_input_moves_some_number(fields: dict[str, Any], knob: str) -> None:
     base = evaluate(Scenario(**fields))
     m = base.model
+    room = m.max_context - fields["isl"] - fields["osl"]  # ISL + OSL stay inside the context window
+
+    def longer(name: str) -> int:
+        return fields[name] * 4 if fields[name] * 3 <= room else max(1, fields[name] // 4)
+
     change: dict[str, Any] = {
         "experts": {"experts": m.experts * 2},
         "topk": {"topk": max(1, m.topk // 2) if m.topk > 1 else 2},
         "hidden": {"hidden": m.hidden * 2},
         "moe_layers": {"moe_layers": max(1, m.moe_layers // 2)},
         "weight_dtype": {"weight_dtype": "bf16" if m.weight_dtype != "bf16" else "fp8"},
-        "isl": {"isl": fields["isl"] * 4},
-        "osl": {"osl": fields["osl"] * 4},
+        "isl": {"isl": longer("isl")},
+        "osl": {"osl": longer("osl")},
         "concurrency": {"concurrency": fields["concurrency"] * 64},
     }[knob]
     other = evaluate(Scenario(**{**fields, **change}))
@@ -92,6 +100,8 @@ def test_per_user_never_rises_with_concurrency(fields: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("comms", [1, 8])
 def test_tax_never_negative_on_efa_proxy_at_the_calibration_point(comms: int) -> None:
+    """Over the host proxy DeepEP pays per remote selection, so longer prompts (more mixed-in
+    prefill tokens) never turn the tax into a saving against allgather at this scale."""
     r = resolve(Scenario(comms=comms))
     conc = np.arange(1, 257)
     for isl in (120, 2048, 8192):
@@ -126,21 +136,24 @@ def test_ibgda_serving_step_never_slower_than_efa_proxy(fields: dict[str, Any]) 
 
 
 def test_kernel_grows_with_ep_tokens_hidden() -> None:
-    def total(**kw: Any) -> float:
-        return kernel_query("efa-proxy", "p5en", **kw)["total_us"].scalar
+    def total(**kw: Any) -> float:  # 4 QPs: no published row answers these exactly, so all are model
+        return kernel_query("efa-proxy", "p5en", qps=4, **kw)["total_us"].scalar
 
     assert total(ep=16) < total(ep=32) < total(ep=64) < total(ep=128)
     assert total(tokens=64) < total(tokens=128) < total(tokens=512)
-    assert total(hidden=2048) < total(hidden=7168) < total(hidden=16384)
+    # issue-bound over the proxy (per work request, any size) until the wire binds at large hidden
+    assert total(hidden=2048) <= total(hidden=7168) < total(hidden=16384)
     assert total(topk=4) < total(topk=8)
 
 
-def test_more_nodes_more_remote_traffic_in_serving() -> None:
-    steps = [
-        evaluate(Scenario(model="deepseek-v3", nodes=n, concurrency=1024))
-        .arms["deepep"]
-        .breakdown_ms["moe_comm"]
-        .scalar
-        for n in (2, 4, 8)
-    ]
-    assert steps[0] < steps[1] < steps[2]
+def test_more_nodes_spread_the_same_load_thinner_but_further() -> None:
+    """At a fixed concurrency more nodes give each rank fewer tokens, of which a larger share
+    leaves the node: remote selections per rank = C / W x k x (W - 8) / W, so the DeepEP
+    exchange per step shrinks from EP16 to EP64 while its remote share grows."""
+    steps, shares = [], []
+    for n in (2, 4, 8):
+        res = evaluate(Scenario(model="deepseek-v3", nodes=n, concurrency=1024, max_batch=256))
+        steps.append(res.arms["deepep"].breakdown_ms["moe_comm"].scalar)
+        shares.append((n * 8 - 8) / (n * 8))
+    assert shares == [0.5, 0.75, 0.875]
+    assert steps[0] > steps[1] > steps[2]

@@ -54,6 +54,14 @@ def cli_message(**fields) -> str:
     return info.value.message
 
 
+def api_message(**fields) -> str:
+    """The CLI's message as the API words it: the field by its JSON name, not its flag."""
+    message = cli_message(**fields)
+    flag, rest = message.split(":", 1)
+    assert flag.startswith("--")
+    return flag[2:].replace("-", "_") + ":" + rest
+
+
 # /api/evaluate: the contract ---------------------------------------------------------------
 
 
@@ -108,13 +116,13 @@ def test_eager_contradicting_cuda_graphs_is_refused(client):  # noqa: F811
 def test_bad_values_give_the_cli_message_and_name_the_field(client, fields, field):  # noqa: F811
     body = error_of(post(client, "/api/evaluate", fields))
     assert body["field"] == field
-    assert body["error"] == cli_message(**fields)
+    assert body["error"] == api_message(**fields)
 
 
 def test_unknown_preset_is_refused_with_the_choices(client):  # noqa: F811
     body = error_of(post(client, "/api/evaluate", {"model": "gpt-7-moe"}))
     assert body["field"] == "model"
-    assert body["error"].startswith("--model: 'gpt-7-moe' is not allowed")
+    assert body["error"].startswith("model: 'gpt-7-moe' is not allowed")
     assert "deepseek-v3" in body["error"]
 
 
@@ -349,24 +357,27 @@ def test_page_renders_the_result_server_side(client):  # noqa: F811
 def test_page_field_error_sits_next_to_the_field(client):  # noqa: F811
     resp = clean(client.get("/", params={"concurrency": "-5"}))
     assert resp.status_code == 422
-    message = cli_message(concurrency=-5)
+    message = api_message(concurrency=-5)
     assert f'data-error-for="concurrency" role="alert">{message}</p>'.replace("'", "&#39;") in resp.text
 
 
 def test_form_post_without_javascript(client):  # noqa: F811
-    data = {
+    data = {  # GPU-initiated EFA under CUDA graphs at DeepSeek scale: DeepEP wins
         "model": "deepseek-v3",
-        "nodes": "8",
+        "nodes": "2",
+        "engine": "vllm",
         "transport": "efa-gda",
-        "concurrency": "512",
-        "cuda_graphs": "false",
+        "concurrency": "64",
+        "isl": "1024",
+        "osl": "256",
+        "cuda_graphs": "true",
     }
     resp = clean(client.post("/", data=data))
     assert resp.status_code == 200
     assert 'class="card card-deepep lit"' in resp.text
     bad = clean(client.post("/", data={**data, "nodes": "lots"}))
     assert bad.status_code == 422
-    assert "--nodes: &#39;lots&#39; is not allowed" in bad.text
+    assert "nodes: &#39;lots&#39; is not allowed" in bad.text and "--nodes" not in bad.text
 
 
 def test_form_upload_of_a_config(client):  # noqa: F811

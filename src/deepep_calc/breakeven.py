@@ -4,9 +4,10 @@ Each answer is solved on the model, not read off a blind scan:
 
 kernel_tie_us      per-MoE-layer dispatch + combine latency at which DeepEP's aggregate equals
                    the alternative's. The latency enters as a shift of the transport's fixed
-                   latency alpha (every dispatch pays it, prefill included), and 1 / aggregate is
-                   linear in that shift (step and TTFT both are), so two model passes give the
-                   exact root.
+                   latency alpha (every dispatch pays it, prefill included); the ratio falls
+                   monotonically with it, so a bisection finds the root. In an eager engine the
+                   kernels can hide under the CPU path: then no latency moves the ratio, and the
+                   answer says so.
 concurrency_tie    smallest concurrency at which DeepEP's aggregate reaches the alternative's:
 concurrency_win    ... and beats it by more than the noise band (the verdict's threshold). Tokens
                    per rank = concurrency / EP, so this is where the alternative's all-rank
@@ -17,13 +18,13 @@ capacity_nodes     smallest node count at which single-node replicas hold the lo
                    capacity forces EP).
 ep_nodes           fewest nodes on which the DeepEP arm fits in HBM.
 comms_proxy        EP_NUM_COMMS beyond which the host proxy stops being issue-bound: its fitted
-                   per-layer cost is proxy_fixed_us + proxy_lane_us / K (physics/step.py); the
+                   per-layer cost (eager) is proxy_fixed_us + proxy_lane_us / K (physics/step.py); the
                    proxy is issue-bound while the part that more comms divide, lane / K, exceeds
                    the part they do not, so K* = proxy_lane_us / proxy_fixed_us.
 comms_bandwidth    EP_NUM_COMMS beyond which more comms add no scale-out bandwidth: the measured
                    curve k1 * K^e reaches the line rate at K = (line / k1)^(1/e).
 qps_kernel         EP_EFA_MAX_QPS beyond which the kernel's issue term (work requests x op cost /
-                   lanes) is no longer the largest of the three pipes of physics/comm.py in either
+                   lanes) is no longer the largest of the three pipes of physics/deepep.py in either
                    direction; bisection on the kernel model against the same kernel with a free
                    issue path.
 
@@ -43,15 +44,13 @@ from typing import Any
 import numpy as np
 
 from .catalog.constants import const
-from .evaluate import Result, compute
-from .physics.comm import KernelShape, fixed_latency_us, kernel_us, scaleout_bw
-from .physics.fit import engine_fit
+from .evaluate import Result, compute, table_for
+from .fit.table import Table
+from .physics.deepep import KernelShape, kernel_us, scaleout_bw
 from .physics.layout import layout
 from .quantity import Q, weakest
 from .scenario import LIMITS, Resolved, Scenario, resolve
 from .verdict import ARM_LABELS, classify_codes
-
-SHIFT_US = 100.0  # probe shift of the fixed latency for the linear solve (any non-zero value)
 
 
 @dataclass
@@ -135,20 +134,29 @@ class AlphaShift:
     """A calibration-profile stand-in that adds `delta_us` to every DeepEP fixed latency.
 
     Split evenly between dispatch and combine (only their sum matters to the step). Any real
-    profile on the scenario keeps its cells, engine constants and its own alpha underneath.
+    profile on the scenario keeps its cells, engine constants and its own kernel fit underneath.
     """
 
     def __init__(self, inner: Any, delta_us: float) -> None:
         self.inner, self.delta = inner, delta_us
 
-    def alpha(self, name: str) -> tuple[Q, Q]:
-        base = self.inner.alpha(name) if self.inner is not None else None
-        a_d, a_c = base if base is not None else fixed_latency_us(name)
+    def apply(self, table: Table, r: Resolved) -> Table:
+        if self.inner is not None:
+            table = self.inner.apply(table, r)
         half = self.delta / 2.0
-        return (a_d + half).as_("us"), (a_c + half).as_("us")
+        if r.scenario.nodes <= 1 or r.transport.fabric == "nvlink":  # the NVLink-only kernel
+            return replace(table, nvlink_alpha_us=(table.nvlink_alpha_us + self.delta).as_("us"))
+        t = table.transports[r.transport.name]
+        factor = table.instance_factor(r.instance.name).scalar
+        shifted = replace(
+            t,
+            alpha_dispatch_us=(t.alpha_dispatch_us + half / factor).as_("us"),
+            alpha_combine_us=(t.alpha_combine_us + half / factor).as_("us"),
+        )
+        return table.with_transport(r.transport.name, shifted)
 
-    def engine_fit(self, fit: Any, r: Resolved) -> Any:
-        return self.inner.engine_fit(fit, r) if self.inner is not None else fit
+    def kernel_fit(self, name: str) -> Any:
+        return self.inner.kernel_fit(name) if self.inner is not None else None
 
     def cells(self) -> list[Any]:
         return list(self.inner.cells()) if self.inner is not None else []
@@ -181,25 +189,44 @@ def kernel_tie(r: Resolved) -> Answer:
             return Answer(
                 "kernel_tie_us", q, None, f"no tie to find: {name} is not feasible here ({_why(r, arm)})"
             )
-    probe = model(with_kernel_shift(r, SHIFT_US)).arms["deepep"]
-    y0 = (1.0 / _at(dee.aggregate_tok_s)).as_("s/tok")
-    y1 = (1.0 / _at(probe.aggregate_tok_s)).as_("s/tok")
-    target = (1.0 / _at(alt.aggregate_tok_s)).as_("s/tok")
-    delta = ((target - y0) / (y1 - y0) * SHIFT_US).as_("us")
-    tie = (now + delta).as_(
-        "us",
-        "solved: 1/aggregate is linear in the kernels' fixed latency; "
-        f"DeepEP now {now.scalar:,.0f} us per layer",
-    )
-    ratio = _at(model(with_kernel_shift(r, delta.scalar)).ratio_deepep_vs_alternative)
-    floor = _per_layer_us(model(with_kernel_shift(r, -_alpha_total(r))), layers)
-    check = {"now_us": now, "solution_us": tie, "ratio_at_solution": ratio, "floor_us": floor}
-    if tie.scalar <= 0:
+
+    def ratio_at(shift: float) -> float:
+        return _at(model(with_kernel_shift(r, shift)).ratio_deepep_vs_alternative).scalar
+
+    lowest = -_alpha_total(r)  # every fixed latency gone: the fastest these kernels can be
+    floor = _per_layer_us(model(with_kernel_shift(r, lowest)), layers)
+    high = max(4.0 * now.scalar, 1000.0)  # four times slower than today (at least 1 ms)
+    r_low, r_high = ratio_at(lowest), ratio_at(high)
+    check = {"now_us": now, "floor_us": floor}
+    if abs(r_low - r_high) < 1e-6:
         note = (
-            f"no kernel latency ties: even at 0 us per layer (now {now.scalar:,.1f} us) DeepEP stays "
-            f"behind; the rest of its step (engine, proxy) decides"
+            f"the kernels hide under the engine's CPU path here (now {now.scalar:,.1f} us per layer): "
+            "no kernel latency changes the ratio"
         )
         return Answer("kernel_tie_us", q, None, note, check)
+    if r_low < 1.0:
+        note = (
+            f"no kernel latency ties: even at {floor.scalar:,.1f} us per layer (no fixed latency; now "
+            f"{now.scalar:,.1f} us) DeepEP stays behind; the rest of its step (engine, proxy) decides"
+        )
+        return Answer("kernel_tie_us", q, None, note, check)
+    if r_high > 1.0:
+        note = f"DeepEP stays ahead even at {now.scalar + high:,.0f} us per layer (now {now.scalar:,.1f} us)"
+        return Answer("kernel_tie_us", q, None, note, check)
+    lo, hi = lowest, high  # ratio falls as the shift grows: bisect for ratio = 1
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if ratio_at(mid) > 1.0 else (lo, mid)
+    shift = 0.5 * (lo + hi)
+    delta = Q(shift, "us", now.tag, "bisection on the model ratio")
+    tie = (now + delta).as_(
+        "us", f"solved: the per-layer latency at which the model ratio is 1 (DeepEP now {now.scalar:,.0f} us)"
+    )
+    check = {
+        **check,
+        "solution_us": tie,
+        "ratio_at_solution": _at(model(with_kernel_shift(r, shift)).ratio_deepep_vs_alternative),
+    }
     note = (
         f"now {now.scalar:,.1f} us per layer; DeepEP ties at {tie.scalar:,.1f} us ({delta.scalar:+,.1f} us)"
     )
@@ -214,15 +241,20 @@ def kernel_tie(r: Resolved) -> Answer:
 def _why(r: Resolved, arm: Any) -> str:
     if not bool(np.all(arm.fits_memory)):
         return "it does not fit in HBM"
-    world = r.scenario.nodes * r.gpus_per_node
-    return f"{r.model.experts} experts do not split evenly over EP{world}"
+    if not bool(np.all(arm.splits)):
+        world = r.scenario.nodes * r.gpus_per_node
+        return f"{r.model.experts} experts do not split evenly over EP{world}"
+    return "its first token comes after the prompt ceiling (requests queue for a batch slot)"
 
 
 def _alpha_total(r: Resolved) -> float:
-    name = r.transport.name if r.scenario.nodes > 1 else "nvlink"
-    base = r.profile.alpha(name) if r.profile is not None else None
-    a_d, a_c = base if base is not None else fixed_latency_us(name)
-    return a_d.scalar + a_c.scalar
+    """Fixed latency of one dispatch + combine as the model charges it here (us)."""
+    table = table_for(r)
+    if r.scenario.nodes <= 1 or r.transport.fabric == "nvlink":
+        return table.nvlink_alpha_us.scalar
+    t = table.transports[r.transport.name]
+    factor = table.instance_factor(r.instance.name).scalar
+    return (t.alpha_dispatch_us.scalar + t.alpha_combine_us.scalar) * factor
 
 
 # (b) concurrency at which DeepEP overtakes the alternative ----------------------------------
@@ -255,6 +287,15 @@ def concurrency_cross(r: Resolved, win: bool) -> Answer:
         probe = model(r, concurrency=np.array([limit]))
         note = f"never within limits (concurrency 1 to {limit:,})"
         dee, other = probe.arms["deepep"], probe.arms[r.scenario.alternative]
+        served = _last_served(r)
+        if served is not None and served < limit:  # beyond it the arms only queue: probe there
+            probe = model(r, concurrency=np.array([served]))
+            ratio = _at(probe.ratio_deepep_vs_alternative)
+            note = (
+                f"never while both arms can serve: they answer within the prompt ceiling up to "
+                f"concurrency {served:,}, where the ratio is {ratio.scalar:.3f}"
+            )
+            return Answer(key, question, None, note, {"ratio_at_limit": ratio})
         if not bool(np.all(dee.feasible)):
             note += f": DeepEP is not feasible ({_why(r, dee)})"
         elif not bool(np.all(other.feasible)):
@@ -264,7 +305,7 @@ def concurrency_cross(r: Resolved, win: bool) -> Answer:
         return Answer(key, question, None, note, {"ratio_at_limit": _at(probe.ratio_deepep_vs_alternative)})
     at = model(r, concurrency=np.array([found, max(found - 1, 1)]))
     ratio_at, ratio_below = _at(at.ratio_deepep_vs_alternative, 0), _at(at.ratio_deepep_vs_alternative, 1)
-    tokens = float(np.asarray(layout(r, "deepep", np.array([found])).seqs_per_rank).reshape(-1)[0])
+    tokens = float(np.asarray(layout(r.vary(concurrency=[found]), "deepep").seqs_per_rank).reshape(-1)[0])
     value = Q(float(found), "requests", ratio_at.tag, f"search on the model ratio >= {threshold:g}")
     note = f"at concurrency {found:,} ({tokens:,.0f} tokens per rank) the ratio is {ratio_at.scalar:.3f}"
     if found == 1:
@@ -281,12 +322,37 @@ def concurrency_cross(r: Resolved, win: bool) -> Answer:
     )
 
 
+def _last_served(r: Resolved) -> int | None:
+    """Largest concurrency at which DeepEP and the alternative are both feasible, when what stops
+    them beyond it is the queue (they fit and split at every concurrency); else None."""
+    alt = r.scenario.alternative
+
+    def broken(conc: np.ndarray) -> np.ndarray:
+        res = model(r, concurrency=conc)
+        both = np.asarray(res.arms["deepep"].feasible) & np.asarray(res.arms[alt].feasible)
+        return ~np.broadcast_to(both, conc.shape)
+
+    first_bad = first_true(broken, 1, LIMITS["concurrency"])
+    if first_bad is None or first_bad <= 1:
+        return None
+    res = model(r, concurrency=np.array([first_bad]))
+    stuck = [res.arms[n] for n in ("deepep", alt)]
+    if not all(bool(np.all(a.fits_memory)) and bool(np.all(a.splits)) for a in stuck):
+        return None
+    return first_bad - 1
+
+
 # (c) capacity -------------------------------------------------------------------------------
 
 
 def _codes(r: Resolved, **arrays: Any) -> tuple[np.ndarray, Result]:
+    """Per row: "capacity" where one node cannot hold weights + KV (sharding is forced), else
+    the verdict's code. Memory alone decides capacity here: a row where every arm only queues
+    past the prompt ceiling is "nothing fits" in the verdict, not a reason to shard experts."""
     res = model(r, **arrays)
     codes, _ = classify_codes(res)
+    forced = ~np.asarray(res.arms["replica"].fits_memory, bool)
+    codes = np.where(forced, "capacity", np.where(codes == "capacity", "dense", codes))
     return np.asarray(codes).reshape(-1), res
 
 
@@ -301,6 +367,8 @@ def capacity_field(r: Resolved, name: str) -> Answer:
     question = f"Smallest {label} at which one node can no longer hold it (capacity forces EP)"
     key = f"capacity_{'isl' if name == 'isl' else 'conc'}"
     limit = LIMITS[name]
+    if name == "isl" and r.model.max_context:  # no input beyond the model's context window
+        limit = min(limit, max(r.model.max_context - int(r.scenario.osl), 1))
 
     def pred(values: np.ndarray) -> np.ndarray:
         return _codes(r, **{name: values})[0] == "capacity"
@@ -402,9 +470,11 @@ def comms_proxy(r: Resolved) -> Answer:
         return Answer("comms_proxy", question, None, f"not applicable to {t.name} ({why})")
     if r.scenario.nodes <= 1:
         return Answer("comms_proxy", question, None, "not applicable: one node, no scale-out proxy")
-    fit = engine_fit(r.engine.name)
-    if r.profile is not None:
-        fit = r.profile.engine_fit(fit, r)
+    if r.scenario.cuda_graphs:
+        return Answer(
+            "comms_proxy", question, None, "not applicable under CUDA graphs: no proxied host cost is charged"
+        )
+    fit = table_for(r).engine(r.engine.name, False)
     lane, fixed = fit.proxy_lane_us, fit.proxy_fixed_us
     check = {"proxy_lane_us": lane, "proxy_fixed_us": fixed}
     if fixed.scalar <= 0:
@@ -468,10 +538,18 @@ def _kernel_pair(r: Resolved, qps: np.ndarray) -> tuple[dict[str, Q], dict[str, 
     world = s.nodes * r.gpus_per_node
     tokens = np.asarray(layout(r, "deepep").seqs_per_rank, dtype=float)
     shape = KernelShape(tokens, r.model.hidden, r.model.topk, r.model.experts, "fp8")
-    alpha = r.profile.alpha if r.profile is not None else None
-    real = kernel_us(t, inst, r.gpus_per_node, world, shape, s.comms, qps, alpha=alpha)
+    k = table_for(r).kernel_constants(t.name, inst.name)
+    real = kernel_us(t, inst, r.gpus_per_node, world, shape, s.comms, qps, k)
+    zero = Q.derived(0.0, "us", "issue path taken as free")
     free = kernel_us(
-        t.model_copy(update={"op_us": 0.0}), inst, r.gpus_per_node, world, shape, s.comms, qps, alpha=alpha
+        t,
+        inst,
+        r.gpus_per_node,
+        world,
+        shape,
+        s.comms,
+        qps,
+        replace(k, beta_dispatch_us=zero, beta_combine_us=zero),
     )
     return real, free
 
@@ -515,7 +593,7 @@ def qps_kernel(r: Resolved) -> Answer:
         lo, hi = float(cand[j - 1]), float(cand[j])
     real, free = _kernel_pair(r, np.array([hi, 0.8 * hi]))
     tag = weakest(real["total"], free["total"])
-    value = Q(hi, "QPs", tag, "bisection: kernel issue term vs wire / NVLink time (physics/comm.py)")
+    value = Q(hi, "QPs", tag, "bisection: kernel issue term vs wire / NVLink time (physics/deepep.py)")
     check = {
         "kernel_us_at": _at(real["total"], 0),
         "issue_free_us_at": _at(free["total"], 0),

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from .commands.completion import SINGLE as COMPLETE
 from .errors import CalcError
 from .scenario import DEFAULTS, Scenario
 
@@ -23,7 +24,10 @@ SCENARIO_KEYS = tuple(Scenario.model_fields)
 
 
 def _opt(name: str, typ: Any, help_: str, default: Any = None) -> Callable[[Any], Any]:
-    return click.option(name, type=typ, default=default, show_default=default is not None, help=help_)
+    complete = COMPLETE.get(name[2:])
+    return click.option(
+        name, type=typ, default=default, show_default=default is not None, help=help_, shell_complete=complete
+    )
 
 
 def scenario_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -74,23 +78,35 @@ def scenario_from(kwargs: dict[str, Any]) -> Scenario:
     return Scenario(**{k: v for k, v in fields.items() if v is not None or k in ("gpus_per_node",)})
 
 
+SOURCES_HELP = "number every row's source and list the sources under the table"
+
+
 def emit_json(obj: Any) -> None:
     click.echo(json.dumps(obj, indent=2, allow_nan=False))
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="deepep-calc")
+@click.option("--json", "as_json", is_flag=True, help="with no command: the calibration scenario as JSON")
 @click.pass_context
-def app(ctx: click.Context) -> None:
+def app(ctx: click.Context, as_json: bool) -> None:
     """DeepEP all-to-all or a dense / allgather alternative, on AWS EFA? Run with no command
     for the calibration scenario."""
-    if ctx.invoked_subcommand is None:
-        from .evaluate import evaluate
-        from .report.terminal import print_calibration, print_result
+    if ctx.invoked_subcommand is not None:
+        if as_json:
+            name = ctx.invoked_subcommand
+            raise click.UsageError(f"--json goes after the command: deepep-calc {name} --json")
+        return
+    from .evaluate import evaluate
 
-        result = evaluate(Scenario())
-        print_result(result)
-        print_calibration()
+    result = evaluate(Scenario())
+    if as_json:
+        emit_json(result.to_json())
+        return
+    from .report.terminal import print_calibration, print_result
+
+    print_result(result)
+    print_calibration()
 
 
 @app.command("evaluate")
@@ -129,8 +145,8 @@ def evaluate_cmd(as_json: bool, with_sensitivity: bool, **kwargs: Any) -> None:
 
 
 @app.command("kernel")
-@click.option("--transport", default="efa-proxy", show_default=True)
-@click.option("--instance", default="p5en", show_default=True)
+@click.option("--transport", default="efa-proxy", show_default=True, shell_complete=COMPLETE["transport"])
+@click.option("--instance", default="p5en", show_default=True, shell_complete=COMPLETE["instance"])
 @click.option("--ep", type=int, default=16, show_default=True, help="EP ranks")
 @click.option("--tokens", type=int, default=128, show_default=True, help="tokens per rank")
 @click.option("--hidden", type=int, default=7168, show_default=True)
@@ -138,7 +154,15 @@ def evaluate_cmd(as_json: bool, with_sensitivity: bool, **kwargs: Any) -> None:
 @click.option("--experts", type=int, default=256, show_default=True)
 @click.option("--dispatch-dtype", type=click.Choice(["fp8", "bf16"]), default="fp8", show_default=True)
 @click.option("--comms", type=int, default=8, show_default=True, help="EP_NUM_COMMS")
-@click.option("--qps", type=int, default=6, show_default=True, help="EP_EFA_MAX_QPS")
+@click.option(
+    "--max-qps",
+    "--qps",
+    "qps",
+    type=int,
+    default=DEFAULTS["max_qps"],
+    show_default=True,
+    help="EP_EFA_MAX_QPS (the same knob and default as evaluate)",
+)
 @click.option("--calibration", help="profile from `deepep-calc calibrate --kernel-log`")
 @click.option("--json", "as_json", is_flag=True)
 def kernel_cmd(as_json: bool, **kw: Any) -> None:
@@ -156,32 +180,35 @@ def kernel_cmd(as_json: bool, **kw: Any) -> None:
 
 @app.command("models")
 @click.option("--json", "as_json", is_flag=True)
-def models_cmd(as_json: bool) -> None:
+@click.option("--sources", is_flag=True, help=SOURCES_HELP)
+def models_cmd(as_json: bool, sources: bool) -> None:
     """The model presets."""
     from .report.catalogs import models_rows, print_rows
 
     rows = models_rows()
-    emit_json(rows) if as_json else print_rows("Model presets", rows)
+    emit_json(rows) if as_json else print_rows("Model presets", rows, sources)
 
 
 @app.command("instances")
 @click.option("--json", "as_json", is_flag=True)
-def instances_cmd(as_json: bool) -> None:
+@click.option("--sources", is_flag=True, help=SOURCES_HELP)
+def instances_cmd(as_json: bool, sources: bool) -> None:
     """The instance catalog (network shown per GPU per direction, with the Gb/s conversion)."""
     from .report.catalogs import instances_rows, print_rows
 
     rows = instances_rows()
-    emit_json(rows) if as_json else print_rows("Instances", rows)
+    emit_json(rows) if as_json else print_rows("Instances", rows, sources)
 
 
 @app.command("transports")
 @click.option("--json", "as_json", is_flag=True)
-def transports_cmd(as_json: bool) -> None:
+@click.option("--sources", is_flag=True, help=SOURCES_HELP)
+def transports_cmd(as_json: bool, sources: bool) -> None:
     """The DeepEP transports and their primary kernel references."""
     from .report.catalogs import print_rows, transports_rows
 
     rows = transports_rows()
-    emit_json(rows) if as_json else print_rows("Transports", rows)
+    emit_json(rows) if as_json else print_rows("Transports", rows, sources)
 
 
 # Commands that live with their subsystem register themselves here (each module is light:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from .catalog.hardware import get_instance
-from .catalog.transports import get_transport
+from .catalog.hardware import Instance, get_instance
+from .catalog.transports import KernelRef, Transport, get_transport
 from .errors import InputError
-from .physics.comm import KernelShape, kernel_us, reference_match
+from .fit.build import built_in_table
+from .physics.deepep import KernelShape, kernel_us
 from .quantity import Q
+from .scenario import DEFAULTS
 
 LIMITS = {"ep": 1024, "tokens": 65536, "hidden": 65536, "topk": 64, "experts": 4096, "comms": 64, "qps": 1024}
 
@@ -28,7 +30,7 @@ def kernel_query(
     experts: int = 256,
     dispatch_dtype: str = "fp8",
     comms: int = 8,
-    qps: int = 6,
+    qps: int = DEFAULTS["max_qps"],
     calibration: str | None = None,
 ) -> dict[str, Q]:
     """Dispatch, combine and total microseconds. A published reference is returned as measured.
@@ -67,11 +69,43 @@ def kernel_query(
         logged = profile.kernel_measured(t.name, inst.name, ep, shape, comms, qps)
         if logged is not None:
             return logged
-    own = profile is not None and profile.alpha(t.name) is not None
-    ref = None if own else reference_match(t, inst, ep, shape, comms)
+    table = built_in_table()
+    own = profile is not None and profile.kernel_fit(t.name) is not None
+    if own:
+        table = table.with_transport(t.name, profile.kernel_fit(t.name))
+    ref = None if own else reference_match(t, inst, ep, shape, comms, qps)
     if ref is not None and ref.dispatch_us is not None and ref.combine_us is not None:
         d = Q.measured(ref.dispatch_us, "us", ref.source)
         c = Q.measured(ref.combine_us, "us", ref.source)
         return {"dispatch_us": d, "combine_us": c, "total_us": (d + c).as_("us")}
-    out = kernel_us(t, inst, gpn, ep, shape, comms, qps, alpha=profile.alpha if profile else None)
+    out = kernel_us(t, inst, gpn, ep, shape, comms, qps, table.kernel_constants(t.name, inst.name))
+    band = table.band("kernel")
+    if band is not None:
+        lo, hi = band
+        out = {k: v.with_band(v.scalar / hi, v.scalar / lo) for k, v in out.items()}
     return {"dispatch_us": out["dispatch"], "combine_us": out["combine"], "total_us": out["total"]}
+
+
+def reference_match(
+    t: Transport, inst: Instance, ep: int, shape: KernelShape, comms: int, qps: int
+) -> KernelRef | None:
+    """A published measurement at exactly this query (printed as measured), if there is one.
+
+    For the NCCL-GIN proxy the comms and queue pairs are part of the query: a reference taken
+    at EP_EFA_MAX_QPS 6 does not answer a question about 2.
+    """
+    for ref in t.references():
+        if (
+            ref.instance == inst.name
+            and ref.ep == ep
+            and (ref.tokens, ref.hidden, ref.topk, ref.experts)
+            == (shape.tokens, shape.hidden, shape.topk, shape.experts)
+            and ref.dispatch_dtype == shape.dispatch_dtype
+            and not ref.prefill
+            and (not t.comms_sensitive or (comms, qps) == (ref.comms, ref.qps))
+            and ref.dispatch_us is not None
+            and ref.combine_us is not None
+            and ref.in_scope
+        ):
+            return ref
+    return None

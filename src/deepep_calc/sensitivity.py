@@ -6,10 +6,9 @@ wire efficiency where the catalog assumes one (± `WIRE_EFFICIENCY_SPREAD`, with
 scenario is then re-resolved and re-computed, and the verdict re-classified exactly as
 `evaluate()` does.
 
-Under an override the fitted parts are fitted again: the engine constants
-(`physics.fit.engine_fit`) and each transport's fixed latency (`physics.comm.fixed_latency_us`)
-are cached per override set, so a case where HBM is slower is one where the launch overhead
-absorbs the difference and the measured anchors and kernel references stay reproduced. That is
+Under an override the whole fit stage runs again (`fit.build.built_in_table` is cached per
+override set), so a case where HBM is slower is one where the fitted engine and kernel constants
+absorb the difference as far as the references allow. That is
 the honest question: "if this assumption is off, would the data still say the same?", not "if
 this term alone moved". A whole tornado is a few dozen refits, ~0.1-0.3 s, so it is not part of
 `evaluate()` (which must stay under 5 ms): `deepep-calc sensitivity` and `evaluate

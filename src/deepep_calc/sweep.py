@@ -55,7 +55,7 @@ ARM_KEYS = ("deepep", "alternative", "replica")
 ARM_METRICS = ("per_user_tok_s", "step_ms", "aggregate_tok_s", "ttft_ms", "usd_per_mtok", "memory_gb_per_gpu")
 RESULT_METRICS = ("ratio_deepep_vs_alternative", "tax_ms_per_token")
 VERDICT_CODES = ("dense", "deepep", "capacity")
-ARM_NAMES = ("deepep", "allgather", "tp", "replica")
+ARM_NAMES = ("deepep", "allgather", "tp", "replica", "none")  # "none": nothing fits in that row
 
 _TRUE = {"true", "1", "yes", "on", "graphs", "cuda-graphs"}
 _FALSE = {"false", "0", "no", "off", "eager"}
@@ -217,9 +217,13 @@ def plan_sweep(raw: Mapping[str, str | None]) -> SweepPlan:
         raise InputError("sweep", f"{rows:,} rows", f"at most {MAX_ROWS:,} rows")
     plan = SweepPlan(axes, numeric, categorical)
     first_numeric = {f: axes[f][0] for f in numeric}
+    from .evaluate import check_splittable
+
     for index in itertools.product(*(range(n) for n in cat_sizes)):
         fields = {f: axes[f][i] for f, i in zip(categorical, index, strict=True)}
-        plan.combinations.append(Combination(index, resolve(_scenario({**fields, **first_numeric}))))
+        resolved = resolve(_scenario({**fields, **first_numeric}))
+        check_splittable(resolved)  # a layout no arm can split is refused, as `evaluate` refuses it
+        plan.combinations.append(Combination(index, resolved))
     return plan
 
 
@@ -384,7 +388,9 @@ def run_sweep(
             counts = np.bincount(code_index(chunk.column("verdict"), VERDICT_CODES), minlength=3)
             for code, count in zip(VERDICT_CODES, counts, strict=True):
                 verdicts[code] += int(count)
-            counts = np.bincount(code_index(chunk.column("recommended_arm"), ARM_NAMES), minlength=4)
+            counts = np.bincount(
+                code_index(chunk.column("recommended_arm"), ARM_NAMES), minlength=len(ARM_NAMES)
+            )
             for arm, count in zip(ARM_NAMES, counts, strict=True):
                 recommended[arm] += int(count)
             if writer is not None:

@@ -7,8 +7,9 @@ a record as much as an input: reading it tells you which files it rests on and h
 model reproduced them.
 
 `Profile` implements the hooks the core calls: `cells()` (measured cells, consulted before the
-catalog's), `engine_fit(fit, r)` (the engine constants) and `alpha(transport)` (a transport's
-refitted per-layer fixed latency, or None).
+catalog's), `apply(table, r)` (the fitted table with the profile's engine constants and
+refitted transport in place) and `kernel_fit(transport)` (a transport refitted to the user's
+kernel log, or None).
 """
 
 from __future__ import annotations
@@ -25,23 +26,24 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from ..catalog.measured import Cell
 from ..errors import FileInputError, InputError, printable
-from ..physics.comm import KernelShape
-from ..physics.fit import UNKNOWNS
-from ..physics.step import EngineFit
+from ..fit.engines import ENGINE_FIELDS
+from ..fit.table import Table, TransportFit
+from ..physics.deepep import KernelShape
+from ..physics.step import EngineConstants
 from ..quantity import Q, Tag
 from ..scenario import Resolved, Scenario
 from .aiperf import MIN_POSITIVE, read_text_file, stat_path
 
 if TYPE_CHECKING:
-    from .fit import AlphaCalibration, EngineCalibration, FittedConstant
+    from .fit import EngineCalibration, FittedConstant, KernelCalibration
     from .runs import RunSet
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the CPU / GPU step model's constants (launch, step, proxy, TTFT)
 KIND = "deepep-calc calibration profile"
 MAX_PROFILE_BYTES = 4 * 1024 * 1024
 MAX_PROFILE_NUMBER = 1e12
 """No figure a profile holds (ms, us, tok/s, bytes, counts) comes near this; beyond it is damage."""
-CONSTANTS = (*UNKNOWNS, "ttft_steps")
+CONSTANTS = ENGINE_FIELDS
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -101,7 +103,8 @@ class InputRecord(BaseModel):
 
 
 class KernelRecord(BaseModel):
-    """alpha of one transport refitted to a kernel log, and the log's medians at its shape."""
+    """One transport refitted to a kernel log (beta per remote selection, alpha prior), and the
+    log's medians at its shape."""
 
     model_config = _STRICT
 
@@ -114,8 +117,11 @@ class KernelRecord(BaseModel):
     experts: int = Field(gt=0)
     comms: int = Field(gt=0)
     qps: int = Field(gt=0)
-    dispatch_alpha_us: ConstantRecord
-    combine_alpha_us: ConstantRecord
+    reference_lanes: float = Field(gt=0)
+    dispatch_alpha_us: QRecord
+    combine_alpha_us: QRecord
+    dispatch_beta_us: ConstantRecord
+    combine_beta_us: ConstantRecord
     dispatch_p50_us: QRecord | None = None
     combine_p50_us: QRecord | None = None
     total_p50_us: QRecord | None = None
@@ -125,6 +131,8 @@ class KernelRecord(BaseModel):
         for name in (
             "dispatch_alpha_us",
             "combine_alpha_us",
+            "dispatch_beta_us",
+            "combine_beta_us",
             "dispatch_p50_us",
             "combine_p50_us",
             "total_p50_us",
@@ -159,11 +167,12 @@ class MultiCommRecord(BaseModel):
 
 
 class ConstantsRecord(BaseModel):
-    """The four engine constants of the step model (physics/step.py `EngineFit`)."""
+    """The engine constants of the step model (physics/step.py `EngineConstants`)."""
 
     model_config = _STRICT
 
-    launch_us_per_layer: ConstantRecord
+    launch_us: ConstantRecord
+    step_us: ConstantRecord
     proxy_fixed_us: ConstantRecord
     proxy_lane_us: ConstantRecord
     ttft_steps: ConstantRecord
@@ -195,7 +204,7 @@ class Profile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     kind: Literal["deepep-calc calibration profile"]
-    schema_version: Literal[1]
+    schema_version: Literal[2]
     created_at: str
     tool_version: str
     scenario: Scenario
@@ -224,8 +233,16 @@ class Profile(BaseModel):
         """The user's cells, their source prefixed with this profile's file name."""
         return [c.model_copy(update={"source": f"{self.label}: {c.source}"}) for c in self.measured]
 
-    def engine_fit(self, fit: EngineFit, r: Resolved) -> EngineFit:
-        """The profile's constants replace the built-in engine's (`fit`) for its own engine."""
+    @property
+    def graphs(self) -> bool:
+        return self.measured[0].cuda_graphs
+
+    def engine_constants(self) -> EngineConstants:
+        return EngineConstants(**{k: self.constants.get(k).q(self.label) for k in CONSTANTS})
+
+    def apply(self, table: Table, r: Resolved) -> Table:
+        """The table with this profile's engine constants (its engine and graph mode) and its
+        refitted transport in place."""
         if r.engine.name != self.engine:
             raise InputError(
                 "--calibration",
@@ -233,13 +250,25 @@ class Profile(BaseModel):
                 f"--engine {self.engine}: the profile's constants were fitted on {self.engine} runs, "
                 f"not {r.engine.name}",
             )
-        return EngineFit(*(self.constants.get(k).q(self.label) for k in CONSTANTS))
+        table = table.with_engine(self.engine, self.graphs, self.engine_constants())
+        for k in self.kernel:
+            table = table.with_transport(k.transport, self._kernel_fit(k))
+        return table
 
-    def alpha(self, transport: str) -> tuple[Q, Q] | None:
-        """Refitted (dispatch, combine) per-layer fixed latency for `transport`, else None."""
+    def _kernel_fit(self, k: KernelRecord) -> TransportFit:
+        return TransportFit(
+            k.dispatch_alpha_us.q(self.label),
+            k.combine_alpha_us.q(self.label),
+            k.dispatch_beta_us.q(self.label),
+            k.combine_beta_us.q(self.label),
+            k.reference_lanes,
+        )
+
+    def kernel_fit(self, transport: str) -> TransportFit | None:
+        """The transport refitted to this profile's kernel log, else None."""
         for k in self.kernel:
             if k.transport == transport:
-                return k.dispatch_alpha_us.q(self.label), k.combine_alpha_us.q(self.label)
+                return self._kernel_fit(k)
         return None
 
     def kernel_measured(
@@ -343,7 +372,9 @@ def load_profile(path: str | Path) -> Profile:
     if p.is_dir():
         raise FileInputError(p, "is a directory; expected a calibration profile (.toml)")
     text = read_text_file(p, MAX_PROFILE_BYTES)
-    return _load(p.resolve().name, text, str(path))
+    profile = _load(p.resolve().name, text, str(path))
+    verify_inputs(profile, p.resolve().parent)
+    return profile
 
 
 def _out_of_range(value: object, where: str = "") -> str | None:
@@ -430,6 +461,7 @@ def _validated(doc: dict[str, Any], shown: str) -> Profile:
         err = exc.errors()[0]
         loc = ".".join(str(part) for part in err["loc"]) or "(top level)"
         raise FileInputError(shown, f"not a valid calibration profile: {loc}: {err['msg']}") from None
+    _check_scenario(profile.scenario, shown)
     for i, cell in enumerate(profile.measured):
         for arm in ("deepep", "allgather", "versus"):
             metrics = cell.arm(arm)
@@ -441,6 +473,83 @@ def _validated(doc: dict[str, Any], shown: str) -> Profile:
                         f"expected at least {MIN_POSITIVE:g}",
                     )
     return profile
+
+
+def _check_scenario(s: Scenario, shown: str) -> None:
+    """The profile's [scenario] obeys the rules a typed scenario does (nodes -5 is no scenario).
+
+    Its numbers take the CLI's checks and its instance, engine and transport must be catalog
+    rows; the model is not re-read here (a config.json path may have moved since calibration).
+    """
+    from ..catalog.engines import get_engine
+    from ..catalog.hardware import get_instance
+    from ..catalog.transports import get_transport
+    from ..scenario import check_numbers
+
+    try:
+        check_numbers(s)
+        get_instance(s.instance)
+        get_engine(s.engine)
+        transport = get_transport(s.transport)
+        if s.instance.strip().lower() not in transport.instances:
+            raise InputError("--transport", s.transport, f"a transport available on {s.instance}")
+    except InputError as exc:
+        key = (exc.field or "").lstrip("-").replace("-", "_")
+        raise FileInputError(
+            shown,
+            f"not a valid calibration profile: scenario.{key} = {exc.value!r} is not allowed; "
+            f"expected {exc.allowed}",
+            field=f"scenario.{key}",
+        ) from None
+
+
+def verify_inputs(profile: Profile, folder: Path) -> None:
+    """Check the recorded fingerprint of every input that can be found again.
+
+    A profile's measured cells are only as good as the files they were read from. When such a
+    file is present again (at its recorded path, or beside the profile) with other contents,
+    the profile no longer describes it: refuse, naming the file, rather than replay stale
+    measurements as "measured". Files that are gone are fine: profiles travel without inputs.
+    """
+    for item in profile.inputs:
+        recorded = Path(item.path)
+        places = (
+            [recorded] if recorded.is_absolute() else [recorded, folder / recorded, folder / recorded.name]
+        )
+        seen: list[tuple[Path, str]] = []
+        for place in dict.fromkeys(places):
+            found = _fingerprint_if_file(place)
+            if found is None:
+                continue
+            if found == (item.sha256, item.size_bytes):
+                seen = []
+                break
+            seen.append((place, found[0]))
+        if seen:
+            place, digest = seen[0]
+            raise FileInputError(
+                profile._name or "the profile",
+                f"its {item.role} input {place} has changed since calibration (sha256 "
+                f"{item.sha256[:12]}... recorded, {digest[:12]}... now): re-run deepep-calc calibrate "
+                "on the current files, or restore the originals",
+                field="inputs",
+            )
+
+
+@lru_cache(maxsize=256)
+def _fingerprint_cached(path: str, mtime_ns: int, size: int) -> tuple[str, int]:
+    return fingerprint(Path(path))
+
+
+def _fingerprint_if_file(path: Path) -> tuple[str, int] | None:
+    """sha256 and size of a regular file (cached by path, mtime and size), else None."""
+    try:
+        st = path.stat()
+        if not path.is_file():
+            return None
+        return _fingerprint_cached(str(path.resolve()), st.st_mtime_ns, st.st_size)
+    except (OSError, ValueError):
+        return None
 
 
 # Building ------------------------------------------------------------------------------------
@@ -484,7 +593,7 @@ def build_profile(
     rs: RunSet,
     cells: list[Cell],
     calib: EngineCalibration,
-    alpha: AlphaCalibration | None,
+    alpha: KernelCalibration | None,
     inputs: list[InputRecord],
     name: str,
 ) -> Profile:
@@ -505,8 +614,11 @@ def build_profile(
                 experts=sh.experts,
                 comms=alpha.comms,
                 qps=alpha.qps,
-                dispatch_alpha_us=_constant(alpha.dispatch),
-                combine_alpha_us=_constant(alpha.combine),
+                reference_lanes=alpha.fit.reference_lanes,
+                dispatch_alpha_us=QRecord.of(alpha.fit.alpha_dispatch_us),
+                combine_alpha_us=QRecord.of(alpha.fit.alpha_combine_us),
+                dispatch_beta_us=_constant(alpha.dispatch),
+                combine_beta_us=_constant(alpha.combine),
                 dispatch_p50_us=_opt(alpha.dispatch_p50),
                 combine_p50_us=_opt(alpha.combine_p50),
                 total_p50_us=_opt(alpha.total_p50),

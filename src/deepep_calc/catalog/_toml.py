@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tomllib
+from functools import cache
 from importlib import resources
 from typing import Any, TypeVar
 
@@ -13,7 +14,9 @@ from ..errors import CalcError
 M = TypeVar("M", bound=BaseModel)
 
 
+@cache
 def read_data(filename: str) -> dict[str, Any]:
+    """The parsed file, parsed once per process (callers never mutate it)."""
     text = resources.files("deepep_calc.catalog").joinpath("data", filename).read_text("utf-8")
     return tomllib.loads(text)
 

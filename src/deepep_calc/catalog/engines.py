@@ -1,4 +1,4 @@
-"""Serving engines: the flags that pick each MoE exchange, and which cells fit their overheads."""
+"""Serving engines: the flags that pick each MoE exchange, batch limits, and fit priors."""
 
 from __future__ import annotations
 
@@ -11,18 +11,6 @@ from ..errors import InputError
 from ._toml import validate_rows
 
 Arm = Literal["deepep", "allgather", "tp", "replica"]
-
-
-class Anchor(BaseModel):
-    """One equation of the engine fit: a measured step, a step difference, or a step ratio."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    kind: Literal["step", "difference", "ratio"]
-    cell: str
-    arm: Arm
-    minus: Arm | None = None
-    over: Arm | None = None
 
 
 class ArmFlags(BaseModel):
@@ -42,9 +30,7 @@ class Engine(BaseModel):
     max_batch_source: str
     graph_flag_eager: str
     graph_flag_graphs: str
-    borrow_from: str = ""
-    ttft_anchor: Anchor
-    anchors: list[Anchor]
+    prior_engine: str = Field("", description="engine whose constants stand in where ours are unpinned")
     flags: dict[Arm, ArmFlags]
 
 

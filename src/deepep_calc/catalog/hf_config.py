@@ -624,8 +624,22 @@ def spec_from_hf_dict(
         weight_dtype=weight,
         expert_dtype=expert,
         kv_dtype=kv,
+        max_context=_max_context(top),
     )
     return _build(fields, origin, model_type)
+
+
+def _max_context(top: _Fields) -> int:
+    """The context window the config declares (0 when it declares none): ISL + OSL is checked
+    against it, because an engine refuses a longer request rather than serving it slowly."""
+    owners = [top]
+    if isinstance(top.data.get("text_config"), dict):  # Llama 4 keeps it with the text model
+        owners.append(top.child("text_config"))
+    for owner in owners:
+        for key in ("max_position_embeddings", "max_seq_len"):  # max_seq_len: DBRX
+            if owner.has(key):
+                return owner.integer(key, 0, minimum=0)
+    return 0
 
 
 def _read_json(file: Path) -> Any:

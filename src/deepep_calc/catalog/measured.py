@@ -45,6 +45,7 @@ class Cell(BaseModel):
     shape_assumed: bool = False
     cuda_graphs: bool = False  # the catalog's cells are eager; a user's calibration may not be
     max_qps: int = Field(2, gt=0)  # EP_EFA_MAX_QPS the cell ran with
+    max_batch: int | None = Field(None, gt=0)  # the run's batch limit per rank, when it set one
     source: str
     deepep: ArmMetrics
     allgather: ArmMetrics | None = None

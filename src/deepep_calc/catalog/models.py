@@ -75,7 +75,7 @@ class ModelSpec(BaseModel):
 
     hidden: int = Field(gt=0)
     layers: int = Field(gt=0)
-    moe_layers: int = Field(gt=0)
+    moe_layers: int = Field(ge=0, description="0 only for the dense models of engine-overhead references")
     experts: int = Field(gt=0, description="routed experts per MoE layer")
     shared_experts: int = Field(0, ge=0)
     topk: int = Field(gt=0)
@@ -89,6 +89,9 @@ class ModelSpec(BaseModel):
     weight_dtype: str = "bf16"
     expert_dtype: str | None = Field(None, description="routed-expert dtype when it differs")
     kv_dtype: str = "bf16"
+    max_context: int = Field(
+        0, ge=0, description="max_position_embeddings: longest ISL + OSL the model takes; 0 = unknown"
+    )
 
     stated_total_params_b: float | None = None
     stated_active_params_b: float | None = None

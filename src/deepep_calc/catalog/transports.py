@@ -13,7 +13,15 @@ from .constants import override_key
 
 
 class KernelRef(BaseModel):
-    """One published dispatch / combine measurement at the reference decode shape."""
+    """One published dispatch / combine measurement (decode shape unless stated).
+
+    `role`: `fit` rows pin a fitted constant (the per-selection cost, the NVLink constants);
+    `cross-check` rows are only predicted. `in_scope = false` marks a row that measures
+    something the model has no knob for (another kernel implementation, a code path that no
+    longer exists); it is reported but kept out of the accuracy figures, with `scope_note`
+    saying why. `harness` names a campaign that measured several instances the same way: such
+    pairs fit the instance factors. `trust = "assumed"` for a weak source.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -21,6 +29,11 @@ class KernelRef(BaseModel):
     ep: int = Field(gt=0)
     comms: int = Field(8, gt=0)
     qps: int = Field(6, gt=0)
+    role: Literal["fit", "cross-check"] = "cross-check"
+    harness: str = ""
+    trust: Literal["measured", "assumed"] = "measured"
+    in_scope: bool = True
+    scope_note: str = ""
     prefill: bool = Field(False, description="high-throughput (prefill) kernels, not low-latency")
     dispatch_dtype: Literal["fp8", "bf16"] = "fp8"
     dispatch_us: float | None = Field(None, gt=0)
@@ -34,9 +47,15 @@ class KernelRef(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> KernelRef:
-        if self.total_us is None and (self.dispatch_us is None or self.combine_us is None):
-            raise ValueError("a reference needs dispatch_us and combine_us, or total_us")
+        if self.total_us is None and self.dispatch_us is None:
+            raise ValueError("a reference needs dispatch_us (and combine_us), or total_us")
+        if self.total_us is None and self.combine_us is None and self.role == "fit":
+            raise ValueError("a fit reference needs both dispatch_us and combine_us, or total_us")
         return self
+
+    @property
+    def dispatch_only(self) -> bool:
+        return self.total_us is None and self.combine_us is None
 
     @property
     def total(self) -> float:
@@ -44,6 +63,12 @@ class KernelRef(BaseModel):
             return self.total_us
         assert self.dispatch_us is not None and self.combine_us is not None
         return self.dispatch_us + self.combine_us
+
+    def describe(self, transport: str) -> str:
+        """`efa-proxy @ p5en EP16 128 tok`: what a row measured, for reports."""
+        extra = " prefill" if self.prefill else ""
+        dtype = f" {self.dispatch_dtype} dispatch" if self.dispatch_dtype != "fp8" else ""
+        return f"{transport} @ {self.instance} EP{self.ep} {self.tokens} tok{extra}{dtype}"
 
 
 class Transport(BaseModel):
@@ -54,7 +79,7 @@ class Transport(BaseModel):
     fabric: Literal["efa", "ib", "nvlink"]
     initiation: Literal["host-proxy", "gpu"]
     ops_per_token: int = Field(gt=0, description="work requests per remote token (SRD: 2)")
-    op_us: float = Field(ge=0, description="issue cost per work request at default lanes")
+    issue_lanes: int = Field(1, gt=0, description="proxy threads or issuers posting in parallel")
     wire_efficiency: float | None = Field(None, gt=0, le=1)
     bw_k1_gb_s: float | None = Field(None, gt=0)
     bw_comms_exponent: float | None = Field(None, ge=0)
@@ -67,6 +92,7 @@ class Transport(BaseModel):
     requires: str = ""
     reference: KernelRef
     cross_check: list[KernelRef] = Field(default_factory=list)
+    fit: list[KernelRef] = Field(default_factory=list, description="extra shapes the fit uses")
 
     @model_validator(mode="after")
     def _check(self) -> Transport:
@@ -80,7 +106,12 @@ class Transport(BaseModel):
 
     @property
     def comms_sensitive(self) -> bool:
+        """EP_NUM_COMMS and EP_EFA_MAX_QPS change this transport (the NCCL-GIN proxy)."""
         return self.bw_k1_gb_s is not None
+
+    def references(self) -> list[KernelRef]:
+        """The primary reference, the extra fit shapes, then the cross-checks."""
+        return [self.reference, *self.fit, *self.cross_check]
 
 
 @cache

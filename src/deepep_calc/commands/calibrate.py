@@ -64,14 +64,18 @@ def calibrate_cmd(
 ) -> None:
     """Fit a calibration profile to your own AIPerf runs (use it with --calibration FILE).
 
+    --dense and --deepep take export files or folders: an AIPerf artifact folder, or a sweep
+    of them (one per concurrency, nested as you like). The summary export of each run is read
+    (its JSON over its CSV twin); every other file is listed with the reason it was skipped.
     Model, concurrency, ISL and OSL default to what the exports state; engine and
-    EP_NUM_COMMS to what the file names say (e.g. trtllm-..._deepep-epnc8_c32_...json).
+    EP_NUM_COMMS to what the file and folder names say (e.g. trtllm-..._deepep-epnc8_c32_...json,
+    or runs/vllm/deepep-epnc8/c32/).
     """
     from pathlib import Path
 
-    from ..calibrate.aiperf import load_aiperf
-    from ..calibrate.fit import fit_alpha, fit_engine
-    from ..calibrate.kernel_log import load_kernel_log
+    from ..calibrate.discover import discover
+    from ..calibrate.fit import fit_engine, fit_kernel
+    from ..calibrate.kernel_log import check_transport, load_kernel_log
     from ..calibrate.profile import build_profile, input_records, serialise
     from ..calibrate.runs import assemble, build_cells
     from ..errors import InputError
@@ -94,7 +98,8 @@ def calibrate_cmd(
         if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
     }
     base = scenario_from(kwargs)
-    rs = assemble([load_aiperf(p) for p in dense], [load_aiperf(p) for p in deepep], base, explicit)
+    found = discover(list(dense), list(deepep))
+    rs = assemble(found.runs("dense"), found.runs("deepep"), base, explicit)
 
     alpha = None
     log_path = None
@@ -106,12 +111,14 @@ def calibrate_cmd(
         for name, value in (("comms", comms), ("qps", qps)):
             if not 0 < value <= LIMITS[name]:
                 raise InputError(f"--kernel-{name}", value, f"a whole number from 1 to {LIMITS[name]}")
-        alpha = fit_alpha(load_kernel_log(log_path), rs.resolved.transport, rs.resolved.instance, comms, qps)
+        log = load_kernel_log(log_path)
+        check_transport(log, rs.resolved.transport)  # a log of another transport is not this one's
+        alpha = fit_kernel(log, rs.resolved.transport, rs.resolved.instance, comms, qps)
     elif kernel_comms is not None or kernel_qps is not None:
         raise click.UsageError("--kernel-comms / --kernel-qps describe a --kernel-log; none was given")
 
     cells = build_cells(rs)
-    calib = fit_engine(rs.scenario, cells, alpha.override if alpha is not None else None)
+    calib = fit_engine(rs.scenario, cells, alpha)
     records = input_records(rs, log_path)
     profile = build_profile(rs, cells, calib, alpha, records, out.name)
     data, written = serialise(profile, target.shown)
@@ -121,6 +128,7 @@ def calibrate_cmd(
         target.stage(data)
 
     summary = summarise(written, output)
+    summary["files"] = found.to_json()
     if target.is_stdout:  # the profile is the output: the summary would corrupt it
         for w in written.warnings:
             click.echo(f"deepep-calc: warning: {printable(w)}", err=True)
@@ -130,10 +138,49 @@ def calibrate_cmd(
             click.echo(f"deepep-calc: warning: {printable(w)}", err=True)
         emit_json(summary)
     else:
+        print_files(found)
         print_summary(written, summary, readable=target.is_file)
 
 
 # Summary ---------------------------------------------------------------------------------------
+
+
+def print_files(found: Any) -> None:
+    """Which files the calibration read (arm, concurrency, EP_NUM_COMMS) and which it passed over."""
+    from rich.console import Console
+    from rich.table import Column, Table
+    from rich.text import Text
+
+    console = Console(highlight=False, soft_wrap=False)
+    table = Table(
+        Column("file", overflow="fold", ratio=1),
+        Column("arm", no_wrap=True),
+        Column("conc", justify="right", no_wrap=True),
+        Column("comms", justify="right", no_wrap=True),
+        Column("format", no_wrap=True),
+        title=f"Runs read ({len(found.used)})",
+        title_justify="left",
+    )
+    for u in found.used:
+        comms = str(u.run.comms) if u.arm == "deepep" and u.run.comms is not None else ""
+        conc = "" if u.run.concurrency is None else str(u.run.concurrency)
+        arm = "DeepEP" if u.arm == "deepep" else "dense"
+        table.add_row(str(u.path), arm, conc, comms, u.run.export_format)
+    console.print(table)
+    for u in found.used:
+        if u.note:
+            console.print(Text(f"  note: {u.note}", style="dim"))
+    if found.skipped:
+        skipped = Table(
+            Column("file", overflow="fold", ratio=1),
+            Column("why it was not read", overflow="fold", ratio=1),
+            title=f"Skipped ({len(found.skipped)})",
+            title_justify="left",
+            style="dim",
+        )
+        for s in found.skipped:
+            skipped.add_row(str(s.path), s.reason)
+        console.print(skipped)
 
 
 def summarise(profile: Any, path: str) -> dict[str, Any]:
@@ -203,8 +250,8 @@ def summarise(profile: Any, path: str) -> dict[str, Any]:
             "dispatch_p50_us": rec(k.dispatch_p50_us),
             "combine_p50_us": rec(k.combine_p50_us),
             "total_p50_us": rec(k.total_p50_us),
-            "dispatch_alpha_us": fitted(k.dispatch_alpha_us),
-            "combine_alpha_us": fitted(k.combine_alpha_us),
+            "dispatch_beta_us": fitted(k.dispatch_beta_us),
+            "combine_beta_us": fitted(k.combine_beta_us),
         }
     return {
         "profile": path,
@@ -242,7 +289,7 @@ def print_summary(profile: Any, summary: dict[str, Any], readable: bool = True) 
     from rich.text import Text
 
     from ..quantity import Tag
-    from ..report.terminal import TAG_STYLE
+    from ..report import term
 
     console = Console(highlight=False, soft_wrap=False)
 
@@ -252,8 +299,7 @@ def print_summary(profile: Any, summary: dict[str, Any], readable: bool = True) 
     def tag(*js: dict[str, Any] | None) -> Text:
         """The weakest tag of the row's numbers (they share it in practice: one file, one fit)."""
         tags = [Tag.parse(j["tag"]) for j in js if j is not None]
-        name = str(min(tags)) if tags else ""
-        return Text(name, style=TAG_STYLE.get(name, ""))
+        return term.marker(min(tags)) if tags else Text("")
 
     def table(title: str, *cols: str, left: int = 1) -> Table:
         t = Table(title=title, title_justify="left")
@@ -312,8 +358,8 @@ def print_summary(profile: Any, summary: dict[str, Any], readable: bool = True) 
     rows = list(summary["fitted"].items())
     if summary["kernel"] is not None:
         k = summary["kernel"]
-        rows += [(f"alpha dispatch ({k['transport']})", k["dispatch_alpha_us"])]
-        rows += [(f"alpha combine ({k['transport']})", k["combine_alpha_us"])]
+        rows += [(f"cost per remote selection, dispatch ({k['transport']})", k["dispatch_beta_us"])]
+        rows += [(f"cost per remote selection, combine ({k['transport']})", k["combine_beta_us"])]
     for name, c in rows:
         fitted.add_row(name, num(c, 3), f"{c['builtin']:,.3f}", tag(c))
     console.print(fitted)
@@ -342,11 +388,8 @@ def print_summary(profile: Any, summary: dict[str, Any], readable: bool = True) 
         console.print(Text("Warnings", style="bold yellow"))
         for w in summary["warnings"]:
             console.print(Text(f"  • {w}"))
-    legend = Text("tags: ")
-    for name, style in TAG_STYLE.items():
-        legend.append(f"[{name}] ", style=style)
-    legend.append("— sources (file and benchmark id per value) are in the profile and in --json", style="dim")
-    console.print(legend)
+    console.print(term.legend())
+    console.print(Text("sources (file and benchmark id of each value): the profile, or --json", style="dim"))
     if readable:
         console.print(Text(f"Wrote {summary['profile']}; use it with --calibration {summary['profile']}"))
     else:

@@ -137,12 +137,15 @@ def serve_cmd(host: str, port: int) -> None:
 )
 @click.option("--md", "md_path", metavar="FILE", help="write a Markdown summary (- for stdout)")
 def report_cmd(html_path: str | None, md_path: str | None, **kwargs: Any) -> None:
-    """A shareable report of one scenario: verdict, arms, charts and provenance."""
-    if not html_path and not md_path:
-        raise click.UsageError("give --html FILE and/or --md FILE")
+    """A shareable report of one scenario: verdict, arms, charts and provenance.
+
+    With neither --html nor --md, the Markdown goes to stdout (pipe it where you like).
+    """
     from ..files import check_distinct, check_output, scenario_inputs, writing
 
     scenario = scenario_from(kwargs)
+    if not html_path and not md_path:
+        md_path = "-"
     inputs = scenario_inputs(scenario.model, scenario.calibration)
     # Every target is checked before the model runs: a bad one costs nothing and writes nothing.
     html_out = check_output(html_path, "--html", inputs=inputs) if html_path else None

@@ -22,33 +22,52 @@ class Layout:
     gpn: int
     groups: Any  # independent groups serving the load (replicas), else 1
     expert_shard: Any  # routed experts are split this many ways
-    replicated_shard: Any  # attention / shared / dense weights split this many ways
+    replicated_shard: Any  # attention / shared / dense weights split this many ways (attention TP)
     kv_shard: Any  # a sequence's KV is split this many ways
-    seqs_per_rank: Any  # sequences on the busiest rank
-    group_tokens: Any  # decode tokens across the group in one step (routing population)
-    data_parallel: bool  # attention runs data-parallel (each rank its own sequences)
+    seqs_per_rank: Any  # sequences of the busiest attention (DP) group
+    group_tokens: Any  # decode tokens across one serving group in one step (routing population)
+    data_parallel: bool  # attention runs data-parallel (each DP group its own sequences)
+    dp_ranks: Any = 1.0  # data-parallel attention groups in one serving group
+    exchange_split: Any = 1.0  # ranks that share one DP group's tokens for the MoE exchange
 
 
-def layout(r: Resolved, arm: str, concurrency: Any | None = None) -> Layout:
-    s, m = r.scenario, r.model
-    conc = np.asarray(s.concurrency if concurrency is None else concurrency, dtype=float)
+def _kv_shard(r: Resolved, tp: Any) -> Any:
+    a = r.model.attention
+    return np.asarray(1.0) if a.kind == "mla" else np.minimum(tp, a.kv_heads)
+
+
+def layout(r: Resolved, arm: str) -> Layout:
+    """Place one arm. `r.max_batch` caps the sequences one DP rank runs; the rest queue.
+
+    DeepEP and allgather run attention data-parallel over every GPU (or over groups of
+    `attention_tp` GPUs, which then shard the attention weights and split their tokens for the
+    exchange) and shard the routed experts over all of them. TP shards everything over the
+    group and runs one batch. A replica is one such DP + EP copy per node.
+    """
+    s = r.scenario
+    conc = np.asarray(s.concurrency, dtype=float)
     nodes = np.asarray(s.nodes, dtype=float)
     gpn = r.gpus_per_node
     world = nodes * gpn
-    cap = float(r.engine.max_batch_per_rank)  # the engine runs at most this many per DP rank
+    cap = np.asarray(r.max_batch, dtype=float)
+    tp = float(r.attention_tp)
     if arm in ("deepep", "allgather"):
-        per_rank = np.minimum(np.ceil(conc / world), cap)
+        dp = world / tp
+        per_rank = np.minimum(np.ceil(conc / dp), cap)
+        tokens = np.minimum(conc, cap * dp)
         return Layout(
-            arm, world, nodes, gpn, 1.0, world, 1.0, 1.0, per_rank, np.minimum(conc, cap * world), True
+            arm, world, nodes, gpn, 1.0, world, tp, _kv_shard(r, tp), per_rank, tokens, True, dp, tp
         )
     if arm == "tp":
-        a = m.attention
-        kv_shard = 1.0 if a.kind == "mla" else np.minimum(world, a.kv_heads)
         running = np.minimum(conc, cap)
-        return Layout(arm, world, nodes, gpn, 1.0, world, world, kv_shard, running, running, False)
+        kv = _kv_shard(r, world)
+        return Layout(arm, world, nodes, gpn, 1.0, world, world, kv, running, running, False, 1.0, 1.0)
     if arm == "replica":
+        dp = gpn / min(tp, gpn)
         per_replica = np.ceil(conc / nodes)
-        per_rank = np.minimum(np.ceil(per_replica / gpn), cap)
+        per_rank = np.minimum(np.ceil(per_replica / dp), cap)
+        tokens = np.minimum(per_replica, cap * dp)
+        tpr = min(tp, gpn)
         return Layout(
             arm,
             float(gpn),
@@ -56,10 +75,12 @@ def layout(r: Resolved, arm: str, concurrency: Any | None = None) -> Layout:
             gpn,
             nodes,
             float(gpn),
-            1.0,
-            1.0,
+            tpr,
+            _kv_shard(r, tpr),
             per_rank,
-            np.minimum(per_replica, cap * gpn),
+            tokens,
             True,
+            dp,
+            tpr,
         )
     raise ValueError(f"unknown arm {arm!r}")

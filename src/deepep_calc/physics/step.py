@@ -1,11 +1,25 @@
-"""Decode step and time to first token per arm.
+"""One decode step (and one prefill) per arm: a CPU path, a GPU path, and how they combine.
 
-    t_step = t_engine + max(t_HBM, t_compute) + t_MoE-communication + t_proxy
+    GPU path = device time (roofline of bytes read and FLOPs)
+             + kernels x per-kernel floor                      (hardware constant)
+             + MoE exchange of every MoE layer X_arm(T)         (physics/deepep, collectives)
+             + mixed-in prefill: requests joining per step x (prefill step - decode step)
+    CPU path = kernels x launch cost + per-step host cost        (engine x graph mode)
 
-`t_engine` (eager launch cost per layer) and `t_proxy` (the per-MoE-layer serving cost of a
-host-proxied transport) are linear in three per-engine constants solved from the measured
-cells (physics/fit.py); every other term is computed from the model, the instance and the
-transport. Linearity is what lets the fit be an exact solve rather than a search.
+    eager:   t = max(CPU path, GPU path) + proxied host cost
+    graphs:  t = per-step host cost + GPU path
+
+An eager engine launches asynchronously, so the GPU works while the CPU launches the next
+kernels: the step is the longer of the two, not their sum. A host-proxied DeepEP exchange in
+an eager engine adds host work the GPU must wait for in every MoE layer (the hand-off to the
+proxy and the syncs around it), `proxy_fixed_us + proxy_lane_us / lanes` per MoE layer; it is
+charged once, here, and only where the evidence puts it (eager, host-proxied, cross-node).
+Graph replay removes the launches and runs the proxy's posts concurrently with the replay,
+so under CUDA graphs only the per-step host cost and the GPU path remain.
+
+Every count (kernels, bytes, tokens, messages) is computed from the scenario; the engine and
+hardware constants arrive fitted in `StepConstants` (built by `fit/`), so this module never
+resolves a scenario or solves for anything.
 """
 
 from __future__ import annotations
@@ -16,80 +30,66 @@ from typing import Any
 import numpy as np
 
 from ..catalog.constants import const
-from ..catalog.transports import get_transport
 from ..quantity import Q, qmax
 from ..scenario import Resolved
-from .comm import (
-    KernelShape,
-    allgather_us,
-    allgatherv_one_us,
-    allreduce_us,
-    kernel_us,
-)
+from .collectives import CollectiveConstants, allgather_us, allgatherv_one_us, allreduce_us
 from .compute import decode_device_us, prefill_device_us
+from .deepep import KernelConstants, KernelShape, kernel_us
 from .layout import Layout, layout
 
-
-@dataclass(frozen=True)
-class EngineFit:
-    """Per-engine constants of the step model (see physics/fit.py for how they are solved)."""
-
-    launch_us_per_layer: Q
-    proxy_fixed_us: Q
-    proxy_lane_us: Q
-    ttft_steps: Q
+PARTS = ("engine", "hbm", "compute", "kernels", "moe_comm", "prefill", "proxy")
 
 
 @dataclass(frozen=True)
-class StepParts:
-    """A step split into the computed part and the coefficients of the fitted constants."""
+class EngineConstants:
+    """Fitted host-side constants of one engine in one graph mode."""
 
-    engine_coef: Any
-    proxy_fixed_coef: Any
-    proxy_lane_coef: Any
-    known: dict[str, Q]  # per-step microseconds computed from the physics
-
-    def total_known(self) -> Q:
-        total = None
-        for q in self.known.values():
-            total = q if total is None else total + q
-        assert total is not None
-        return total
+    launch_us: Q  # CPU time per kernel launch (eager; 0 under graphs)
+    step_us: Q  # per-step host cost: scheduling, sampling, syncs outside the layers
+    proxy_fixed_us: Q  # per MoE layer: host cost of a proxied DeepEP exchange (eager)
+    proxy_lane_us: Q  # per MoE layer: the part that more proxy lanes divide
+    ttft_steps: Q  # decode steps a new request waits before its prefill completes
 
 
-def _graph_factor(r: Resolved) -> Any:
-    return np.where(r.scenario.cuda_graphs, const("cuda_graph_factor").value, 1.0)
+@dataclass(frozen=True)
+class StepConstants:
+    """Everything fitted that one step of one scenario needs."""
+
+    eager: EngineConstants
+    graphs: EngineConstants
+    kernel_floor_us: Q  # GPU time per kernel beyond its bytes and FLOPs
+    expert_efficiency: Q  # fraction of HBM peak that routed-expert reads reach in decode
+    kernel: KernelConstants
+    collectives: CollectiveConstants
 
 
-def _proxy_scale(r: Resolved) -> float:
-    """How much host-proxy serving cost this transport pays, relative to efa-proxy.
+def kernels_per_step(r: Resolved, arm: str) -> Any:
+    """Kernels one decode step launches: per-layer blocks by kind, plus the step's head.
 
-    GPU-initiated transports pay none; other host proxies scale with their kernel reference.
+    The counts are structural (typical fused kernels of a serving engine, catalog constants);
+    the fitted per-launch cost and per-kernel floor absorb their overall scale.
     """
-    t = r.transport
-    if not t.host_proxied:
-        return 0.0
-    ref = get_transport("efa-proxy").reference.total
-    return t.reference.total / ref
-
-
-def _proxy_coefs(r: Resolved, lay: Layout) -> tuple[Any, Any]:
-    t = r.transport
-    cross = np.asarray(lay.nodes) > 1
-    per_layer = r.model.moe_layers * _proxy_scale(r) * cross
-    comms = r.scenario.comms if t.comms_sensitive else t.reference.comms
-    return per_layer, per_layer / np.asarray(comms, dtype=float)
+    m = r.model
+    att = const("kernels_attention_mla" if m.attention.kind == "mla" else "kernels_attention_gqa").value
+    moe = const("kernels_moe_block").value + (
+        const("kernels_shared_expert").value if m.shared_experts else 0.0
+    )
+    dense = const("kernels_dense_mlp").value
+    per_step = m.layers * att + m.moe_layers * moe + m.dense_layers * dense + const("kernels_head").value
+    if arm == "tp" or r.attention_tp > 1:
+        per_step = per_step + 2.0 * m.layers  # two all-reduce kernels per layer
+    return per_step
 
 
 def _shape(r: Resolved, tokens: Any) -> KernelShape:
     return KernelShape(tokens, r.model.hidden, r.model.topk, r.model.experts, "fp8")
 
 
-def moe_comm_us(r: Resolved, lay: Layout, tokens_per_rank: Any, prefill: bool = False) -> Q:
-    """Communication of all MoE (or TP) layers of one step for this arm."""
+def exchange_us(r: Resolved, lay: Layout, tokens_per_rank: Any, c: StepConstants, prefill: bool = False) -> Q:
+    """The MoE exchange of all MoE layers (all-reduces of all layers for TP) of one step."""
     m, inst, s = r.model, r.instance, r.scenario
+    out = _attention_tp_us(r, lay, tokens_per_rank, c)
     if lay.arm == "deepep":
-        alpha = r.profile.alpha if r.profile is not None else None
         k = kernel_us(
             r.transport,
             inst,
@@ -98,26 +98,141 @@ def moe_comm_us(r: Resolved, lay: Layout, tokens_per_rank: Any, prefill: bool = 
             _shape(r, tokens_per_rank),
             s.comms,
             s.max_qps,
+            c.kernel,
             prefill,
-            alpha,
         )
-        return (k["total"] * m.moe_layers).as_("us")
+        return (k["total"] * m.moe_layers + out).as_("us")
     if lay.arm == "tp":
-        ar = allreduce_us(inst, lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden)
+        ar = allreduce_us(inst, lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives)
         return (ar * (2.0 * m.layers)).as_("us")
-    if prefill:
-        one = allgatherv_one_us(inst, lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden)
-        return (one * (2.0 * m.moe_layers)).as_("us")
-    ag = allgather_us(inst, lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden)
-    return (ag * (2.0 * m.moe_layers)).as_("us")
+    if prefill:  # one rank's chunk reaches every other rank
+        one = allgatherv_one_us(inst, lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives)
+        return (one * (2.0 * m.moe_layers) + out).as_("us")
+    ag = allgather_us(inst, lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives)
+    return (ag * (2.0 * m.moe_layers) + out).as_("us")
+
+
+def _attention_tp_us(r: Resolved, lay: Layout, tokens_per_rank: Any, c: StepConstants) -> Any:
+    """Attention TP inside a DP group (references that ran TP x DP): two all-reduces per layer of
+    the group's tokens among its TP ranks, inside one node. 0 under pure attention DP."""
+    tp = float(np.max(np.asarray(lay.exchange_split)))
+    if not lay.data_parallel or tp <= 1:
+        return 0.0
+    tokens = np.asarray(tokens_per_rank, dtype=float) * tp
+    ar = allreduce_us(r.instance, tp, 1.0, lay.gpn, tokens, r.model.hidden, c.collectives)
+    return (ar * (2.0 * r.model.layers)).value
+
+
+def proxy_lanes(r: Resolved) -> Any:
+    """Host-side lanes of a proxied transport: its comms (NCCL-GIN) or its proxy threads."""
+    t = r.transport
+    if t.comms_sensitive:
+        return np.asarray(r.scenario.comms, dtype=float)
+    return np.asarray(float(t.issue_lanes))
+
+
+def proxied_host_us(r: Resolved, lay: Layout, e: EngineConstants) -> Q:
+    """Host cost of a proxied DeepEP exchange per step (eager): zero on other paths."""
+    applies = lay.arm == "deepep" and r.transport.host_proxied
+    cross = np.asarray(lay.nodes, dtype=float) > 1 if applies else np.asarray(False)
+    per_layer = (e.proxy_fixed_us + (e.proxy_lane_us / proxy_lanes(r)).as_("us")).as_("us")
+    return (per_layer * (r.model.moe_layers * cross)).as_("us", per_layer.source)
+
+
+def joining_per_step(r: Resolved, lay: Layout) -> Any:
+    """Requests that start per decode step in one serving group under continuous batching.
+
+    At steady state every running sequence ends after OSL steps, so about running / OSL new
+    requests join per step, each bringing a prefill of ISL tokens. Each adds the work a prefill
+    does beyond what the decode step already pays (the weights are read once for both): its
+    tensor-core time beyond its weight read, and its exchange. Averaged over steps (which is
+    what ITL and TPOT average over) the decode step grows by joining x that marginal work. A
+    disaggregated deployment runs prefill elsewhere: none join.
+    """
+    if r.disaggregated:
+        return np.asarray(0.0)
+    return np.asarray(lay.group_tokens, dtype=float) / np.asarray(r.scenario.osl, dtype=float)
+
+
+@dataclass(frozen=True)
+class Step:
+    """A decode (or prefill) step: its time and the split the card and charts show."""
+
+    ms: Q
+    parts_ms: dict[str, Q]
+    cpu_us: Q
+    gpu_us: Q
+
+
+def _combine(
+    r: Resolved,
+    lay: Layout,
+    device: dict[str, Q],
+    exchange: Q,
+    kernels: Any,
+    c: StepConstants,
+    prefill: Q | None = None,
+) -> Step:
+    """Eager and graph-mode step from the shared GPU work; per row where graph mode varies."""
+    floors = (c.kernel_floor_us * kernels).as_("us", "kernels x fitted per-kernel floor")
+    gpu = (device["device"] + floors + exchange).as_("us")
+    if prefill is None:
+        prefill = (gpu * 0.0).as_("us")
+    gpu = (gpu + prefill).as_("us")
+    graphs = np.asarray(r.scenario.cuda_graphs, dtype=bool)
+    totals = []
+    for mode, e in (("eager", c.eager), ("graphs", c.graphs)):
+        if (mode == "eager" and np.all(graphs)) or (mode == "graphs" and not np.any(graphs)):
+            totals.append(None)
+            continue
+        proxy = proxied_host_us(r, lay, e) if mode == "eager" else (e.proxy_fixed_us * 0.0).as_("us")
+        if mode == "eager":
+            cpu = ((e.launch_us * kernels).as_("us") + e.step_us).as_("us")
+            base = qmax(cpu, gpu)
+        else:
+            cpu = e.step_us
+            base = (cpu + gpu).as_("us")
+        total = (base + proxy).as_("us")
+        engine = (base - gpu).as_("us")  # host time not hidden under GPU work; keeps its sources
+        totals.append((total, cpu, engine, proxy))
+    picked = _pick(graphs, totals)
+    total, cpu, engine, proxy = picked
+    hbm = device["hbm"]
+    beyond = qmax(device["compute"] - hbm, hbm * 0.0)
+    parts = {
+        "engine": engine,
+        "hbm": hbm,
+        "compute": beyond,
+        "kernels": floors,
+        "moe_comm": exchange,
+        "prefill": prefill,
+        "proxy": proxy,
+    }
+    return Step((total / 1000.0).as_("ms"), {k: (v / 1000.0).as_("ms") for k, v in parts.items()}, cpu, gpu)
+
+
+def _pick(graphs: np.ndarray, totals: list[Any]) -> tuple[Q, Q, Q, Q]:
+    eager, graph = totals
+    if graph is None:
+        return eager
+    if eager is None:
+        return graph
+    return tuple(  # type: ignore[return-value]
+        Q(np.where(graphs, g.value, e.value), e.unit, *_join(e, g)) for e, g in zip(eager, graph, strict=True)
+    )
+
+
+def _join(a: Q, b: Q) -> tuple[Any, str]:
+    j = a + b if a.unit == b.unit else a * b
+    return j.tag, a.source
 
 
 def shared(memo: dict[Any, Any] | None, key: Any, make: Any) -> Any:
     """`make()` once per evaluation for pieces several arms have in common.
 
-    DeepEP and allgather place the model identically, so their HBM / compute times and memory
-    are the same numbers; a flip-search candidate that only changes the DeepEP transport reuses
-    them too. `memo` lives for one `compute()` (and its transport candidates), never longer.
+    DeepEP and allgather place the model identically, so their HBM / compute times are the same
+    numbers; a flip-search candidate that only changes the DeepEP transport reuses them too.
+    `memo` lives for one `compute()` (and its transport candidates), never longer.
     """
     if memo is None:
         return make()
@@ -130,48 +245,50 @@ def _placement(arm: str) -> str:
     return "ep-dp" if arm in ("deepep", "allgather") else arm
 
 
-def decode_parts(
-    r: Resolved, arm: str, concurrency: Any | None = None, memo: dict[Any, Any] | None = None
-) -> StepParts:
+def decode_step(r: Resolved, arm: str, c: StepConstants, memo: dict[Any, Any] | None = None) -> Step:
+    """One decode step of this arm: every running sequence's token, plus mixed-in prefill."""
     s = r.scenario
-    memo = memo if concurrency is None else None
-    lay = shared(memo, ("layout", arm), lambda: layout(r, arm, concurrency))
-    dev = shared(memo, ("decode", _placement(arm)), lambda: decode_device_us(r, lay, s.isl, s.osl))
-    tokens = lay.seqs_per_rank if lay.data_parallel else lay.group_tokens
-    comm = moe_comm_us(r, lay, tokens)
-    hbm = dev["hbm"]
-    compute_excess = qmax(dev["compute"] - hbm, hbm * 0.0)
-    fixed, lane = _proxy_coefs(r, lay) if arm == "deepep" else (0.0, 0.0)
-    engine_coef = r.model.layers * _graph_factor(r)
-    return StepParts(engine_coef, fixed, lane, {"hbm": hbm, "compute": compute_excess, "moe_comm": comm})
+    lay = shared(memo, ("layout", arm), lambda: layout(r, arm))
+    dev = shared(
+        memo, ("decode", _placement(arm)), lambda: decode_device_us(r, lay, s.isl, s.osl, c.expert_efficiency)
+    )
+    tokens = (lay.seqs_per_rank if lay.data_parallel else lay.group_tokens) / lay.exchange_split
+    exchange = exchange_us(r, lay, tokens, c)
+    kernels = kernels_per_step(r, arm)
+    joining = joining_per_step(r, lay)
+    extra = _mixed_prefill_us(r, arm, lay, c, tokens, exchange, joining, memo)
+    return _combine(r, lay, dev, exchange, kernels, c, extra)
 
 
-def prefill_parts(r: Resolved, arm: str, memo: dict[Any, Any] | None = None) -> StepParts:
+def _mixed_prefill_us(
+    r: Resolved,
+    arm: str,
+    lay: Layout,
+    c: StepConstants,
+    tokens: Any,
+    exchange: Q,
+    joining: Any,
+    memo: dict[Any, Any] | None,
+) -> Q:
+    """What the joining prefills add to a decode step: their tensor-core time beyond the weight
+    read the step pays anyway, and the extra bytes their tokens put through the step's own
+    exchange (the exchange's fixed latency is paid once by the step)."""
+    s = r.scenario
+    isl = np.asarray(s.isl, dtype=float)
+    dev = shared(memo, ("prefill", _placement(arm)), lambda: prefill_device_us(r, lay, isl))
+    beyond = qmax(dev["compute"] - dev["hbm"], dev["hbm"] * 0.0)
+    mixed_tokens = tokens + joining * isl / (lay.dp_ranks * lay.exchange_split)
+    more = qmax(exchange_us(r, lay, mixed_tokens, c) - exchange, exchange * 0.0)
+    return ((beyond * joining).as_("us") + more).as_(
+        "us", "requests joining per step x their compute, plus their tokens' share of the exchange"
+    )
+
+
+def prefill_step(r: Resolved, arm: str, c: StepConstants, memo: dict[Any, Any] | None = None) -> Step:
+    """The step that prefills one request's ISL tokens (chunked prefill on one DP rank)."""
     s = r.scenario
     lay = shared(memo, ("layout", arm), lambda: layout(r, arm))
     tokens = np.asarray(s.isl, dtype=float)
     dev = shared(memo, ("prefill", _placement(arm)), lambda: prefill_device_us(r, lay, tokens))
-    comm = moe_comm_us(r, lay, tokens, prefill=True)
-    fixed, lane = _proxy_coefs(r, lay) if arm == "deepep" else (0.0, 0.0)
-    return StepParts(r.model.layers * _graph_factor(r), fixed, lane, {"device": dev, "moe_comm": comm})
-
-
-def assemble(parts: StepParts, fit: EngineFit) -> tuple[Q, dict[str, Q]]:
-    """Step time and its breakdown (ms) from the parts and the engine constants."""
-    engine = (fit.launch_us_per_layer * parts.engine_coef).as_("us")
-    proxy = (fit.proxy_fixed_us * parts.proxy_fixed_coef + fit.proxy_lane_us * parts.proxy_lane_coef).as_(
-        "us"
-    )
-    breakdown = {"engine": engine, **parts.known, "proxy": proxy}
-    total = None
-    for q in breakdown.values():
-        total = q if total is None else total + q
-    assert total is not None
-    to_ms = {k: (v / 1000.0).as_("ms") for k, v in breakdown.items()}
-    return (total / 1000.0).as_("ms"), to_ms
-
-
-def ttft_ms(r: Resolved, arm: str, step_ms: Q, fit: EngineFit, memo: dict[Any, Any] | None = None) -> Q:
-    """Time to first token: queueing behind in-flight decode steps plus the prefill step."""
-    prefill, _ = assemble(prefill_parts(r, arm, memo), fit)
-    return ((fit.ttft_steps * step_ms).as_("ms") + prefill).as_("ms")
+    exchange = exchange_us(r, lay, tokens / lay.exchange_split, c, prefill=True)
+    return _combine(r, lay, dev, exchange, kernels_per_step(r, arm), c)

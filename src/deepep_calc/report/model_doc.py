@@ -24,15 +24,16 @@ def constants_table() -> str:
 
 def transports_table() -> str:
     from ..catalog.transports import load_transports
-    from ..physics.comm import fixed_latency_us
+    from ..fit.build import built_in_table
 
+    table = built_in_table()
     lines = [
-        "| transport | initiation | ops/token | op µs | scale-out bandwidth | primary reference "
-        "(D / C µs) | α dispatch µs | α combine µs |",
-        "|---|---|---:|---:|---|---|---:|---:|",
+        "| transport | initiation | lanes | scale-out bandwidth | fit reference (D / C µs) "
+        "| α D / C µs | β D / C µs per remote selection |",
+        "|---|---|---|---|---|---:|---:|",
     ]
     for name, t in load_transports().items():
-        a_d, a_c = fixed_latency_us(name)
+        fit = table.transports[name]
         ref = t.reference
         refs = (
             f"{ref.dispatch_us:g} / {ref.combine_us:g}"
@@ -44,35 +45,61 @@ def transports_table() -> str:
             if t.bw_k1_gb_s is not None
             else f"{t.wire_efficiency:g} × line rate (assumed)"
         )
-        lines.append(
-            f"| `{name}` | {t.initiation} | {t.ops_per_token} | {t.op_us:g} | {bw} | "
-            f"{ref.instance} EP{ref.ep}: {refs} | {a_d.scalar:.1f} | {a_c.scalar:.1f} |"
-        )
+        lanes = "EP_NUM_COMMS × QPs (K^e)" if t.comms_sensitive else str(t.issue_lanes)
+        if t.fabric == "nvlink":
+            half = table.nvlink_alpha_us.scalar / 2
+            alpha, beta = f"{half:.1f} / {half:.1f}", "NVLink bytes / (NVLink × fitted efficiency)"
+        else:
+            alpha = f"{fit.alpha_dispatch_us.scalar:.1f} / {fit.alpha_combine_us.scalar:.1f}"
+            beta = f"{fit.beta_dispatch_us.scalar:.3f} / {fit.beta_combine_us.scalar:.3f}"
+        where = f"{ref.instance} EP{ref.ep} T={ref.tokens}: {refs}"
+        lines.append(f"| `{name}` | {t.initiation} | {lanes} | {bw} | {where} | {alpha} | {beta} |")
+    return "\n".join(lines)
+
+
+def hardware_table() -> str:
+    """The fitted hardware and fabric constants, with what they rest on."""
+    from ..fit.build import built_in_table
+
+    t = built_in_table()
+    rows = [
+        ("NVLink-only dispatch + combine fixed latency", t.nvlink_alpha_us),
+        ("NVLink efficiency of the kernels", t.nvlink_efficiency),
+        ("GPU floor per kernel (graph replay)", t.kernel_floor_us),
+        ("routed-expert read efficiency (of HBM peak)", t.expert_efficiency),
+        ("small collective, one NVLink step", t.hop_nvlink_us),
+        ("small collective, one EFA step", t.hop_efa_us),
+        *((f"instance factor {k}", v) for k, v in sorted(t.instance_factors.items())),
+    ]
+    lines = ["| constant | value | unit | tag | rests on |", "|---|---:|---|---|---|"]
+    for label, q in rows:
+        lines.append(f"| {label} | {q.scalar:.4g} | {q.unit or '1'} | {q.tag} | {q.source} |")
     return "\n".join(lines)
 
 
 def engine_fits_table() -> str:
-    from ..catalog.engines import load_engines
-    from ..physics.fit import engine_fit, solve_engine
+    from ..fit.build import built_in_table
 
+    t = built_in_table()
+    fields = ("launch_us", "step_us", "proxy_fixed_us", "proxy_lane_us", "ttft_steps")
     lines = [
-        "| engine | launch µs / layer | proxy fixed µs / MoE layer | proxy lane µs / MoE layer (÷ K) "
-        "| TTFT queue steps | anchors | pinned / borrowed | anchor residuals (µs) |",
-        "|---|---:|---:|---:|---:|---|---|---|",
+        "| engine | mode | launch µs / kernel | host µs / step | proxy fixed µs / MoE layer "
+        "| proxy lane µs / MoE layer (÷ lanes) | TTFT steps | tags |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
     ]
-    for name in load_engines():
-        rep = solve_engine(name)
-        fit = engine_fit(name)
-        v = rep.values
-        notes = ", ".join(
-            [*(f"{p} pinned to 0" for p in rep.pinned), *(f"{b} borrowed" for b in rep.borrowed)]
-        )
-        res = ", ".join(f"{x:+.1f}" for x in rep.residuals_us)
+    for (engine, graphs), e in sorted(t.engines.items()):
+        qs = [getattr(e, f) for f in fields]
+        tags = ", ".join(sorted({str(q.tag) for q in qs}))
         lines.append(
-            f"| {name} | {v['launch_us_per_layer']:.1f} | {v['proxy_fixed_us']:.1f} | "
-            f"{v['proxy_lane_us']:.1f} | {fit.ttft_steps.scalar:.2f} | {', '.join(rep.anchors)} | "
-            f"{notes or '—'} | {res} |"
+            f"| {engine} | {'graphs' if graphs else 'eager'} | "
+            + " | ".join(f"{q.scalar:,.2f}" for q in qs)
+            + f" | {tags} |"
         )
+    lines += ["", "What each engine constant rests on:", ""]
+    for (engine, graphs), e in sorted(t.engines.items()):
+        for f in fields:
+            q = getattr(e, f)
+            lines.append(f"- {engine} {'graphs' if graphs else 'eager'} `{f}` [{q.tag}]: {q.source}")
     return "\n".join(lines)
 
 
@@ -87,6 +114,7 @@ def validation_tables() -> str:
 SECTIONS: dict[str, Callable[[], str]] = {
     "constants": constants_table,
     "transports": transports_table,
+    "hardware": hardware_table,
     "engine-fits": engine_fits_table,
     "validation": validation_tables,
 }

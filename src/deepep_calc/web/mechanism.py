@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict
 from ..catalog.measured import load_cells, load_facts
 from ..catalog.transports import KernelRef, load_transports
 from ..evaluate import Result, evaluate
-from ..physics.comm import KernelShape
-from ..physics.fit import cell_scenario
+from ..fit.observations import cell_scenario
+from ..physics.deepep import KernelShape
 from ..physics.layout import layout
 from ..quantity import Q
 from ..report import palette
@@ -142,7 +142,7 @@ def signature() -> list[dict[str, Any]]:
     for cell in load_cells().values():
         if cell.role != "calibration" or cell.engine != "trtllm" or cell.allgather is None:
             continue
-        res = evaluate(cell_scenario(cell, "trtllm"))
+        res = evaluate(cell_scenario(cell))
         rows.append(
             {
                 "cell": cell.id,

@@ -122,6 +122,8 @@ class QOut(BaseModel):
     unit: str
     tag: Tag
     source: str
+    low: float | list[Any] | None = Field(None, description="modelled figures: low end of the band")
+    high: float | list[Any] | None = Field(None, description="modelled figures: high end of the band")
 
 
 class MemoryDetail(BaseModel):
@@ -141,6 +143,9 @@ class ArmOut(BaseModel):
     feasible: bool
     fits_memory: bool
     why_not: str
+    why_code: Literal["", "split", "reach", "memory", "queue"] = Field(
+        "", description="short form of why_not: experts do not split, transport does not reach, HBM, queue"
+    )
     per_user_tok_s: QOut
     step_ms: QOut
     aggregate_tok_s: QOut
@@ -155,18 +160,67 @@ class ArmOut(BaseModel):
     measured_cell: str | None
     meets_slo: bool | None
     meets_ttft: bool | None
+    model_aggregate_tok_s: QOut | None = Field(None, description="the model's figure, before a measured cell")
+    model_step_ms: QOut | None = Field(None, description="the model's step, before a measured cell")
+
+
+class ConfigFileOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    text: str
+
+
+class LaunchOut(BaseModel):
+    """The run block, each part ready to paste on its own."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    config_file: ConfigFileOut | None = Field(description="the engine's config file, when it takes one")
+    command: str = Field(description="the server command line (notes as # comments)")
+    exports: str = Field(description="`export` lines, one per variable")
+    notes: list[str]
+    blocks: list[dict[str, str]] = Field(description="caption, lang and text of each part, in order")
 
 
 class FlagsOut(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     engine: str
-    arm: str
+    arm: str | None = Field(description="null when nothing fits as asked")
     args: list[str]
     config: dict[str, str]
     env: dict[str, str]
     cuda_graphs: str
     requires: str
+    launch: LaunchOut | None = None
+
+
+class ComparedOut(BaseModel):
+    """The figures the verdict rule compared, like with like."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    basis: Literal["measured", "model"]
+    aggregate_tok_s: dict[str, QOut]
+    ratio: QOut | None
+    per_user_ratio: QOut | None
+    tax_ms_per_token: QOut | None
+    threshold: float
+    set_aside: list[str]
+    note: str
+
+
+class FixOut(BaseModel):
+    """One change that would make the scenario fit or meet its targets, checked on the model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    change: str
+    update: dict[str, Any]
+    arm: str
+    note: str
+    figures: dict[str, QOut]
 
 
 class VerdictOut(BaseModel):
@@ -176,11 +230,16 @@ class VerdictOut(BaseModel):
     symbol: str
     title: str
     headline: str
-    recommended_arm: str
+    recommended_arm: str | None = Field(description="null when nothing fits as asked")
     reasons: list[str]
     advisories: list[str]
     flags: FlagsOut
     robustness: str
+    status: Literal["ok", "targets_missed", "nothing_fits"] = "ok"
+    close_call: bool = False
+    compared: ComparedOut | None = None
+    caveats: list[str] = Field(default_factory=list)
+    fixes: list[FixOut] = Field(default_factory=list)
 
 
 class ScenarioOut(Scenario):
@@ -296,6 +355,8 @@ class TransportRow(BaseModel):
     reference: KernelRefOut
     alpha_dispatch_us: float
     alpha_combine_us: float
+    beta_dispatch_us: float
+    beta_combine_us: float
     bandwidth: str
     env: dict[str, str]
 
@@ -328,12 +389,33 @@ class ProvenanceRow(BaseModel):
     source: str
 
 
+class Segment(BaseModel):
+    """Part of a sentence: plain text, or a tag drawn as a badge."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str | None = None
+    tag: Tag | None = None
+
+
+class VerdictText(BaseModel):
+    """The verdict's sentences as segments, so the page draws their tags as badges."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    headline: list[Segment]
+    reasons: list[list[Segment]]
+    advisories: list[list[Segment]]
+    robustness: list[Segment]
+
+
 class DetailsResponse(BaseModel):
     """What the page draws beside the numbers: the model evaluated, the charts, the provenance."""
 
     model: ModelSummary
     summary: str = Field(description="the scenario in one sentence")
     flag_lines: list[str] = Field(description="engine flags of the recommended arm, one per line")
+    verdict_text: VerdictText = Field(description="the verdict's sentences split around their tags")
     cli: str | None = Field(description="the CLI command giving the same result (none for an upload)")
     charts: dict[str, dict[str, Any]] = Field(description="plotly figures: {data, layout}")
     provenance: list[ProvenanceRow]

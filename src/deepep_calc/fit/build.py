@@ -1,0 +1,82 @@
+"""The built-in constants table: kernel references and serving observations, fitted once.
+
+`fit_table(rows, obs)` is the whole fit stage (kernels, then engines in stages); the
+cross-validation calls it on subsets. `built_in_table()` caches the full fit per set of
+constant overrides (the sensitivity tornado refits under each). Without overrides it reads
+the shipped result of the same fit (`catalog/data/fitted.toml`, see `fit/shipped.py`), which
+also carries the bands derived from the cross-validated residuals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from functools import lru_cache
+
+from ..catalog.constants import override_key
+from ..catalog.transports import load_transports
+from ..quantity import Q
+from .engines import FALLBACK, fit_serving, initial_engines
+from .kernels import (
+    KernelRow,
+    fallback_transport,
+    fit_instance_factors,
+    fit_nvlink,
+    fit_transport,
+    kernel_rows,
+)
+from .observations import Obs, observations
+from .table import Table, TransportFit
+
+
+def fit_kernels(rows: Sequence[KernelRow]) -> Table:
+    """NVLink constants, instance factors and every transport's alpha / beta from `rows`."""
+    nvl_alpha, eff, _ = fit_nvlink(rows)
+    factors = fit_instance_factors(rows, nvl_alpha)
+    table = Table(
+        nvl_alpha,
+        eff,
+        {},
+        factors,
+        Q.assumed(FALLBACK["kernel_floor_us"], "us", "fallback (no fit yet)"),
+        Q.assumed(FALLBACK["expert_efficiency"], "", "fallback: the dense HBM efficiency (no fit yet)"),
+        Q.assumed(FALLBACK["hop_nvlink_us"], "us", "fallback (no fit yet)"),
+        Q.assumed(FALLBACK["hop_efa_us"], "us", "fallback (no fit yet)"),
+        initial_engines(),
+    )
+    fitted: dict[str, TransportFit] = {}
+    for t in load_transports().values():
+        own = [r for r in rows if r.transport.name == t.name and r.ref.role == "fit" and r.ref.in_scope]
+        if t.fabric == "nvlink" or not own:
+            continue
+        row = own[0]
+        fitted[t.name] = fit_transport(
+            row.transport, row.ref, nvl_alpha, eff, table.instance_factor(row.ref.instance)
+        )
+    for t in load_transports().values():
+        if t.name not in fitted:
+            fitted[t.name] = fallback_transport(t, fitted, nvl_alpha)
+    return replace(table, transports=fitted)
+
+
+def fit_table(rows: Sequence[KernelRow], obs: Sequence[Obs]) -> Table:
+    """The whole fit: kernels from kernel references, then engines from serving observations."""
+    return fit_serving(obs, fit_kernels(rows))
+
+
+def built_in_table() -> Table:
+    """The fit of every catalog reference: read from the shipped file (`fit/shipped.py`), or
+    refitted (and cached apart) under constant overrides, with the shipped bands."""
+    return _built_in(override_key())
+
+
+@lru_cache(maxsize=64)
+def _built_in(key: tuple[tuple[str, float], ...]) -> Table:
+    from .shipped import from_toml, shipped_text
+
+    text = shipped_text()
+    shipped = from_toml(text) if text is not None else None
+    if not key and shipped is not None:
+        return shipped
+    table = fit_table(kernel_rows(), observations())
+    return replace(table, bands=shipped.bands if shipped is not None else {})

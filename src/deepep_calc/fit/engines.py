@@ -1,0 +1,535 @@
+"""Engine and hardware constants from serving observations, in stages (dense arms first).
+
+Stage G (CUDA graphs, dense arms): `step = step_us(engine) + device + floor x kernels + exchange(hop)`
+    is linear in [kernel floor (hardware), EFA hop of a small collective, step_us per engine],
+    least squares over every dense graph-mode observation.
+Stage E (eager, dense arms): `step = max(launch_us x kernels + step_us, GPU path)`; where the
+    CPU path is the longer, `launch_us` per engine is the least-squares solution with step_us
+    taken from the engine's graph-mode value (the same host work, before the launches).
+Stage P (eager, DeepEP over a host proxy, cross-node): `step = max(CPU, GPU) + L_moe x
+    (proxy_fixed_us + proxy_lane_us / lanes)`, least squares per engine with the stage-E
+    constants held fixed: the DeepEP arms never move the launch cost the dense arms pinned.
+Stage T: `ttft = prefill + ttft_steps x step`, least squares per engine over measured TTFTs.
+
+An aggregate-only observation enters through its step: `step = (running x OSL / aggregate -
+prefill) / (OSL - 1 + ttft_steps)`, refined once the TTFT stage has run. A negative solution is
+pinned to 0 and the rest re-solved; a constant no observation pins comes from the engine's
+`prior_engine`, else the mean of the engines that have it, tagged assumed. Every fitted
+constant's source lists the observations it rests on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..catalog.engines import load_engines
+from ..physics.compute import decode_device_us
+from ..physics.layout import layout
+from ..physics.serving import running_sequences
+from ..physics.step import (
+    EngineConstants,
+    decode_step,
+    exchange_us,
+    kernels_per_step,
+    prefill_step,
+    proxy_lanes,
+)
+from ..quantity import Q
+from ..scenario import Resolved
+from .observations import Obs
+from .table import Table
+
+FALLBACK = {  # used only when a fold leaves no observation that pins the constant (us, steps)
+    "launch_us": 40.0,
+    "step_us": 1000.0,
+    "kernel_floor_us": 5.0,
+    "expert_efficiency": 0.8,
+    "hop_nvlink_us": 1.5,
+    "hop_efa_us": 12.0,
+    "proxy_fixed_us": 0.0,
+    "proxy_lane_us": 0.0,
+    "ttft_steps": 1.0,
+}
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """The computed parts of one observation's decode step (us), for the linear stages."""
+
+    obs: Obs
+    r: Resolved
+    kernels: float
+    device: float
+    exchange: float  # at the table's current constants
+    exchange_per_hop: float  # d exchange / d hop_efa (dense arms)
+    exchange_per_nvl_hop: float  # d exchange / d hop_nvlink (dense arms)
+    expert_raw: float  # expert read at the HBM peak: d device / d (1 / expert efficiency), HBM-bound
+    proxied_layers: float  # MoE layers that pay the proxied host cost (0 where none applies)
+    lanes: float
+
+    def gpu(self, floor: float) -> float:
+        return self.device + floor * self.kernels + self.exchange
+
+
+def pieces(o: Obs, table: Table) -> Pieces:
+    r = o.resolved()
+    c = table.step_constants(r)
+    lay = layout(r, o.arm)
+    step = decode_step(r, o.arm, c)
+    parts = step.parts_ms
+    dev = (parts["hbm"].scalar + parts["compute"].scalar + parts["prefill"].scalar) * 1000.0
+    raw = decode_device_us(r, lay, r.scenario.isl, r.scenario.osl, c.expert_efficiency)["expert_raw"].scalar
+    raw = raw if parts["compute"].scalar <= 0 else 0.0
+    tokens = (lay.seqs_per_rank if lay.data_parallel else lay.group_tokens) / lay.exchange_split
+    ex = exchange_us(r, lay, tokens, c).scalar
+    per_hop = per_nvl = 0.0
+    if not o.deepep:
+        col = c.collectives
+        bumped = replace(c, collectives=replace(col, hop_efa_us=col.hop_efa_us + 1.0))
+        per_hop = exchange_us(r, lay, tokens, bumped).scalar - ex
+        bumped = replace(c, collectives=replace(col, hop_nvlink_us=col.hop_nvlink_us + 1.0))
+        per_nvl = exchange_us(r, lay, tokens, bumped).scalar - ex
+    proxied = o.deepep and r.transport.host_proxied and r.scenario.nodes > 1
+    lanes = float(np.asarray(proxy_lanes(r)))
+    return Pieces(
+        o,
+        r,
+        float(kernels_per_step(r, o.arm)),
+        dev,
+        ex,
+        per_hop,
+        per_nvl,
+        raw,
+        float(r.model.moe_layers) if proxied else 0.0,
+        lanes,
+    )
+
+
+def _nnls(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """Least squares with negative unknowns pinned to 0 one at a time."""
+    fixed: list[int] = []
+    while True:
+        free = [i for i in range(A.shape[1]) if i not in fixed]
+        x = np.zeros(A.shape[1])
+        if free:
+            x[free], *_ = np.linalg.lstsq(A[:, free], b, rcond=None)
+        neg = [i for i in free if x[i] < 0]
+        if not neg:
+            return x, fixed
+        fixed.append(min(neg, key=lambda i: x[i]))
+
+
+def _tag(obs: Sequence[Obs]) -> Any:
+    return Q.assumed if any(o.trust == "assumed" for o in obs) else Q.derived
+
+
+def _names(obs: Sequence[Obs]) -> str:
+    ids = sorted({o.id for o in obs})
+    shown = ", ".join(ids[:6]) + (f" +{len(ids) - 6} more" if len(ids) > 6 else "")
+    return shown
+
+
+@dataclass
+class EngineFitState:
+    """Constants per (engine, graphs) as floats while the stages run, with their sources."""
+
+    values: dict[tuple[str, bool], dict[str, float]]
+    sources: dict[tuple[str, bool], dict[str, tuple[str, Any]]]  # name -> (source, tag maker)
+
+    def set(self, key: tuple[str, bool], name: str, value: float, source: str, tag: Any) -> None:
+        self.values.setdefault(key, {})[name] = value
+        self.sources.setdefault(key, {})[name] = (source, tag)
+
+    def get(self, key: tuple[str, bool], name: str) -> float | None:
+        return self.values.get(key, {}).get(name)
+
+
+ENGINE_FIELDS = ("launch_us", "step_us", "proxy_fixed_us", "proxy_lane_us", "ttft_steps")
+
+
+def _constants(state: EngineFitState, key: tuple[str, bool]) -> EngineConstants:
+    qs = {}
+    for name in ENGINE_FIELDS:
+        value = state.values[key][name]
+        source, tag = state.sources[key][name]
+        qs[name] = tag(value, "steps" if name == "ttft_steps" else "us", source)
+    return EngineConstants(**qs)
+
+
+def _fill_missing(state: EngineFitState) -> None:
+    """Constants no observation pinned: the prior engine's, else the mean of the others."""
+    engines = load_engines()
+    for name, engine in engines.items():
+        for graphs in (False, True):
+            key = (name, graphs)
+            for f in ENGINE_FIELDS:
+                if state.get(key, f) is not None:
+                    continue
+                if graphs and f in ("launch_us", "proxy_fixed_us", "proxy_lane_us"):
+                    why = (
+                        "no launches under CUDA graphs"
+                        if f == "launch_us"
+                        else ("graph replay posts through the proxy concurrently (no host sync per layer)")
+                    )
+                    state.set(key, f, 0.0, f"0 under CUDA graphs: {why}", Q.derived)
+                    continue
+                if not graphs and f == "step_us" and state.get((name, True), f) is not None:
+                    src, tag = state.sources[(name, True)][f]
+                    state.set(key, f, state.values[(name, True)][f], f"the graph-mode value: {src}", tag)
+                    continue
+                if f == "ttft_steps" and state.get((name, not graphs), f) is not None:
+                    src, tag = state.sources[(name, not graphs)][f]
+                    state.set(
+                        key, f, state.values[(name, not graphs)][f], f"the other graph mode's: {src}", tag
+                    )
+                    continue
+                prior = engine.prior_engine
+                if prior and state.get((prior, graphs), f) is not None:
+                    src, _ = state.sources[(prior, graphs)][f]
+                    value = state.values[(prior, graphs)][f]
+                    state.set(
+                        key,
+                        f,
+                        value,
+                        f"borrowed from {prior} (no {name} observation pins it): {src}",
+                        Q.assumed,
+                    )
+                    continue
+                others = [state.get((e, graphs), f) for e in engines if e != name]
+                others = [v for v in others if v is not None]
+                if others:
+                    state.set(
+                        key,
+                        f,
+                        float(np.mean(others)),
+                        f"mean of the other engines (no {name} observation pins it)",
+                        Q.assumed,
+                    )
+                else:
+                    state.set(
+                        key, f, FALLBACK[f], f"fallback {FALLBACK[f]:g}: no observation pins it", Q.assumed
+                    )
+
+
+def _hardware_row(p: Pieces) -> bool:
+    """Rows that may pin the hardware constants: dense arms, and EP inside one node (NVLink only,
+    no DeepEP-over-EFA term). Every DeepEP run that crosses nodes is predicted, never fitted here."""
+    return not p.obs.deepep or p.r.scenario.nodes * p.r.gpus_per_node <= p.r.gpus_per_node
+
+
+def _step_target(p: Pieces, table: Table, ttft_steps: float) -> float | None:
+    """The observation's measured decode step (ms -> us), inverting an aggregate if need be."""
+    o = p.obs
+    if o.step_ms is not None:
+        return o.step_ms * 1000.0
+    if o.aggregate_tok_s is None:
+        return None
+    r = p.r
+    c = table.step_constants(r)
+    prefill = prefill_step(r, o.arm, c).ms.scalar
+    running = float(np.asarray(running_sequences(r, layout(r, o.arm)).value))
+    osl = float(r.scenario.osl)
+    step_ms = (running * osl / o.aggregate_tok_s * 1000.0 - prefill) / (osl - 1.0 + ttft_steps)
+    return max(step_ms, 1e-3) * 1000.0
+
+
+def fit_serving(obs: Sequence[Obs], table: Table, rounds: int = 2, keep: bool = False) -> Table:
+    """Run stages G, E, P and T on `obs` (only `use == "fit"` rows), on top of `table`'s kernels.
+
+    `keep`: a user's calibration. Hardware constants (stage G) stay the table's, and a constant
+    the user's runs cannot pin keeps the table's value (tagged assumed) instead of a prior.
+    """
+    obs = [o for o in obs if o.use == "fit"]
+    for _ in range(rounds):
+        table = _one_round(obs, table, keep)
+    return table
+
+
+def _keep_builtin(state: EngineFitState, table: Table) -> None:
+    """A user's fit: every constant their runs did not pin keeps the built-in value."""
+    for key in list(state.values):
+        base = table.engines[key]
+        for f in ENGINE_FIELDS:
+            if state.get(key, f) is None:
+                q = getattr(base, f)
+                state.set(
+                    key, f, q.scalar, f"built-in value kept (your runs cannot pin it): {q.source}", Q.assumed
+                )
+
+
+def _one_round(obs: Sequence[Obs], table: Table, keep: bool = False) -> Table:
+    state = EngineFitState({}, {})
+    ttft_now = {k[0]: v.ttft_steps.scalar for k, v in table.engines.items() if not k[1]}
+    ps = [pieces(o, table) for o in obs]
+
+    # Stage G: dense arms under CUDA graphs.
+    graph_dense = [] if keep else [p for p in ps if p.obs.graphs and _hardware_row(p)]
+    engines_g = sorted({p.obs.engine for p in graph_dense})
+    floor, hop, nvl_hop = table.kernel_floor_us, table.hop_efa_us, table.hop_nvlink_us
+    expert_eff = table.expert_efficiency
+    if graph_dense:
+        cols = ["kernel_floor_us", "hop_efa_us", "hop_nvlink_us", "1/expert_efficiency"]
+        cols += [f"step_us:{e}" for e in engines_g]
+        A, b = [], []
+        for p in graph_dense:
+            target = _step_target(p, table, ttft_now.get(p.obs.engine, 1.0))
+            if target is None:
+                continue
+            ex0 = p.exchange - p.exchange_per_hop * hop.scalar - p.exchange_per_nvl_hop * nvl_hop.scalar
+            dev0 = p.device - p.expert_raw / expert_eff.scalar
+            row = [p.kernels, p.exchange_per_hop, p.exchange_per_nvl_hop, p.expert_raw]
+            row += [1.0 if p.obs.engine == e else 0.0 for e in engines_g]
+            A.append([v / target for v in row])  # relative residuals: every row counts alike
+            b.append((target - dev0 - ex0) / target)
+        A_, b_ = np.array(A), np.array(b)
+        identifiable = A_.any(axis=0)
+        x = np.zeros(len(cols))
+        sub, _ = _nnls(A_[:, identifiable], b_)
+        x[identifiable] = sub
+        tag = _tag([p.obs for p in graph_dense])
+        rows = _names([p.obs for p in graph_dense])
+        src = f"fitted to graph-mode runs with no cross-node DeepEP exchange: {rows}"
+        floor = tag(x[0], "us", src) if identifiable[0] else table.kernel_floor_us
+        hop = tag(x[1], "us", src) if identifiable[1] else table.hop_efa_us
+        nvl_hop = tag(x[2], "us", src) if identifiable[2] else table.hop_nvlink_us
+        if identifiable[3] and x[3] >= 1.0:  # an efficiency above 1 would be unphysical
+            expert_eff = tag(1.0 / x[3], "", src)
+        for i, e in enumerate(engines_g):
+            mine = [p.obs for p in graph_dense if p.obs.engine == e]
+            state.set((e, True), "step_us", float(x[4 + i]), f"fitted to {_names(mine)}", _tag(mine))
+    table = replace(
+        table, kernel_floor_us=floor, hop_efa_us=hop, hop_nvlink_us=nvl_hop, expert_efficiency=expert_eff
+    )
+    ps = [pieces(o, table) for o in obs]  # exchange at the fitted hop
+
+    # Stage E: dense arms, eager: launch_us per engine (step_us from graphs, else prior / mean).
+    _fill_step_us_for_eager(state)
+    if not keep:  # every engine's host cost per step, before the launch cost is solved against it
+        _fill_missing_partial(state, ("step_us",))
+    if keep:
+        for p in ps:
+            state.values.setdefault((p.obs.engine, p.obs.graphs), {})
+            state.sources.setdefault((p.obs.engine, p.obs.graphs), {})
+            if p.obs.graphs:
+                continue
+            base = table.engines[(p.obs.engine, False)]
+            if state.get((p.obs.engine, False), "step_us") is None:
+                state.set(
+                    (p.obs.engine, False),
+                    "step_us",
+                    base.step_us.scalar,
+                    f"built-in value kept: {base.step_us.source}",
+                    Q.assumed,
+                )
+    for e in sorted({p.obs.engine for p in ps}):
+        mine = [p for p in ps if p.obs.engine == e and not p.obs.graphs and not p.obs.deepep]
+        step_us = state.get((e, False), "step_us")
+        if not mine:
+            continue
+        h = step_us if step_us is not None else FALLBACK["step_us"]
+        rows, targets = [], []
+        for p in mine:
+            target = _step_target(p, table, ttft_now.get(e, 1.0))
+            if target is None:
+                continue
+            gpu = p.gpu(floor.scalar)
+            if target <= gpu:  # GPU-bound: says nothing about the launch cost
+                continue
+            rows.append(p.kernels / target)
+            targets.append((target - h) / target)
+        if rows:
+            launch = max(float(np.dot(rows, targets) / np.dot(rows, rows)), 0.0)
+            used = [p.obs for p in mine]
+            state.set(
+                (e, False), "launch_us", launch, f"fitted to dense eager runs {_names(used)}", _tag(used)
+            )
+    if keep:
+        _keep_builtin(state, table)
+    else:
+        _launch_from_deepep_runs(state, ps, floor.scalar)
+        _fill_missing_partial(state, ("launch_us",))
+
+    # Stage P: DeepEP over a host proxy, eager, cross-node.
+    for e in sorted({p.obs.engine for p in ps}):
+        mine = [p for p in ps if p.obs.engine == e and not p.obs.graphs and p.proxied_layers > 0]
+        if not mine:
+            continue
+        launch = state.get((e, False), "launch_us") or 0.0
+        h = state.get((e, False), "step_us") or 0.0
+        A, b = [], []
+        for p in mine:
+            target = _step_target(p, table, ttft_now.get(e, 1.0))
+            if target is None:
+                continue
+            base = max(launch * p.kernels + h, p.gpu(floor.scalar))
+            A.append([p.proxied_layers / target, p.proxied_layers / p.lanes / target])
+            b.append((target - base) / target)
+        A_, b_ = np.array(A), np.array(b)
+        lanes_vary = len({round(p.lanes, 6) for p in mine}) > 1
+        used = [p.obs for p in mine]
+        src = f"fitted to eager DeepEP runs over a host proxy {_names(used)}"
+        if lanes_vary:
+            x, pinned = _nnls(A_, b_)
+            pin = "; pinned at 0 (a negative value is unphysical)"
+            state.set(
+                (e, False), "proxy_fixed_us", float(x[0]), src + (pin if 0 in pinned else ""), _tag(used)
+            )
+            state.set(
+                (e, False), "proxy_lane_us", float(x[1]), src + (pin if 1 in pinned else ""), _tag(used)
+            )
+        elif keep:  # a user's runs at one lane count: the built-in lane part stays, the rest is fixed
+            lane = table.engines[(e, False)].proxy_lane_us
+            x, pinned = _nnls(A_[:, :1], b_ - A_[:, 1] * lane.scalar)
+            pin = "; pinned at 0 (a negative value is unphysical)" if pinned else ""
+            state.set((e, False), "proxy_fixed_us", float(x[0]), src + pin, _tag(used))
+            state.set(
+                (e, False),
+                "proxy_lane_us",
+                lane.scalar,
+                f"built-in value kept (your runs share one lane count): {lane.source}",
+                Q.assumed,
+            )
+        else:
+            x, _ = _nnls(A_[:, :1], b_)
+            state.set(
+                (e, False),
+                "proxy_fixed_us",
+                float(x[0]),
+                src + " (one lane count: all of it fixed)",
+                _tag(used),
+            )
+            state.set(
+                (e, False), "proxy_lane_us", 0.0, "not separable: the runs share one lane count", Q.assumed
+            )
+
+    # Stage T: TTFT steps per engine (eager and graphs pooled; prefill from the current table).
+    if keep:
+        _keep_builtin(state, table)
+    else:
+        _fill_missing(state)
+    interim = _table_with(table, state)
+    for e in sorted({p.obs.engine for p in ps}):
+        mine = [p for p in ps if p.obs.engine == e and p.obs.ttft_ms is not None]
+        if not mine:
+            continue
+        num = den = 0.0
+        for p in mine:
+            c = interim.step_constants(p.r)
+            step = _model_step_ms(p, interim)
+            prefill = prefill_step(p.r, p.obs.arm, c).ms.scalar
+            num += step * (p.obs.ttft_ms - prefill)
+            den += step * step
+        steps = max(num / den, 0.0) if den > 0 else FALLBACK["ttft_steps"]
+        used = [p.obs for p in mine]
+        modes = {p.obs.graphs for p in mine} if keep else (False, True)
+        for graphs in modes:
+            state.set((e, graphs), "ttft_steps", steps, f"fitted to TTFT p50 of {_names(used)}", _tag(used))
+    if keep:
+        _keep_builtin(state, table)
+    else:
+        _fill_missing(state)
+    return _table_with(table, state)
+
+
+def _launch_from_deepep_runs(state: EngineFitState, ps: Sequence[Pieces], floor: float) -> None:
+    """Last resort before borrowing: an engine with no dense eager run of its own (nor a prior
+    engine that has one) but eager DeepEP runs at two or more lane counts. Their steps share
+    the CPU path, so `step = launch_us x kernels + step_us + L_moe x proxy_lane_us / lanes` with
+    proxy_fixed_us pinned at 0 separates the launch cost (tagged assumed: DeepEP runs stand in
+    for the dense arm)."""
+    engines = load_engines()
+    for e in sorted({p.obs.engine for p in ps}):
+        if state.get((e, False), "launch_us") is not None:
+            continue
+        prior = engines[e].prior_engine
+        if prior and state.get((prior, False), "launch_us") is not None:
+            continue
+        mine = [p for p in ps if p.obs.engine == e and not p.obs.graphs and p.proxied_layers > 0]
+        if len({round(p.lanes, 6) for p in mine}) < 2:
+            continue
+        h = state.get((e, False), "step_us") or FALLBACK["step_us"]
+        A, b = [], []
+        for p in mine:
+            target = _step_target(p, _NO_TABLE, 1.0) if p.obs.step_ms is not None else None
+            if target is None:
+                continue
+            A.append([p.kernels, p.proxied_layers / p.lanes])
+            b.append(target - h)
+        if len(A) < 2:
+            continue
+        x, _ = _nnls(np.array(A), np.array(b))
+        if x[0] * mine[0].kernels + h <= mine[0].gpu(floor):
+            continue  # GPU-bound: the runs say nothing about launches
+        used = [p.obs for p in mine]
+        state.set(
+            (e, False),
+            "launch_us",
+            float(x[0]),
+            f"from eager DeepEP runs {_names(used)} (no dense run of {e}; proxy_fixed_us pinned at 0)",
+            Q.assumed,
+        )
+
+
+_NO_TABLE: Any = None
+
+
+def _fill_step_us_for_eager(state: EngineFitState) -> None:
+    for (e, graphs), values in list(state.values.items()):
+        if graphs and "step_us" in values and state.get((e, False), "step_us") is None:
+            src, tag = state.sources[(e, True)]["step_us"]
+            state.set((e, False), "step_us", values["step_us"], f"the graph-mode value: {src}", tag)
+
+
+def _fill_missing_partial(state: EngineFitState, fields: tuple[str, ...]) -> None:
+    """Before stage P: launch and step costs for engines without dense runs (prior engine / mean)."""
+    engines = load_engines()
+    for name, engine in engines.items():
+        key = (name, False)
+        for f in fields:
+            if state.get(key, f) is not None:
+                continue
+            prior = engine.prior_engine
+            if prior and state.get((prior, False), f) is not None:
+                src, _ = state.sources[(prior, False)][f]
+                state.set(key, f, state.values[(prior, False)][f], f"borrowed from {prior}: {src}", Q.assumed)
+                continue
+            others = [v for v in (state.get((e, False), f) for e in engines if e != name) if v is not None]
+            value = float(np.mean(others)) if others else FALLBACK[f]
+            state.set(key, f, value, f"mean of the other engines (no {name} observation pins it)", Q.assumed)
+
+
+def _table_with(table: Table, state: EngineFitState) -> Table:
+    engines = dict(table.engines)
+    for key in state.values:
+        if all(f in state.values[key] for f in ENGINE_FIELDS):
+            engines[key] = _constants(state, key)
+    return replace(table, engines=engines)
+
+
+def _model_step_ms(p: Pieces, table: Table) -> float:
+    return decode_step(p.r, p.obs.arm, table.step_constants(p.r)).ms.scalar
+
+
+def initial_engines() -> dict[tuple[str, bool], EngineConstants]:
+    """Fallback constants for every engine and mode: the starting point of the stages."""
+    out = {}
+    for name in load_engines():
+        for graphs in (False, True):
+
+            def q(f: str, value: float) -> Q:
+                unit = "steps" if f == "ttft_steps" else "us"
+                return Q.assumed(value, unit, f"fallback {value:g} (no fit yet)")
+
+            zero = graphs
+            out[(name, graphs)] = EngineConstants(
+                q("launch_us", 0.0 if zero else FALLBACK["launch_us"]),
+                q("step_us", FALLBACK["step_us"]),
+                q("proxy_fixed_us", 0.0),
+                q("proxy_lane_us", 0.0),
+                q("ttft_steps", FALLBACK["ttft_steps"]),
+            )
+    return out

@@ -1,0 +1,219 @@
+"""Serving observations: every measured cell side and every serving reference, as one record.
+
+The fit (`fit/engines.py`) and the accuracy report (`fit/accuracy.py`) work from these, so a
+cell of measured.toml and a DeepSeek-scale row of references.toml are handled the same way:
+a scenario, the arm that ran it, what was measured, how much to trust it, and the groups a
+cross-validation can leave out (engine, model, transport, instance, A/B pair).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from functools import cache
+from typing import Any
+
+from ..catalog.measured import Cell, load_cells
+from ..catalog.references import ServingRef, inline_models, load_serving_refs
+from ..scenario import Resolved, Scenario, resolve
+from ..scenario import inline_models as inline_context
+
+
+@dataclass(frozen=True)
+class Obs:
+    """One arm of one measured run."""
+
+    id: str  # "trt-ab-k8-c4:deepep"
+    run: str  # the cell or reference id
+    side: str  # "deepep", "allgather" or "versus" (the second DeepEP transport of a cell)
+    arm: str  # the model arm that reproduces it
+    scenario: Scenario
+    attention_tp: int
+    disaggregated: bool
+    max_batch: int | None
+    step_ms: float | None  # ITL / TPOT, or 1000 / per-user tok/s
+    aggregate_tok_s: float | None
+    ttft_ms: float | None
+    trust: str  # "measured" or "assumed"
+    use: str  # "fit" (may pin a constant) or "check" (only predicted)
+    source: str
+    pair: str = ""  # A/B key: both sides share it
+
+    @property
+    def engine(self) -> str:
+        return self.scenario.engine
+
+    @property
+    def graphs(self) -> bool:
+        return self.scenario.cuda_graphs
+
+    @property
+    def transport(self) -> str:
+        return self.scenario.transport
+
+    @property
+    def model(self) -> str:
+        return self.scenario.model
+
+    @property
+    def instance(self) -> str:
+        return self.scenario.instance
+
+    @property
+    def deepep(self) -> bool:
+        return self.arm == "deepep"
+
+    def groups(self) -> dict[str, str]:
+        """The keys a cross-validation fold can leave out."""
+        return {
+            "engine": self.engine,
+            "model": self.model,
+            "transport": self.transport if self.deepep else "(dense)",
+            "instance": self.instance,
+            "run": self.pair or self.run,
+        }
+
+    def resolved(self) -> Resolved:
+        with reference_models():
+            r = resolve(self.scenario)
+        batch = self.max_batch or r.max_batch
+        source = "the run's own setting" if self.max_batch else r.max_batch_source
+        return replace(
+            r,
+            attention_tp=self.attention_tp,
+            disaggregated=self.disaggregated,
+            max_batch=batch,
+            max_batch_source=source,
+        )
+
+
+@contextmanager
+def reference_models() -> Iterator[None]:
+    """Let scenarios name the reference-only models (GPT-2) while the block runs."""
+    with inline_context(inline_models()):
+        yield
+
+
+def _cell_obs(cell: Cell) -> list[Obs]:
+    out = []
+    sides = (("deepep", "deepep", cell.transport), ("allgather", "allgather", cell.transport))
+    if cell.versus is not None and cell.versus_transport:
+        sides = (*sides, ("versus", "deepep", cell.versus_transport))
+    pair = cell.id if (cell.allgather is not None or cell.versus is not None) else ""
+    for side, arm, transport in sides:
+        m = cell.arm(side)
+        if m is None:
+            continue
+        scenario = Scenario(
+            model=cell.model,
+            instance=cell.instance,
+            nodes=cell.nodes,
+            engine=cell.engine,
+            cuda_graphs=cell.cuda_graphs,
+            transport=transport,
+            comms=cell.comms,
+            max_qps=cell.max_qps,
+            concurrency=cell.concurrency,
+            isl=max(cell.isl, 1),
+            osl=max(cell.osl, 1),
+        )
+        out.append(
+            Obs(
+                id=f"{cell.id}:{side}",
+                run=cell.id,
+                side=side,
+                arm=arm,
+                scenario=scenario,
+                attention_tp=1,
+                disaggregated=False,
+                max_batch=cell.max_batch,
+                step_ms=cell.step_ms(side),
+                aggregate_tok_s=m.aggregate_tok_s,
+                ttft_ms=m.ttft_p50_ms,
+                trust="measured",
+                use="fit",
+                source=f"{cell.source} [cell {cell.id}]",
+                pair=pair,
+            )
+        )
+    return out
+
+
+def _ref_obs(ref: ServingRef) -> Obs:
+    scenario = Scenario(
+        model=ref.model,
+        instance=ref.instance,
+        nodes=ref.nodes,
+        gpus_per_node=ref.gpus_per_node,
+        engine=ref.engine,
+        cuda_graphs=ref.cuda_graphs,
+        transport=ref.transport,
+        comms=ref.comms,
+        concurrency=ref.concurrency,
+        isl=ref.isl,
+        osl=ref.osl,
+    )
+    side = "deepep" if ref.arm == "deepep" else "allgather"
+    return Obs(
+        id=ref.id,
+        run=ref.id,
+        side=side,
+        arm=ref.arm,
+        scenario=scenario,
+        attention_tp=ref.attention_tp,
+        disaggregated=ref.disaggregated,
+        max_batch=None,
+        step_ms=ref.tpot_ms,
+        aggregate_tok_s=None,
+        ttft_ms=None,
+        trust=ref.trust,
+        use=ref.use,
+        source=ref.source,
+        pair=ref.pair,
+    )
+
+
+@cache
+def observations() -> tuple[Obs, ...]:
+    """Every usable measured run: the catalog's cells first, then the serving references."""
+    out: list[Obs] = []
+    for cell in load_cells().values():
+        if cell.role == "reference-only":
+            continue
+        out.extend(_cell_obs(cell))
+    out.extend(_ref_obs(ref) for ref in load_serving_refs().values())
+    return tuple(out)
+
+
+def cell_observations(cells: list[Cell]) -> list[Obs]:
+    """A user's cells (from a calibration profile) as observations."""
+    return [o for cell in cells for o in _cell_obs(cell)]
+
+
+def pairs(obs: tuple[Obs, ...] | list[Obs]) -> dict[str, dict[str, Obs]]:
+    """A/B pairs: pair key -> side -> observation (only complete pairs)."""
+    grouped: dict[str, dict[str, Obs]] = {}
+    for o in obs:
+        if o.pair:
+            grouped.setdefault(o.pair, {})[o.side] = o
+    return {k: v for k, v in grouped.items() if "deepep" in v and len(v) >= 2}
+
+
+def cell_scenario(cell: Cell) -> Scenario:
+    """The scenario a measured cell ran (its DeepEP side)."""
+    return _cell_obs(cell)[0].scenario
+
+
+def describe(o: Obs) -> dict[str, Any]:
+    s = o.scenario
+    return {
+        "model": s.model,
+        "instance": s.instance,
+        "nodes": s.nodes,
+        "engine": s.engine,
+        "graphs": s.cuda_graphs,
+        "arm": o.arm,
+        "transport": s.transport,
+        "concurrency": s.concurrency,
+    }
