@@ -11,7 +11,7 @@ whose message spans lines: libFuzzer stops and writes the input next to the corp
     python benchmarks/fuzz_atheris.py all             # each target in turn, 20,000 runs each
 
 Targets: config, aiperf-json, aiperf-csv, profile, kernel-log. The profile target needs a profile
-to start from; it writes one with `deepep-calc calibrate` from ../shared when that is present.
+to start from; it writes one with `deepep-calc calibrate` from tests/fixtures/aiperf.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests" / "fixtures"
-SHARED = REPO.parent / "shared" / "fixtures" / "aiperf"
+AIPERF = TESTS / "aiperf"
 SAMPLE_LOG = REPO / "src" / "deepep_calc" / "calibrate" / "samples" / "deepep_ll_efa_proxy_p5en_ep16.log"
 DEFAULT_RUNS = 20_000
 
@@ -36,16 +36,16 @@ def _seeds(target: str, scratch: Path) -> list[Path]:
     if target == "config":
         return sorted(TESTS.glob("hf/*/config.json"))
     if target == "aiperf-json":
-        return sorted(TESTS.glob("aiperf_extra/*.json")) + sorted(SHARED.glob("*.json"))[:3]
+        return sorted(TESTS.glob("aiperf_extra/*.json")) + sorted(AIPERF.glob("*.json"))[:3]
     if target == "aiperf-csv":
-        return sorted(TESTS.glob("aiperf_extra/*.csv")) + sorted(SHARED.glob("*.csv"))
+        return sorted(TESTS.glob("aiperf_extra/*.csv")) + sorted(AIPERF.glob("*.csv"))
     if target == "kernel-log":
         return [SAMPLE_LOG]
     out = scratch / "seed.toml"
-    dense = SHARED / "trtllm-0.21_qwen3-30b-a3b-fp8_ep16_2xp5en_dense-allgather_c4_isl120.json"
-    deepep = SHARED / "trtllm-0.21_qwen3-30b-a3b-fp8_ep16_2xp5en_deepep-epnc1_c4_isl120.json"
+    dense = AIPERF / "trtllm-0.21_qwen3-30b-a3b-fp8_ep16_2xp5en_dense-allgather_c4_isl120.json"
+    deepep = AIPERF / "trtllm-0.21_qwen3-30b-a3b-fp8_ep16_2xp5en_deepep-epnc1_c4_isl120.json"
     if not deepep.is_file():
-        raise SystemExit("the profile target needs ../shared/fixtures/aiperf to write a seed profile")
+        raise SystemExit("the profile target needs tests/fixtures/aiperf to write a seed profile")
     cmd = [
         sys.executable,
         "-m",

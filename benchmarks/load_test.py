@@ -441,7 +441,9 @@ def main(argv: list[str] | None = None) -> int:
         missed.append("the server logged a traceback")
     report["missed"] = missed
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+        from deepep_calc.files import write_atomic  # the tool's own safe-write rules
+
+        write_atomic(args.json, json.dumps(report, indent=2) + "\n", "--json")
     for line in missed:
         print(f"MISSED: {line}")
     print("all targets met" if not missed else "targets missed")

@@ -81,5 +81,10 @@ def assert_finite_or_not_feasible(result: Result) -> None:
             assert in_dead_arm or cost or comparison, f"{path} is not finite: {q}"
         else:
             assert isinstance(q["value"], int | float) and math.isfinite(q["value"]), (path, q)
-    assert result.verdict.code in ("dense", "capacity", "deepep")
-    assert result.verdict.recommended_arm in result.arms
+    v = result.verdict
+    assert v.code in ("dense", "capacity", "deepep")
+    if v.status == "nothing_fits":  # nothing to recommend: the verdict says so and names a fix
+        assert v.recommended_arm == "none" and doc["verdict"]["recommended_arm"] is None
+        assert not any(arm.feasible for arm in result.arms.values())
+    else:
+        assert v.recommended_arm in result.arms and result.arms[v.recommended_arm].feasible

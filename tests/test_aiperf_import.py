@@ -1,4 +1,4 @@
-"""AIPerf import: the real exports in ../shared, every layout generation, and the guard rails.
+"""AIPerf import: the real exports in tests/fixtures/aiperf, every layout generation, and the guard rails.
 
 The real fixtures pin the numbers the calibration rests on (the TRT-LLM conc-4 A/B and the
 vLLM multi-comm runs); the hand-made ones under fixtures/aiperf_extra pin the layouts and the
@@ -25,9 +25,7 @@ from deepep_calc.calibrate.aiperf import (
 from deepep_calc.errors import FileInputError, InputError
 from deepep_calc.quantity import Tag
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-REAL = SHARED / "fixtures" / "aiperf"
+REAL = Path(__file__).resolve().parent / "fixtures" / "aiperf"
 EXTRA = Path(__file__).resolve().parent / "fixtures" / "aiperf_extra"
 
 PREFIX = "qwen3-30b-a3b-fp8_ep16_2xp5en"
@@ -43,21 +41,17 @@ def sglang(conc: int) -> Path:
     return REAL / f"sglang-0.5.11_{PREFIX}_deepep-epnc8_c{conc}_isl120.json"
 
 
-needs_shared = pytest.mark.skipif(not REAL.is_dir(), reason="../shared fixtures not present")
-
-REAL_FILES = sorted(REAL.glob("*.json")) + sorted(REAL.glob("*.csv")) if REAL.is_dir() else []
+REAL_FILES = sorted(REAL.glob("*.json")) + sorted(REAL.glob("*.csv"))
 
 
 # --------------------------------------------------------------------------------------------
 # real exports
 
 
-@needs_shared
 def test_real_fixture_set_is_not_empty() -> None:
     assert len(REAL_FILES) >= 15
 
 
-@needs_shared
 @pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.name)
 def test_every_real_export_imports(path: Path) -> None:
     run = load_aiperf(path)
@@ -78,7 +72,6 @@ def test_every_real_export_imports(path: Path) -> None:
         assert run.warnings == []
 
 
-@needs_shared
 def test_file_name_hints() -> None:
     run = load_aiperf(vllm(8, 4))
     assert (run.engine, run.engine_version, run.arm, run.arm_label, run.comms) == (
@@ -92,7 +85,6 @@ def test_file_name_hints() -> None:
     assert (dense.engine, dense.arm, dense.comms) == ("trtllm", "dense", None)
 
 
-@needs_shared
 def test_trt_conc4_pair_numbers_and_provenance() -> None:
     dense, deepep = load_aiperf(TRT_DENSE), load_aiperf(TRT_DEEPEP)
     pair = derive_pair(dense, deepep)
@@ -144,7 +136,6 @@ def test_trt_conc4_pair_numbers_and_provenance() -> None:
     assert pair.warnings == []
 
 
-@needs_shared
 @pytest.mark.parametrize("conc", [4, 8, 32])
 def test_vllm_multicomm_ratio(conc: int) -> None:
     one, eight = load_aiperf(vllm(1, conc)), load_aiperf(vllm(8, conc))
@@ -158,7 +149,6 @@ def test_vllm_multicomm_ratio(conc: int) -> None:
     assert 1.8 <= ratio.scalar <= 2.2
 
 
-@needs_shared
 def test_group_by_concurrency() -> None:
     runs = [load_aiperf(vllm(k, c)) for k in (1, 8) for c in (32, 4, 8)]
     groups = group_by_concurrency(runs)
@@ -167,7 +157,6 @@ def test_group_by_concurrency() -> None:
     assert [r.comms for r in groups[8]] == [1, 8]
 
 
-@needs_shared
 def test_sglang_itl() -> None:
     itl = {c: load_aiperf(sglang(c)).itl_ms.scalar for c in (4, 8, 32)}  # type: ignore[union-attr]
     assert itl[4] == pytest.approx(113.5, abs=0.1)
@@ -175,7 +164,6 @@ def test_sglang_itl() -> None:
     assert itl[32] == pytest.approx(121.2, abs=0.1)
 
 
-@needs_shared
 def test_vllm_csv_twin_matches_json() -> None:
     from_json, from_csv = load_aiperf(vllm(8, 4)), load_aiperf(vllm(8, 4, "csv"))
     assert from_csv.export_format == "csv"
@@ -190,7 +178,6 @@ def test_vllm_csv_twin_matches_json() -> None:
     assert from_csv.benchmark_id is None and from_csv.path.name in from_csv.itl_ms.source  # type: ignore[union-attr]
 
 
-@needs_shared
 def test_hand_made_csv_matches_trt_dense_json() -> None:
     from_csv = load_aiperf(EXTRA / TRT_DENSE.with_suffix(".csv").name)
     from_json = load_aiperf(TRT_DENSE)
@@ -200,7 +187,6 @@ def test_hand_made_csv_matches_trt_dense_json() -> None:
     assert from_csv.aggregate_tok_s.scalar == 106.36  # type: ignore[union-attr]
 
 
-@needs_shared
 def test_folder_import_and_ambiguity(tmp_path: Path) -> None:
     run_dir = tmp_path / "trtllm_dense-allgather_c4"
     run_dir.mkdir()
@@ -345,7 +331,6 @@ def test_seconds_are_converted_to_ms(tmp_path: Path) -> None:
 # pairs
 
 
-@needs_shared
 def test_mismatched_concurrency_is_an_input_error() -> None:
     with pytest.raises(InputError) as info:
         derive_pair(load_aiperf(vllm(1, 4)), load_aiperf(vllm(8, 8)))
@@ -355,7 +340,6 @@ def test_mismatched_concurrency_is_an_input_error() -> None:
     assert "\n" not in info.value.message
 
 
-@needs_shared
 def test_mismatched_model_and_lengths(tmp_path: Path) -> None:
     base = json.loads(TRT_DENSE.read_text())
 
@@ -383,7 +367,6 @@ def test_mismatched_model_and_lengths(tmp_path: Path) -> None:
     assert info.value.field == "osl"
 
 
-@needs_shared
 def test_pair_warnings_for_small_issues() -> None:
     dense = load_aiperf(TRT_DENSE)
     swapped = check_pair(load_aiperf(TRT_DEEPEP), dense)

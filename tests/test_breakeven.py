@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -91,14 +92,29 @@ def test_concurrency_crossing_brackets_the_threshold(win: bool) -> None:
     assert answer.check["ratio_at"].scalar == pytest.approx(at)
 
 
+def test_capacity_isl_search_stops_at_the_context_window() -> None:
+    """The default model holds any input its window allows on one node: never, within limits."""
+    answer = capacity_field(_r(Scenario()), "isl")
+    assert answer.value is None
+    assert answer.note == "never within limits (input length up to 40,832)"  # 40,960 - OSL 128
+
+
 def test_concurrency_never_within_limits_is_said_honestly() -> None:
+    """Beyond ~22k requests both arms only queue past the prompt ceiling (issue 10, item 6):
+    the answer says how far they can serve and the ratio there, not a ratio of dead arms."""
     answer = concurrency_cross(_r(Scenario()), win=False)
     assert answer.value is None
-    assert answer.note.startswith("never within limits")
+    assert answer.note.startswith("never while both arms can serve: they answer within the prompt")
+    m = re.search(r"up to concurrency ([\d,]+), where the ratio is ([\d.]+)", answer.note)
+    assert m and float(m.group(2)) < 1
+    last = int(m.group(1).replace(",", ""))
+    res = model(_r(Scenario()), concurrency=[last, last + 1])
+    assert list(np.broadcast_to(res.arms["deepep"].feasible, (2,))) == [True, False]
 
 
 def test_capacity_isl_is_where_one_node_runs_out() -> None:
-    r = _r(Scenario())
+    # inside the model's context window (ISL + OSL beyond it is refused, issue 10 item 6)
+    r = _r(Scenario(concurrency=2048, engine="vllm"))
     answer = capacity_field(r, "isl")
     assert answer.value is not None
     isl = int(answer.value.scalar)
@@ -221,3 +237,12 @@ def test_kernel_shift_moves_only_the_fixed_latency() -> None:
     moved_k = table_for(shifted).kernel_constants(r.transport.name, r.instance.name)
     moved = kernel_us(r.transport, r.instance, 8, 32, shape, 8, 2, moved_k)["total"].scalar
     assert moved - base == pytest.approx(40.0)
+
+
+def test_capacity_is_memory_not_a_queue() -> None:
+    """One node's memory holds any concurrency once the engine caps its batch: queueing past the
+    prompt ceiling makes nothing fit (the verdict says so), but it never forces sharding."""
+    answer = capacity_field(_r(Scenario()), "concurrency")
+    assert answer.value is None and answer.note.startswith("never within limits")
+    crowded = capacity_nodes(_r(Scenario(concurrency=1_000_000)))
+    assert crowded.note == "never forced: one node holds this load"

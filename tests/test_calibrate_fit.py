@@ -37,13 +37,11 @@ from deepep_calc.quantity import Q, Tag
 from deepep_calc.scenario import Scenario, resolve
 
 REPO = Path(__file__).resolve().parents[1]
-REAL = REPO.parent / "shared" / "fixtures" / "aiperf"
+REAL = Path(__file__).resolve().parent / "fixtures" / "aiperf"
 EXTRA = Path(__file__).resolve().parent / "fixtures" / "aiperf_extra"
 PREFIX = "qwen3-30b-a3b-fp8_ep16_2xp5en"
 TRT_DENSE = REAL / f"trtllm-0.21_{PREFIX}_dense-allgather_c4_isl120.json"
 TRT_DEEPEP = REAL / f"trtllm-0.21_{PREFIX}_deepep-epnc1_c4_isl120.json"
-
-needs_shared = pytest.mark.skipif(not REAL.is_dir(), reason="../shared fixtures not present")
 
 
 def vllm(comms: int, conc: int) -> Path:
@@ -160,7 +158,6 @@ def test_negative_solution_is_pinned_at_zero_and_reported() -> None:
 # the real fixtures
 
 
-@needs_shared
 def test_trt_pair_cells_pairs_and_constants() -> None:
     rs, cells, fit = trt_set()
     assert rs.scenario.model == "qwen3-30b-a3b-fp8"  # mapped from the export's HF id
@@ -188,7 +185,6 @@ def test_trt_pair_cells_pairs_and_constants() -> None:
     assert ttft.tag is Tag.DERIVED and ttft.scalar > 0
 
 
-@needs_shared
 def test_vllm_multicomm_set_imports_and_fits_the_lane() -> None:
     runs = [load_aiperf(vllm(k, c)) for k in (1, 8) for c in (4, 8, 32)]
     rs = assemble([], runs, Scenario())
@@ -220,7 +216,6 @@ def _edited(tmp_path: Path, src: Path, name: str, edit) -> Path:
     return out
 
 
-@needs_shared
 def test_mismatched_model_and_isl_are_errors(tmp_path: Path) -> None:
     def other_model(doc: dict) -> None:
         doc["input_config"]["models"]["items"][0]["name"] = "Qwen/Qwen3-235B-A22B"
@@ -238,7 +233,6 @@ def test_mismatched_model_and_isl_are_errors(tmp_path: Path) -> None:
         assemble([], [load_aiperf(vllm(1, 4)), load_aiperf(bad_isl)], Scenario())
 
 
-@needs_shared
 def test_set_level_errors_and_warnings(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="one run per cell"):
         copy = tmp_path / f"vllm-0.24_{PREFIX}_deepep-epnc1_c4_isl120_again.json"
@@ -326,7 +320,6 @@ def test_kernel_log_errors(tmp_path: Path) -> None:
 # the profile file
 
 
-@needs_shared
 def test_profile_round_trip_and_hooks(tmp_path: Path) -> None:
     rs, cells, fit = trt_set()
     out = tmp_path / "mine.toml"
@@ -375,7 +368,6 @@ def test_broken_profiles_are_one_line_errors(tmp_path: Path, text: str, needle: 
     assert "\n" not in info.value.message
 
 
-@needs_shared
 def test_profile_without_fingerprint_or_with_a_bad_field(tmp_path: Path) -> None:
     rs, cells, fit = trt_set()
     text = to_toml(build_profile(rs, cells, fit, None, input_records(rs, None), "p.toml"))
@@ -391,7 +383,6 @@ def test_profile_without_fingerprint_or_with_a_bad_field(tmp_path: Path) -> None
         load_profile(tmp_path / "missing.toml")
 
 
-@needs_shared
 def test_assemble_fills_concurrency_only_when_the_export_is_silent(tmp_path: Path) -> None:
     run = load_aiperf(TRT_DEEPEP)
     silent = replace(run, concurrency=None)

@@ -27,7 +27,8 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 def test_default_card_shows_calibration(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run([], capsys)
     assert code == 0
-    assert "19.6" in out and "27.6" in out and "14.7" in out and "[measured]" in out
+    assert "19.6 tok/s ●" in out and "27.6 tok/s ●" in out and "14.7 ms/token ◐" in out  # tag markers
+    assert "● measured" in out  # and their legend
     assert "Use DENSE" in out
 
 

@@ -52,15 +52,14 @@ from invariant_checks import assert_finite_or_not_feasible, evaluate_or_refuse, 
 TESTS = Path(__file__).resolve().parent
 HF = TESTS / "fixtures" / "hf"
 EXTRA = TESTS / "fixtures" / "aiperf_extra"
-SHARED = TESTS.parents[1] / "shared" / "fixtures" / "aiperf"
+AIPERF = TESTS / "fixtures" / "aiperf"
 PREFIX = "qwen3-30b-a3b-fp8_ep16_2xp5en"
-TRT_DENSE = SHARED / f"trtllm-0.21_{PREFIX}_dense-allgather_c4_isl120.json"
-TRT_DEEPEP = SHARED / f"trtllm-0.21_{PREFIX}_deepep-epnc1_c4_isl120.json"
+TRT_DENSE = AIPERF / f"trtllm-0.21_{PREFIX}_dense-allgather_c4_isl120.json"
+TRT_DEEPEP = AIPERF / f"trtllm-0.21_{PREFIX}_deepep-epnc1_c4_isl120.json"
 CSV_EXPORT = EXTRA / f"trtllm-0.21_{PREFIX}_dense-allgather_c4_isl120.csv"
 HF_CONFIGS = sorted(HF.glob("*/config.json"))
 AIPERF_JSONS = [EXTRA / n for n in ("error_requests.json", "legacy_records_layout.json", "short_osl.json")]
 
-needs_shared = pytest.mark.skipif(not TRT_DEEPEP.is_file(), reason="../shared fixtures not present")
 # CI runs the counts below (seconds in all); FUZZ_SCALE=50 makes a deeper local hunt.
 SCALE = max(1, int(os.environ.get("FUZZ_SCALE", "1")))
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
@@ -243,9 +242,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def profile_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real profile: the TRT-LLM c4 A/B with the sample kernel log (needs ../shared)."""
-    if not TRT_DEEPEP.is_file():
-        pytest.skip("../shared fixtures not present")
+    """A real profile: the TRT-LLM c4 A/B with the sample kernel log."""
     out = tmp_path_factory.mktemp("profile") / "trt.toml"
     args = ["calibrate", "--dense", TRT_DENSE, "--deepep", TRT_DEEPEP, "--kernel-log", SAMPLE_LOG]
     try:
@@ -655,7 +652,6 @@ def test_cli_evaluate_and_kernel_with_a_bad_profile(
         assert_one_line_error(*run_cli(capsys, "kernel", "--calibration", path, "--json"), path.name)
 
 
-@needs_shared
 @pytest.mark.parametrize("role", ["--deepep", "--dense", "--kernel-log"])
 def test_cli_calibrate_refuses_and_writes_nothing(
     capsys: pytest.CaptureFixture[str],
@@ -691,7 +687,6 @@ USED = {
 NUMBERS = [0, -1, 1e-300, 1e-9, 0.5, 1e11, 1e12, 1e13, 2**53, math.nan, math.inf, "7", None]
 
 
-@needs_shared
 @examples(60)
 @given(data=st.data(), op=st.sampled_from(["replace", "delete"]), side=st.sampled_from(["dense", "deepep"]))
 def test_cli_calibrate_on_a_mutated_export(
@@ -722,7 +717,6 @@ def test_cli_calibrate_on_a_mutated_export(
     assert list(out.parent.iterdir()) == []
 
 
-@needs_shared
 @pytest.mark.parametrize(
     ("tag", "stat", "value"),
     [

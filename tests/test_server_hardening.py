@@ -23,6 +23,7 @@ import pytest
 
 import deepep_calc
 from deepep_calc.catalog.hf_config import MAX_CONFIG_BYTES
+from deepep_calc.commands.web import GRACE_S
 from deepep_calc.web.guard import JSON_LIMIT, host_name, loopback_hosts
 from web_fixtures import app, client, free_port  # noqa: F401  (fixtures)
 
@@ -577,10 +578,18 @@ def test_declared_length_over_the_limit_is_refused_before_reading(served):
 
 
 def test_config_text_over_5_mb_inside_the_form_limit_is_refused(client):  # noqa: F811
+    # The page posts multipart (it carries an upload); only that encoding may be this large.
     text = "{" + " " * MAX_CONFIG_BYTES + "}"
-    resp = hardened(client.post("/", data={"config_text": text}))
+    resp = hardened(client.post("/", files={"config_text": (None, text)}))
     assert resp.status_code == 422
     assert "larger than 5 MB" in resp.text
+
+
+def test_urlencoded_form_is_held_to_the_json_limit(client):  # noqa: F811
+    resp = hardened(client.post("/", data={"config_text": "{" + " " * JSON_LIMIT + "}"}))
+    assert resp.status_code == 413
+    small = hardened(client.post("/", data={"model": "kimi-k2"}))
+    assert small.status_code == 200
 
 
 def test_upload_just_over_5_mb_is_refused_by_the_upload_limit(client):  # noqa: F811
@@ -694,7 +703,7 @@ def test_no_cors_preflight_is_granted(client):  # noqa: F811
     )
     assert hardened(resp).status_code == 405
     cross = client.post("/api/evaluate", json={}, headers={"origin": "https://evil.example"})
-    assert hardened(cross).status_code == 200  # answered, but without a CORS grant no page can read it
+    assert hardened(cross).status_code == 403  # not even computed: another site's page sent it
 
 
 # forced internal errors: 500, generic, hardened, nothing internal --------------------------------
@@ -775,3 +784,154 @@ def test_concurrent_bad_requests_leave_no_trace(served):
     for status, headers, body in results:
         assert 400 <= status < 500, body
         assert_hardened(status, headers, body)
+
+
+# cross-site requests (Origin / Sec-Fetch-Site) ------------------------------------------------------
+
+FORM = {"content-type": "application/x-www-form-urlencoded"}
+CROSS_SITE = {"sec-fetch-site": "cross-site", "sec-fetch-mode": "no-cors", "sec-fetch-dest": "empty"}
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {**FORM, "origin": "https://evil.example", **CROSS_SITE},  # a modern browser
+        {**FORM, "origin": "https://evil.example"},  # no fetch metadata: the Origin decides
+        {**FORM, "origin": "null"},  # a sandboxed frame, no fetch metadata
+        {**FORM, "origin": "http://testserver:8001"},  # another port is another origin
+        {**FORM, "sec-fetch-site": "same-site", "sec-fetch-mode": "navigate"},  # POST from localhost:3000
+    ],
+)
+def test_a_cross_site_form_post_is_refused_before_any_work(client, headers, monkeypatch):  # noqa: F811
+    from deepep_calc.web import pages
+
+    monkeypatch.setattr(pages, "run", lambda *_: pytest.fail("a cross-site POST was evaluated"))
+    resp = hardened(client.post("/", content=b"model=kimi-k2&nodes=4", headers=headers))
+    assert resp.status_code == 403
+    assert resp.json()["error"].startswith("refused: ")
+
+
+@pytest.mark.parametrize("path", ["/api/evaluate", "/api/details", "/api/kernel"])
+def test_a_cross_site_api_post_is_refused(client, path):  # noqa: F811
+    headers = {"content-type": "application/json", **CROSS_SITE, "origin": "https://evil.example"}
+    assert hardened(client.post(path, content=b"{}", headers=headers)).status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "headers"),
+    [
+        ("POST", "/", {**FORM, "origin": "http://testserver", "sec-fetch-site": "same-origin"}),
+        # Chromium's own form under Referrer-Policy: no-referrer: Origin null, but same-origin
+        ("POST", "/", {**FORM, "origin": "null", "sec-fetch-site": "same-origin"}),
+        ("POST", "/", {**FORM, "origin": "http://testserver"}),  # no fetch metadata, our origin
+        ("POST", "/", FORM),  # curl, scripts: no browser headers at all
+        # a link to the page from another site (how a scenario is shared) is a navigation
+        ("GET", "/?model=kimi-k2", {"sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate",
+                                    "sec-fetch-dest": "document"}),
+        ("GET", "/api/models", {"sec-fetch-site": "none", "sec-fetch-mode": "navigate"}),
+    ],
+)  # fmt: skip
+def test_own_pages_links_and_non_browsers_are_served(client, method, path, headers):  # noqa: F811
+    body = b"model=kimi-k2" if method == "POST" else None
+    assert hardened(client.request(method, path, content=body, headers=headers)).status_code == 200
+
+
+def test_a_cross_site_subresource_get_is_refused(client):  # noqa: F811
+    # <img src="http://127.0.0.1:8000/?model=..."> on another site: not a navigation
+    resp = client.get("/?model=kimi-k2", headers={**CROSS_SITE, "sec-fetch-dest": "image"})
+    assert hardened(resp).status_code == 403
+
+
+def test_a_cross_site_form_post_is_refused_on_a_real_server(served):
+    body = b"model=kimi-k2"
+    request = (
+        b"POST / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nOrigin: https://evil.example\r\n"
+        b"Sec-Fetch-Site: cross-site\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+        b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (served.port, len(body), body)
+    )
+    status, headers, payload = raw(served.port, request)
+    assert status == 403
+    assert_hardened(status, headers, payload)
+
+
+# HEAD ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/", "/mechanism", "/api/models", "/static/style.css"])
+def test_head_is_get_without_a_body(client, path):  # noqa: F811
+    got = client.get(path)
+    head = hardened(client.head(path))
+    assert head.status_code == got.status_code == 200
+    assert head.content == b""
+    assert head.headers["content-type"] == got.headers["content-type"]
+
+
+def test_head_on_a_real_server(served):
+    request = f"HEAD / HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nConnection: close\r\n\r\n".encode()
+    status, headers, body = raw(served.port, request)
+    assert (status, body) == (200, b"")
+    assert headers["content-type"].startswith("text/html")
+    assert_hardened(status, headers, body)
+
+
+# serve: bind first, stop silently ---------------------------------------------------------------------
+
+
+def test_a_busy_port_is_one_line_and_nothing_is_announced():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        run = subprocess.run(
+            [sys.executable, "-m", "deepep_calc.cli", "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert run.returncode == 2, run.stderr
+    assert run.stdout == ""  # no "serving on" for a server that never served
+    assert run.stderr.count("\n") == 1 and "already in use" in run.stderr and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("host", "needle"), [("256.1.1.1", "--host: '256.1.1.1'"), ("10.255.254.253", "no such address")]
+)
+def test_an_address_this_machine_lacks_is_one_line(host, needle):
+    run = subprocess.run(
+        [sys.executable, "-m", "deepep_calc.cli", "serve", "--host", host, "--port", str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2, run.stderr
+    assert run.stdout == ""
+    assert run.stderr.startswith("deepep-calc: error: ") and run.stderr.count("\n") == 1
+    assert needle in run.stderr
+
+
+def test_sigterm_with_a_stalled_client_exits_zero_and_silent(spawn):
+    """A client that never finishes its request: cancelled after the grace period, quietly."""
+    server = spawn()
+    body = b'{"nodes": 2}'
+    stalled = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    stalled.sendall(post_json(body, close=False)[:-5])  # the body never completes
+    time.sleep(0.3)
+    code, _, err, _ = server.stop(timeout=GRACE_S + 20)
+    stalled.close()
+    assert (code, err) == (0, "")
+
+
+def test_the_listening_socket_lets_asyncio_disable_nagle():
+    """asyncio turns on TCP_NODELAY only for sockets whose proto is IPPROTO_TCP; without it every
+    keep-alive response waited for a delayed ACK (~40 ms), a tenfold throughput loss."""
+    from deepep_calc.commands.web import bind
+
+    sock = bind("127.0.0.1", free_port())
+    try:
+        assert (sock.family, sock.type, sock.proto) == (
+            socket.AF_INET,
+            socket.SOCK_STREAM,
+            socket.IPPROTO_TCP,
+        )
+    finally:
+        sock.close()

@@ -20,7 +20,7 @@ from deepep_calc.web.schemas import (
     ModelRow,
     TransportRow,
 )
-from web_fixtures import app, client  # noqa: F401  (fixtures)
+from web_fixtures import app, client, free_port  # noqa: F401  (fixtures)
 
 HF = Path(__file__).parent / "fixtures" / "hf"
 LEAKS = ("Traceback", 'File "', "site-packages", "Error(")
@@ -52,6 +52,14 @@ def cli_message(**fields) -> str:
     with pytest.raises(CalcError) as info:
         evaluate(Scenario(**fields))
     return info.value.message
+
+
+def api_message(**fields) -> str:
+    """The CLI's message as the API words it: the field by its JSON name, not its flag."""
+    message = cli_message(**fields)
+    flag, rest = message.split(":", 1)
+    assert flag.startswith("--")
+    return flag[2:].replace("-", "_") + ":" + rest
 
 
 # /api/evaluate: the contract ---------------------------------------------------------------
@@ -108,13 +116,13 @@ def test_eager_contradicting_cuda_graphs_is_refused(client):  # noqa: F811
 def test_bad_values_give_the_cli_message_and_name_the_field(client, fields, field):  # noqa: F811
     body = error_of(post(client, "/api/evaluate", fields))
     assert body["field"] == field
-    assert body["error"] == cli_message(**fields)
+    assert body["error"] == api_message(**fields)
 
 
 def test_unknown_preset_is_refused_with_the_choices(client):  # noqa: F811
     body = error_of(post(client, "/api/evaluate", {"model": "gpt-7-moe"}))
     assert body["field"] == "model"
-    assert body["error"].startswith("--model: 'gpt-7-moe' is not allowed")
+    assert body["error"].startswith("model: 'gpt-7-moe' is not allowed")
     assert "deepseek-v3" in body["error"]
 
 
@@ -349,7 +357,7 @@ def test_page_renders_the_result_server_side(client):  # noqa: F811
 def test_page_field_error_sits_next_to_the_field(client):  # noqa: F811
     resp = clean(client.get("/", params={"concurrency": "-5"}))
     assert resp.status_code == 422
-    message = cli_message(concurrency=-5)
+    message = api_message(concurrency=-5)
     assert f'data-error-for="concurrency" role="alert">{message}</p>'.replace("'", "&#39;") in resp.text
 
 
@@ -369,7 +377,7 @@ def test_form_post_without_javascript(client):  # noqa: F811
     assert 'class="card card-deepep lit"' in resp.text
     bad = clean(client.post("/", data={**data, "nodes": "lots"}))
     assert bad.status_code == 422
-    assert "--nodes: &#39;lots&#39; is not allowed" in bad.text
+    assert "nodes: &#39;lots&#39; is not allowed" in bad.text and "--nodes" not in bad.text
 
 
 def test_form_upload_of_a_config(client):  # noqa: F811
@@ -419,15 +427,19 @@ def test_serve_prints_the_url_and_warns_off_loopback(monkeypatch, capsys):
     from deepep_calc.cli import main
 
     calls = []
-    monkeypatch.setattr(uvicorn, "run", lambda _app, **kw: calls.append(kw))  # nothing binds
-    main(["serve", "--port", "8123"])
+
+    def record(server, sockets=None):  # nothing is served; the socket was bound beforehand
+        c = server.config
+        calls.append((c.log_level, c.timeout_graceful_shutdown, [s.getsockname()[:2] for s in sockets]))
+
+    monkeypatch.setattr(uvicorn.Server, "run", record)
+    port = free_port()
+    main(["serve", "--port", str(port)])
     out = capsys.readouterr()
-    assert out.out.strip() == "deepep-calc: serving on http://127.0.0.1:8123/  (Ctrl-C to stop)"
+    assert out.out.strip() == f"deepep-calc: serving on http://127.0.0.1:{port}/  (Ctrl-C to stop)"
     assert out.err == ""
-    assert calls == [
-        {"host": "127.0.0.1", "port": 8123, "log_level": "warning", "timeout_graceful_shutdown": 10}
-    ]
-    main(["serve", "--host", "0.0.0.0", "--port", "8124"])
+    assert calls == [("warning", 10, [("127.0.0.1", port)])]
+    main(["serve", "--host", "0.0.0.0", "--port", str(free_port())])
     err = capsys.readouterr().err
     assert "warning" in err and "0.0.0.0" in err
     with pytest.raises(SystemExit) as info:

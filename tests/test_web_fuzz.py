@@ -82,3 +82,83 @@ def test_the_checks_catch_a_response_off_its_schema(monkeypatch):
     failures = info.value.exceptions
     assert [type(f).__name__ for f in failures] == ["JsonSchemaError"]
     assert "violates schema" in str(failures[0])
+
+
+# the limits in the schema are the limits the server enforces ----------------------------------------
+
+
+def _spec() -> dict:
+    from fastapi.testclient import TestClient
+
+    with TestClient(create_app()) as client:
+        return client.get("/openapi.json").json()
+
+
+def _bounded_fields() -> list[tuple[str, str, str, float, float]]:
+    """(path, field, JSON type, minimum, maximum) of every request field the schema bounds."""
+    spec = _spec()
+    out = []
+    for path, schema_name in (("/api/evaluate", "EvaluateRequest"), ("/api/kernel", "KernelRequest")):
+        for name, prop in spec["components"]["schemas"][schema_name]["properties"].items():
+            for branch in [prop, *prop.get("anyOf", [])]:
+                if branch.get("type") in ("integer", "number") and "maximum" in branch:
+                    low = branch.get("minimum", branch.get("exclusiveMinimum"))
+                    high = branch["maximum"]
+                    if branch["type"] == "integer":  # FastAPI writes the bounds as JSON floats
+                        low, high = int(low), int(high)
+                    out.append((path, name, branch["type"], low, high))
+    return out
+
+
+BOUNDED = _bounded_fields()
+
+
+def test_every_numeric_request_field_is_bounded_in_the_schema():
+    names = {(p, n) for p, n, *_ in BOUNDED}
+    assert ("/api/evaluate", "nodes") in names and ("/api/evaluate", "slo_tok_s") in names
+    assert ("/api/kernel", "ep") in names and ("/api/evaluate", "experts") in names
+    assert len(names) >= 20
+
+
+# Rules between fields the schema cannot state: at the bound, the field's partner is set too,
+# or (moe_layers, bounded by the chosen model's layer count) the refusal must name that rule.
+PARTNERS = {"topk": "experts"}
+CROSS_FIELD = {"moe_layers": "at most the layer count"}
+
+
+@pytest.mark.parametrize(("path", "name", "kind", "low", "high"), BOUNDED, ids=lambda v: str(v))
+def test_schema_limits_are_the_servers(path, name, kind, low, high):
+    """At each bound the field itself is accepted; one step outside it is refused, naming it.
+
+    (A value inside the bounds may still be refused for another reason, a cross-field rule
+    such as the memory of the arms; that refusal then names another field.)
+    """
+    from fastapi.testclient import TestClient
+
+    step = 1 if kind == "integer" else high * 9
+    inside = [high] if kind == "number" else [low, high]
+    outside = [low - 1 if kind == "integer" else low, high + step]
+    with TestClient(create_app()) as client:
+        for value in inside:
+            body = {name: value, **({PARTNERS[name]: value} if name in PARTNERS else {})}
+            resp = client.post(path, json=body)
+            if resp.status_code != 200 and resp.json()["field"] == name:
+                assert name in CROSS_FIELD and CROSS_FIELD[name] in resp.json()["error"], (value, resp.json())
+        for value in outside:
+            resp = client.post(path, json={name: value})
+            assert resp.status_code == 422, (value, resp.text)
+            assert resp.json()["field"] == name, (value, resp.json())
+
+
+@pytest.mark.parametrize(
+    ("body", "field"), [({"config_json": ""}, "config_json"), ({"calibration": "p.toml"}, "calibration")]
+)
+def test_values_the_schema_excludes_are_refused(body, field):
+    from fastapi.testclient import TestClient
+
+    props = _spec()["components"]["schemas"]["EvaluateRequest"]["properties"]
+    assert props["calibration"]["type"] == "null"
+    assert {"type": "string", "minLength": 1} in props["config_json"]["anyOf"]
+    with TestClient(create_app()) as client:
+        resp = client.post("/api/evaluate", json=body)
+    assert resp.status_code == 422 and resp.json()["field"] == field

@@ -241,8 +241,10 @@ def kernel_tie(r: Resolved) -> Answer:
 def _why(r: Resolved, arm: Any) -> str:
     if not bool(np.all(arm.fits_memory)):
         return "it does not fit in HBM"
-    world = r.scenario.nodes * r.gpus_per_node
-    return f"{r.model.experts} experts do not split evenly over EP{world}"
+    if not bool(np.all(arm.splits)):
+        world = r.scenario.nodes * r.gpus_per_node
+        return f"{r.model.experts} experts do not split evenly over EP{world}"
+    return "its first token comes after the prompt ceiling (requests queue for a batch slot)"
 
 
 def _alpha_total(r: Resolved) -> float:
@@ -285,6 +287,15 @@ def concurrency_cross(r: Resolved, win: bool) -> Answer:
         probe = model(r, concurrency=np.array([limit]))
         note = f"never within limits (concurrency 1 to {limit:,})"
         dee, other = probe.arms["deepep"], probe.arms[r.scenario.alternative]
+        served = _last_served(r)
+        if served is not None and served < limit:  # beyond it the arms only queue: probe there
+            probe = model(r, concurrency=np.array([served]))
+            ratio = _at(probe.ratio_deepep_vs_alternative)
+            note = (
+                f"never while both arms can serve: they answer within the prompt ceiling up to "
+                f"concurrency {served:,}, where the ratio is {ratio.scalar:.3f}"
+            )
+            return Answer(key, question, None, note, {"ratio_at_limit": ratio})
         if not bool(np.all(dee.feasible)):
             note += f": DeepEP is not feasible ({_why(r, dee)})"
         elif not bool(np.all(other.feasible)):
@@ -311,12 +322,37 @@ def concurrency_cross(r: Resolved, win: bool) -> Answer:
     )
 
 
+def _last_served(r: Resolved) -> int | None:
+    """Largest concurrency at which DeepEP and the alternative are both feasible, when what stops
+    them beyond it is the queue (they fit and split at every concurrency); else None."""
+    alt = r.scenario.alternative
+
+    def broken(conc: np.ndarray) -> np.ndarray:
+        res = model(r, concurrency=conc)
+        both = np.asarray(res.arms["deepep"].feasible) & np.asarray(res.arms[alt].feasible)
+        return ~np.broadcast_to(both, conc.shape)
+
+    first_bad = first_true(broken, 1, LIMITS["concurrency"])
+    if first_bad is None or first_bad <= 1:
+        return None
+    res = model(r, concurrency=np.array([first_bad]))
+    stuck = [res.arms[n] for n in ("deepep", alt)]
+    if not all(bool(np.all(a.fits_memory)) and bool(np.all(a.splits)) for a in stuck):
+        return None
+    return first_bad - 1
+
+
 # (c) capacity -------------------------------------------------------------------------------
 
 
 def _codes(r: Resolved, **arrays: Any) -> tuple[np.ndarray, Result]:
+    """Per row: "capacity" where one node cannot hold weights + KV (sharding is forced), else
+    the verdict's code. Memory alone decides capacity here: a row where every arm only queues
+    past the prompt ceiling is "nothing fits" in the verdict, not a reason to shard experts."""
     res = model(r, **arrays)
     codes, _ = classify_codes(res)
+    forced = ~np.asarray(res.arms["replica"].fits_memory, bool)
+    codes = np.where(forced, "capacity", np.where(codes == "capacity", "dense", codes))
     return np.asarray(codes).reshape(-1), res
 
 
@@ -331,6 +367,8 @@ def capacity_field(r: Resolved, name: str) -> Answer:
     question = f"Smallest {label} at which one node can no longer hold it (capacity forces EP)"
     key = f"capacity_{'isl' if name == 'isl' else 'conc'}"
     limit = LIMITS[name]
+    if name == "isl" and r.model.max_context:  # no input beyond the model's context window
+        limit = min(limit, max(r.model.max_context - int(r.scenario.osl), 1))
 
     def pred(values: np.ndarray) -> np.ndarray:
         return _codes(r, **{name: values})[0] == "capacity"

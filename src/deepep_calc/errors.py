@@ -9,13 +9,33 @@ from __future__ import annotations
 from typing import Any
 
 
-def _printable(text: str) -> str:
-    """Escape control characters (a newline in a file name, a NUL in a value) so the message
-    stays the one line every face promises; printable text, non-ASCII included, is kept."""
+def printable(text: Any) -> str:
+    """`text` with every control character escaped: safe to show on a terminal, on one line.
+
+    Escapes (a newline in a file name, a NUL in a value, ESC opening a terminal sequence such
+    as a screen clear or an OSC 52 clipboard write, a bidi override) become visible `\\x1b`-style
+    text, so a name read from a file can neither break the one-line promise nor drive the
+    terminal. Printable text, non-ASCII included, is kept as it is. Every face uses this one
+    function for what it prints: error lines, file names, model names.
+    """
     text = str(text)
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+_printable = printable  # the name older modules import
+
+
+def _shown(value: Any) -> Any:
+    """A value as an error line quotes it: whole floats as whole numbers (1025, not 1025.0)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return int(value)
+    if isinstance(value, int | float):
+        return value
+    return repr(value)
 
 
 class CalcError(Exception):
@@ -24,7 +44,7 @@ class CalcError(Exception):
     exit_code = 2
 
     def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(_printable(message))
+        super().__init__(printable(message))
         self.field = field
 
     @property
@@ -36,8 +56,11 @@ class InputError(CalcError):
     """A value the user gave cannot be used. Names the field, the value and what is allowed."""
 
     def __init__(self, field: str, value: Any, allowed: str) -> None:
-        shown = value if isinstance(value, int | float) else repr(value)
-        super().__init__(f"{field}: {shown} is not allowed; expected {allowed}", field)
+        if value is None:  # nothing was given: say what is wanted, not "None is not allowed"
+            text = f"{field}: {allowed}"
+        else:
+            text = f"{field}: {_shown(value)} is not allowed; expected {allowed}"
+        super().__init__(text, field)
         self.value = value
         self.allowed = allowed
 

@@ -52,18 +52,30 @@ _MAX_SOURCES = 6
 
 @lru_cache(maxsize=8192)
 def _merge_sources(a: str, b: str) -> str:
-    """Union of two source lists, order kept, capped so a long chain stays readable."""
+    """Union of two source lists, order kept, capped so a long chain stays readable.
+
+    A capped list ends in "+N more"; merging it keeps that count (the larger of the two
+    inputs', plus what this merge leaves out), so "+N more" never undercounts a chain's own
+    omissions nor disappears: it reads "at least N more".
+    """
     if a == b or not b:
         return a
     if not a:
         return b
     seen: list[str] = []
+    left_out = 0
     for src in (a, b):
         for part in src.split("; "):
-            if part and part not in seen and not part.startswith("+"):
+            if part.startswith("+"):
+                count = part[1:].removesuffix(" more")
+                left_out = max(left_out, int(count)) if count.isdigit() else left_out
+            elif part and part not in seen:
                 seen.append(part)
     if len(seen) > _MAX_SOURCES:
-        seen = [*seen[:_MAX_SOURCES], f"+{len(seen) - _MAX_SOURCES} more"]
+        left_out += len(seen) - _MAX_SOURCES
+        seen = seen[:_MAX_SOURCES]
+    if left_out:
+        seen.append(f"+{left_out} more")
     return "; ".join(seen)
 
 
@@ -135,27 +147,30 @@ class Q:
         return Q(self.value, self.unit, _BY_VALUE[min(self.tag, tag)], self.source)
 
     # arithmetic -------------------------------------------------------------
-    # Each operator has a fast path: these run a few hundred times per evaluation, so tags
-    # come from lookup tables and unit strings from a cache instead of being rebuilt.
+    # These run hundreds of times per evaluation, so each operator is written out: tags come
+    # from lookup tables, unit strings and merged sources from caches, and no helper method is
+    # called on the way (a Python call costs as much as the arithmetic itself).
     def _join(self, o: Q) -> tuple[Tag, str]:
         return _TAG2[self.tag][o.tag], _merge_sources(self.source, o.source)
 
-    def _same_unit(self, o: Q, op: str) -> None:
-        if o.unit != self.unit:
-            raise ValueError(f"cannot {op} {self.unit!r} and {o.unit!r}")
-
     def __add__(self, o: Any) -> Q:
         if type(o) is Q:
-            self._same_unit(o, "+")
-            return Q(self.value + o.value, self.unit, *self._join(o))
+            if o.unit != self.unit:
+                raise ValueError(f"cannot + {self.unit!r} and {o.unit!r}")
+            return Q(
+                self.value + o.value, self.unit, _TAG2[self.tag][o.tag], _merge_sources(self.source, o.source)
+            )
         return Q(self.value + o, self.unit, _TAG1[self.tag], self.source)
 
     __radd__ = __add__
 
     def __sub__(self, o: Any) -> Q:
         if type(o) is Q:
-            self._same_unit(o, "-")
-            return Q(self.value - o.value, self.unit, *self._join(o))
+            if o.unit != self.unit:
+                raise ValueError(f"cannot - {self.unit!r} and {o.unit!r}")
+            return Q(
+                self.value - o.value, self.unit, _TAG2[self.tag][o.tag], _merge_sources(self.source, o.source)
+            )
         return Q(self.value - o, self.unit, _TAG1[self.tag], self.source)
 
     def __rsub__(self, o: Any) -> Q:
@@ -163,14 +178,24 @@ class Q:
 
     def __mul__(self, o: Any) -> Q:
         if type(o) is Q:
-            return Q(self.value * o.value, _unit_mul(self.unit, o.unit), *self._join(o))
+            return Q(
+                self.value * o.value,
+                _unit_mul(self.unit, o.unit),
+                _TAG2[self.tag][o.tag],
+                _merge_sources(self.source, o.source),
+            )
         return Q(self.value * o, self.unit, _TAG1[self.tag], self.source)
 
     __rmul__ = __mul__
 
     def __truediv__(self, o: Any) -> Q:
         if type(o) is Q:
-            return Q(self.value / o.value, _unit_div(self.unit, o.unit), *self._join(o))
+            return Q(
+                self.value / o.value,
+                _unit_div(self.unit, o.unit),
+                _TAG2[self.tag][o.tag],
+                _merge_sources(self.source, o.source),
+            )
         return Q(self.value / o, self.unit, _TAG1[self.tag], self.source)
 
     def __rtruediv__(self, o: Any) -> Q:
@@ -218,19 +243,30 @@ def weakest(*qs: Q) -> Tag:
     return _BY_VALUE[min(q.tag for q in qs)]
 
 
-def _elementwise(fn: Any, a: Q, b: Q) -> Q:
-    """fn(a, b) elementwise over same-unit quantities; the result rests on both inputs."""
+_SCALARS = (float, np.float64)
+
+
+def _elementwise(fn: Any, scalar_fn: Any, a: Q, b: Q) -> Q:
+    """fn(a, b) elementwise over same-unit quantities; the result rests on both inputs.
+
+    Two scalars take the builtin: a NumPy ufunc costs ~20x more on scalars, and one
+    evaluation compares thousands of them."""
     if a.unit != b.unit:
         raise ValueError(f"cannot compare {a.unit!r} and {b.unit!r}")
-    return Q(fn(a.value, b.value), a.unit, *a._join(b))
+    va, vb = a.value, b.value
+    if type(va) in _SCALARS and type(vb) in _SCALARS and va == va and vb == vb:  # NaN: the ufunc
+        value = scalar_fn(va, vb)
+    else:
+        value = fn(va, vb)
+    return Q(value, a.unit, _TAG2[a.tag][b.tag], _merge_sources(a.source, b.source))
 
 
 def qmax(a: Q, b: Q) -> Q:
-    return _elementwise(np.maximum, a, b)
+    return _elementwise(np.maximum, max, a, b)
 
 
 def qmin(a: Q, b: Q) -> Q:
-    return _elementwise(np.minimum, a, b)
+    return _elementwise(np.minimum, min, a, b)
 
 
 def qmap(fn: Any, q: Q, unit: str | None = None) -> Q:

@@ -58,6 +58,14 @@ LIMITS = {
     "osl": 10_000_000,
     "max_batch": 65_536,
 }
+OVERRIDE_LIMIT = 1_000_000  # structural what-ifs (--experts, --topk, --hidden, --moe-layers)
+FLOAT_LIMIT = 1e12  # SLO, TTFT and price: positive and below this
+
+
+# An arm whose first token comes later than this does not serve the load: its clients have given
+# up. 10 minutes is the default request timeout of common OpenAI-compatible clients (the OpenAI
+# Python SDK waits 600 s), far beyond any interactive TTFT. A user's --ttft-ms above it raises it.
+PROMPT_TIMEOUT_MS = 600_000.0
 
 
 class Scenario(BaseModel):
@@ -71,22 +79,26 @@ class Scenario(BaseModel):
     gpus_per_node: int | None = Field(None, description="default: the instance's GPU count")
     engine: str = DEFAULTS["engine"]
     cuda_graphs: bool = Field(False, description="false = eager (the measured mode)")
-    transport: str = DEFAULTS["transport"]
+    transport: str = Field(DEFAULTS["transport"], description="DeepEP transport; nvlink only with nodes = 1")
     alternative: Literal["allgather", "tp"] = "allgather"
     comms: int = Field(DEFAULTS["comms"], description="EP_NUM_COMMS")
     max_qps: int = Field(DEFAULTS["max_qps"], description="EP_EFA_MAX_QPS")
     concurrency: int = DEFAULTS["concurrency"]
-    isl: int = DEFAULTS["isl"]
-    osl: int = DEFAULTS["osl"]
+    isl: int = Field(DEFAULTS["isl"], description="input tokens; ISL + OSL within the model's context window")
+    osl: int = Field(
+        DEFAULTS["osl"], description="output tokens; ISL + OSL within the model's context window"
+    )
     weight_dtype: str | None = Field(None, description="default: the model's native dtype")
     slo_tok_s: float | None = Field(None, description="per-user decode floor")
-    ttft_ms: float | None = Field(None, description="time-to-first-token ceiling")
+    ttft_ms: float | None = Field(
+        None, description="time-to-first-token ceiling; above 10 min it also raises the prompt ceiling"
+    )
     price_per_hour: float | None = Field(None, description="$ per node-hour override")
     max_batch: int | None = Field(
         None, description="sequences per DP rank the engine runs (default: the engine's)"
     )
     calibration: str | None = Field(None, description="profile written by `calibrate`")
-    experts: int | None = Field(None, description="override: routed experts")
+    experts: int | None = Field(None, description="override: routed experts (must split over some EP group)")
     topk: int | None = Field(None, description="override: experts per token")
     hidden: int | None = Field(None, description="override: hidden size")
     moe_layers: int | None = Field(None, description="override: MoE layer count")
@@ -145,6 +157,8 @@ class Resolved:
                 continue
             check_array(name, arr)
             fields[name] = arr.astype(float)
+        if "isl" in values or "osl" in values:
+            check_context(self.model, fields["isl"], fields["osl"])
         return replace(self, scenario=SimpleNamespace(**fields))  # type: ignore[arg-type]
 
 
@@ -178,13 +192,12 @@ def _positive_float(field: str, value: Any) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise InputError(f"--{field.replace('_', '-')}", value, "a number greater than 0")
-    if value != value or value in (float("inf"), float("-inf")) or value > 1e12:
+    if value != value or value in (float("inf"), float("-inf")) or value > FLOAT_LIMIT:
         raise InputError(f"--{field.replace('_', '-')}", value, "a finite number below 1e12")
 
 
-def resolve(scenario: Scenario) -> Resolved:
-    """Check every field and attach catalog rows; raise InputError on the first bad value."""
-    s = scenario
+def check_numbers(s: Scenario) -> None:
+    """The checks of every numeric field that need no catalog row (a profile's [scenario] too)."""
     for name in ("nodes", "comms", "max_qps", "concurrency", "isl", "osl"):
         _positive_int(name, getattr(s, name), LIMITS[name])
     if s.gpus_per_node is not None:
@@ -193,6 +206,52 @@ def resolve(scenario: Scenario) -> Resolved:
         _positive_int("max_batch", s.max_batch, LIMITS["max_batch"])
     for name in ("slo_tok_s", "ttft_ms", "price_per_hour"):
         _positive_float(name, getattr(s, name))
+
+
+def check_context(model: ModelSpec, isl: Any, osl: Any) -> None:
+    """ISL + OSL must fit the model's context window: an engine refuses a longer request.
+
+    Works on scalars and arrays (sweeps); a model that declares no window is not checked.
+    """
+    limit = model.max_context
+    if not limit:
+        return
+    isl_a, osl_a = np.asarray(isl, dtype=float), np.asarray(osl, dtype=float)
+    over = isl_a + osl_a > limit
+    if not np.any(over):
+        return
+    i = np.broadcast_to(isl_a, over.shape)[over].reshape(-1)[0].item()
+    o = np.broadcast_to(osl_a, over.shape)[over].reshape(-1)[0].item()
+    field, value = ("--osl", o) if o >= limit else ("--isl", i)
+    raise InputError(
+        field,
+        int(value),
+        f"ISL + OSL of at most {limit:,} tokens, the context window of {model.name} "
+        f"(max_position_embeddings; here {int(i):,} + {int(o):,})",
+    )
+
+
+def check_transport_reach(transport: Transport, nodes: int, instance: str) -> None:
+    """A transport that cannot leave a node is refused for a scenario that spans nodes (as
+    `deepep-calc kernel` refuses an nvlink EP beyond one node)."""
+    if transport.fabric == "nvlink" and nodes > 1:
+        from .catalog.transports import load_transports
+
+        scale_out = [
+            t.name for t in load_transports().values() if t.fabric != "nvlink" and instance in t.instances
+        ]
+        raise InputError(
+            "--transport",
+            transport.name,
+            f"a scale-out transport for {nodes} nodes ({', '.join(scale_out)}): NVLink reaches only "
+            "the GPUs of one node, so it serves DeepEP only with --nodes 1",
+        )
+
+
+def resolve(scenario: Scenario) -> Resolved:
+    """Check every field and attach catalog rows; raise InputError on the first bad value."""
+    s = scenario
+    check_numbers(s)
 
     instance = get_instance(s.instance)
     engine = get_engine(s.engine)
@@ -214,7 +273,9 @@ def resolve(scenario: Scenario) -> Resolved:
             f"a transport available on {instance.name}: "
             + ", ".join(t for t in _transports_for(instance.name)),
         )
+    check_transport_reach(transport, s.nodes, instance.name)
     model = _apply_overrides(model, s)
+    check_context(model, s.isl, s.osl)
     profile = None
     if s.calibration is not None:
         from .calibrate.profile import load_profile
@@ -261,11 +322,12 @@ def _apply_overrides(model: ModelSpec, s: Scenario) -> ModelSpec:
         if value is None:
             continue
         flag = f"--{name.replace('_', '-')}"
-        if name == "kv_dtype":
-            if value not in DTYPES:
+        if name == "kv_dtype":  # any case, as --weight-dtype: FP8 and fp8 are one dtype
+            if not isinstance(value, str) or value.strip().lower() not in DTYPES:
                 raise InputError(flag, value, f"one of {', '.join(DTYPES)}")
+            value = value.strip().lower()
         else:
-            _positive_int(name, value, 1_000_000)
+            _positive_int(name, value, OVERRIDE_LIMIT)
         update[name] = value
     if not update:
         return model

@@ -55,7 +55,7 @@ ARM_KEYS = ("deepep", "alternative", "replica")
 ARM_METRICS = ("per_user_tok_s", "step_ms", "aggregate_tok_s", "ttft_ms", "usd_per_mtok", "memory_gb_per_gpu")
 RESULT_METRICS = ("ratio_deepep_vs_alternative", "tax_ms_per_token")
 VERDICT_CODES = ("dense", "deepep", "capacity")
-ARM_NAMES = ("deepep", "allgather", "tp", "replica")
+ARM_NAMES = ("deepep", "allgather", "tp", "replica", "none")  # "none": nothing fits in that row
 
 _TRUE = {"true", "1", "yes", "on", "graphs", "cuda-graphs"}
 _FALSE = {"false", "0", "no", "off", "eager"}
@@ -100,18 +100,20 @@ def _range(name: str, text: str, kind: type) -> list[float]:
     step = _number(name, step_text, float) if step_text is not None else 1.0
     if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
         raise InputError(flag(name), text, "a range a:b with a <= b")
+    # The count is worked out from the ends and the step before anything is built, so a
+    # range of billions of values is refused without allocating them (or looping over them).
     if op == "x":
-        if not step > 1 or lo <= 0:
+        if not (math.isfinite(step) and step > 1) or lo <= 0:
             raise InputError(flag(name), text, "a geometric range a:b:xK with a > 0 and K > 1")
-        count = math.floor(math.log(hi / lo) / math.log(step) + 1e-9) + 1
-        values = lo * np.power(step, np.arange(count))
+        steps = math.log(hi / lo) / math.log(step)
     else:
-        if not step > 0:
+        if not (math.isfinite(step) and step > 0):
             raise InputError(flag(name), text, "an arithmetic range a:b:+K with K > 0")
-        count = math.floor((hi - lo) / step + 1e-9) + 1
-        values = lo + step * np.arange(min(count, MAX_AXIS_VALUES + 1))
-    if count > MAX_AXIS_VALUES:
+        steps = (hi - lo) / step
+    if not math.isfinite(steps) or steps + 1 > MAX_AXIS_VALUES:
         raise InputError(flag(name), text, f"at most {MAX_AXIS_VALUES:,} values per field")
+    count = math.floor(steps + 1e-9) + 1
+    values = lo * np.power(step, np.arange(count)) if op == "x" else lo + step * np.arange(count)
     if kind is int:
         values = np.unique(np.round(values))
     return [float(v) for v in values]
@@ -191,7 +193,13 @@ def plan_sweep(raw: Mapping[str, str | None]) -> SweepPlan:
     unknown = [k for k in raw if k not in FIELDS]
     if unknown:
         raise InputError("sweep field", unknown[0], f"one of {', '.join(FIELDS)}")
-    axes = {name: parse_values(name, raw.get(name)) for name in FIELDS}
+    axes: dict[str, list[Any]] = {}
+    grows = 1
+    for name in FIELDS:  # refuse as soon as the axes parsed so far are over the row limit
+        axes[name] = parse_values(name, raw.get(name))
+        grows *= len(axes[name])
+        if grows > MAX_ROWS:
+            raise InputError("sweep", f"{grows:,} rows or more", f"at most {MAX_ROWS:,} rows")
     numeric = tuple(f for f in FIELDS if f in VARIABLE)
     categorical = tuple(f for f in FIELDS if f not in VARIABLE)
     for name in numeric:
@@ -209,9 +217,13 @@ def plan_sweep(raw: Mapping[str, str | None]) -> SweepPlan:
         raise InputError("sweep", f"{rows:,} rows", f"at most {MAX_ROWS:,} rows")
     plan = SweepPlan(axes, numeric, categorical)
     first_numeric = {f: axes[f][0] for f in numeric}
+    from .evaluate import check_splittable
+
     for index in itertools.product(*(range(n) for n in cat_sizes)):
         fields = {f: axes[f][i] for f, i in zip(categorical, index, strict=True)}
-        plan.combinations.append(Combination(index, resolve(_scenario({**fields, **first_numeric}))))
+        resolved = resolve(_scenario({**fields, **first_numeric}))
+        check_splittable(resolved)  # a layout no arm can split is refused, as `evaluate` refuses it
+        plan.combinations.append(Combination(index, resolved))
     return plan
 
 
@@ -339,29 +351,46 @@ def run_sweep(
     chunk_rows: int = CHUNK_ROWS,
     progress: bool = True,
 ) -> SweepSummary:
-    """Evaluate every row; stream them to `output` and fill the verdict map; all-or-nothing files."""
-    from .sweep_output import open_table_writer
-    from .verdict_map import MapGrid, check_map_target, write_map
+    """Evaluate every row; stream them to `output` and fill the verdict map; all-or-nothing files.
+
+    Both targets are checked before the first row is computed (format, directory, permissions,
+    not an input of the sweep, not one file twice); both files are committed together at the
+    end, or neither (`deepep_calc.files`).
+    """
+    from .files import check_distinct, check_output, commit, scenario_inputs
+    from .sweep_output import check_table_target, open_table_writer
+    from .verdict_map import MapGrid, check_map_target, render_map
 
     if chunk_rows <= 0:
         raise InputError("--chunk-rows", chunk_rows, "a whole number greater than 0")
+    inputs = scenario_inputs(plan.axes["model"], plan.axes["calibration"])
+    table_out = map_out = None
+    map_fmt = "html"
+    if output is not None:
+        check_table_target(output)
+        table_out = check_output(output, "-o", inputs=inputs)
     grid = None
     if map_path is not None:
-        check_map_target(map_path)
+        map_fmt = check_map_target(map_path)
+        map_out = check_output(map_path, "--map", inputs=inputs)
         grid = MapGrid(plan, x or "nodes", y or "concurrency")
-    writer = open_table_writer(output, plan) if output is not None else None
+    outputs = check_distinct([table_out, map_out])
     verdicts = dict.fromkeys(VERDICT_CODES, 0)
     recommended = dict.fromkeys(ARM_NAMES, 0)
     n_chunks = len(plan.combinations) * max(1, math.ceil(plan.rows_per_combination / chunk_rows))
     started = time.perf_counter()
     bar = _ProgressBar(plan.rows, n_chunks > 1, started) if progress else None
+    writer = None
     done = 0
     try:
+        writer = open_table_writer(table_out, plan) if table_out is not None else None
         for chunk in iter_chunks(plan, chunk_rows):
             counts = np.bincount(code_index(chunk.column("verdict"), VERDICT_CODES), minlength=3)
             for code, count in zip(VERDICT_CODES, counts, strict=True):
                 verdicts[code] += int(count)
-            counts = np.bincount(code_index(chunk.column("recommended_arm"), ARM_NAMES), minlength=4)
+            counts = np.bincount(
+                code_index(chunk.column("recommended_arm"), ARM_NAMES), minlength=len(ARM_NAMES)
+            )
             for arm, count in zip(ARM_NAMES, counts, strict=True):
                 recommended[arm] += int(count)
             if writer is not None:
@@ -372,13 +401,15 @@ def run_sweep(
             if bar is not None:
                 bar.update(done)
         if writer is not None:
-            writer.commit()
-            writer = None
-        if grid is not None and map_path is not None:
-            write_map(grid, map_path)
+            writer.close()
+        if grid is not None and map_out is not None:
+            map_out.stage(render_map(grid, map_fmt))
+        commit(outputs)
     except BaseException:
         if writer is not None:
             writer.abort()
+        for out in outputs:
+            out.discard()
         raise
     finally:
         if bar is not None:

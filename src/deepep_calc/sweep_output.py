@@ -1,24 +1,25 @@
 """Sweep tables on disk: CSV or Parquet, streamed chunk by chunk, all or nothing.
 
-Rows go to a temporary file in the target's directory that replaces the target only when the
-last chunk is written (`os.replace` is atomic on one filesystem); on any failure, Ctrl-C
-included, the temporary file is removed. With pyarrow installed CSV is written by Arrow's C++
-writer (a million rows in seconds); without it the standard library writes the same columns,
-more slowly. Parquet needs pyarrow (`pip install 'deepep-calc[parquet]'`).
+Rows go to the temporary file of a checked `files.Output` (in the target's directory); the
+command commits it with its other outputs once the last chunk is written, and on any failure,
+Ctrl-C and terminating signals included, the temporary file is removed. A stream target
+(`-o -`, a FIFO, a device) gets the rows as they are computed. With pyarrow installed CSV is
+written by Arrow's C++ writer (a million rows in seconds); without it the standard library
+writes the same columns, more slowly. Parquet needs pyarrow (`pip install 'deepep-calc[parquet]'`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
-import os
-import tempfile
+import io
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .errors import CalcError, FileInputError
+from .errors import CalcError
+from .files import Output
 from .sweep import (
     ARM_KEYS,
     ARM_METRICS,
@@ -33,7 +34,6 @@ from .sweep import (
     SweepPlan,
     code_index,
 )
-from .verdict_map import default_mode
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
@@ -100,52 +100,81 @@ def chunk_values(chunk: Chunk) -> dict[str, Any]:
 
 
 class TableWriter:
-    """Streams chunks into a temporary file; `commit()` moves it into place, `abort()` drops it."""
+    """Streams chunks into the output's temporary file (or its stream); `close()` finishes the
+    file for the commit, `abort()` drops it. Write failures name the target, in one line."""
 
-    def __init__(self, target: str, plan: SweepPlan) -> None:
-        self.target = Path(target)
+    def __init__(self, out: Output, plan: SweepPlan) -> None:
+        self.out = out
         self.plan = plan
-        parent = self.target.parent if str(self.target.parent) else Path(".")
-        if not parent.is_dir():
-            raise FileInputError(target, "its directory does not exist")
-        try:
-            fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{self.target.name}.", suffix=".part")
-        except OSError as exc:
-            raise FileInputError(target, f"cannot write there ({exc.strerror})") from None
-        os.close(fd)
-        self.tmp = Path(tmp)
+        self.sink: Any = out.temp_path() if out.is_file else _Unclosed(out.stream())
         try:
             self._open()
+        except OSError as exc:
+            self.abort()
+            raise out.failed(exc) from None
         except BaseException:
-            self.tmp.unlink(missing_ok=True)
+            self.abort()
             raise
 
     def _open(self) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def write(self, chunk: Chunk) -> None:  # pragma: no cover - overridden
+    def _write(self, chunk: Chunk) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
     def _close(self) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def commit(self) -> None:
-        self._close()
-        os.chmod(self.tmp, default_mode())
-        os.replace(self.tmp, self.target)
+    def write(self, chunk: Chunk) -> None:
+        try:
+            self._write(chunk)
+        except OSError as exc:
+            raise self.out.failed(exc) from None
+
+    def close(self) -> None:
+        """The last chunk is written: finish the file (footer, flush, fsync) for the commit."""
+        try:
+            self._close()
+        except OSError as exc:
+            raise self.out.failed(exc) from None
+        if self.out.is_file:
+            self.out.staged()
 
     def abort(self) -> None:
         with contextlib.suppress(Exception):  # the file is thrown away: a close error changes nothing
             self._close()
-        self.tmp.unlink(missing_ok=True)
+        self.out.discard()
+
+
+class _Unclosed(io.RawIOBase):
+    """A stream handed to a table writer, which must not close standard output under us."""
+
+    def __init__(self, handle: Any) -> None:
+        super().__init__()
+        self.handle = handle
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.handle.write(data)
+        return len(data)
+
+    def flush(self) -> None:
+        self.handle.flush()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.flush()
+        super().close()
 
 
 class ArrowWriter(TableWriter):
     """CSV or Parquet through pyarrow; string columns are dictionary-encoded (cheap repeats)."""
 
-    def __init__(self, target: str, plan: SweepPlan, fmt: str) -> None:
+    def __init__(self, out: Output, plan: SweepPlan, fmt: str) -> None:
         self.fmt = fmt
-        super().__init__(target, plan)
+        super().__init__(out, plan)
 
     def _open(self) -> None:
         import pyarrow as pa
@@ -157,12 +186,15 @@ class ArrowWriter(TableWriter):
         if self.fmt == "parquet":
             import pyarrow.parquet as pq
 
-            self.writer: Any = pq.ParquetWriter(str(self.tmp), self.schema, compression="zstd")
+            sink = str(self.sink) if isinstance(self.sink, Path) else self.sink
+            self.writer: Any = pq.ParquetWriter(sink, self.schema, compression="zstd")
         else:
             import pyarrow.csv as pacsv
 
             self.writer = pacsv.CSVWriter(
-                str(self.tmp), self.schema, write_options=pacsv.WriteOptions(quoting_style="needed")
+                str(self.sink) if isinstance(self.sink, Path) else self.sink,
+                self.schema,
+                write_options=pacsv.WriteOptions(quoting_style="needed"),
             )
 
     def _array(self, value: Any, typ: Any, n: int) -> Any:
@@ -183,7 +215,7 @@ class ArrowWriter(TableWriter):
             return pa.DictionaryArray.from_arrays(zeros, pa.array([str(value)], pa.string()))
         return pa.repeat(pa.scalar(value, typ), n)
 
-    def write(self, chunk: Chunk) -> None:
+    def _write(self, chunk: Chunk) -> None:
         values = chunk_values(chunk)
         arrays = [self._array(values[f.name], f.type, chunk.rows) for f in self.schema]
         self.writer.write_table(self.pa.Table.from_arrays(arrays, schema=self.schema))
@@ -198,11 +230,14 @@ class StdlibCsvWriter(TableWriter):
     """CSV without pyarrow: the same columns and values, written by the csv module."""
 
     def _open(self) -> None:
-        self.handle: Any = open(self.tmp, "w", newline="", encoding="utf-8")  # noqa: SIM115
+        if isinstance(self.sink, Path):
+            self.handle: Any = open(self.sink, "w", newline="", encoding="utf-8")  # noqa: SIM115
+        else:
+            self.handle = io.TextIOWrapper(self.sink, encoding="utf-8", newline="", write_through=True)
         self.csv = csv.writer(self.handle)
         self.csv.writerow([name for name, _ in columns()])
 
-    def write(self, chunk: Chunk) -> None:
+    def _write(self, chunk: Chunk) -> None:
         n = chunk.rows
         values = chunk_values(chunk)
         cols = []
@@ -239,6 +274,9 @@ def _text_list(arr: np.ndarray, kind: str) -> list[Any]:
 
 
 def table_format(target: str) -> str:
+    """csv or parquet, from the file name; rows sent to stdout (`-o -`) are CSV."""
+    if target == "-":
+        return "csv"
     fmt = FORMATS.get(Path(target).suffix.lower())
     if fmt is None:
         raise CalcError(f"-o {target}: the output must end in .csv or .parquet", "-o")
@@ -254,15 +292,21 @@ def have_pyarrow() -> bool:
     return True
 
 
-def open_table_writer(target: str, plan: SweepPlan) -> TableWriter:
-    """The writer for this file name (checked before any row is computed)."""
+def check_table_target(target: str) -> str:
+    """The format of `-o`, refused before any work if this install cannot write it."""
     fmt = table_format(target)
-    if have_pyarrow():
-        return ArrowWriter(target, plan, fmt)
-    if fmt == "parquet":
+    if fmt == "parquet" and not have_pyarrow():
         raise CalcError(
             f"-o {target}: Parquet needs pyarrow; install it with pip install 'deepep-calc[parquet]' "
             "or write .csv",
             "-o",
         )
-    return StdlibCsvWriter(target, plan)
+    return fmt
+
+
+def open_table_writer(out: Output, plan: SweepPlan) -> TableWriter:
+    """The writer for this checked output (its format was checked before any row was computed)."""
+    fmt = check_table_target(out.given)
+    if have_pyarrow():
+        return ArrowWriter(out, plan, fmt)
+    return StdlibCsvWriter(out, plan)

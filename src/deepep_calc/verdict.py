@@ -1,8 +1,30 @@
-"""The three verdicts, decided from the computed arms, with reasons that quote their numbers.
+"""The verdict: one rule over the computed arms, and the very figures it compared.
 
-capacity  no arm that keeps experts inside one node fits weights + KV: sharding is forced
-deepep    DeepEP is feasible and beats every feasible alternative by more than the noise band
-dense     otherwise, ties included
+Every face (terminal card, JSON, web page, reports, sweep rows, maps) gets its verdict from
+`classify_codes` (vectorised) or `decide` (one scenario), so no face can disagree with another.
+The rule, stated once here and in docs/model.md §8 (tests/test_verdict_oracle.py holds the code
+to it):
+
+1. An arm is *feasible* when its experts split evenly over its EP ranks, its transport reaches
+   every rank, it fits weights + KV in HBM, and its first token comes before the prompt ceiling
+   (evaluate.prompt_ceiling_ms).
+2. The arms *in contention* are the feasible arms that meet every target the user set (per-user
+   floor, TTFT ceiling); when no arm meets them, every feasible arm (the verdict then says the
+   targets are missed, and what would meet them).
+3. Two arms are compared *like with like*: their measured aggregates when both have one, else
+   both arms' model aggregates (a benchmark's figure carries its ramp and tail; the model's
+   does not). X *beats* Y when aggregate X > aggregate Y x (1 + noise band).
+4. capacity: the single-node arm does not fit in HBM (sharding experts across nodes is forced),
+   or no arm is feasible at all ("nothing fits": no arm is recommended, and the smallest change
+   that fits is named). The recommended arm is DeepEP when its aggregate is higher than the
+   alternative's, else the alternative.
+5. deepep: DeepEP is in contention and beats every other arm in contention.
+6. dense: otherwise, ties included: the alternative, or single-node replicas when they beat it
+   (or when the alternative is not in contention).
+
+A modelled ratio may carry a band (`Q.low` / `Q.high`); when the band of the DeepEP /
+alternative ratio spans the threshold 1 + noise, the headline says the call is too close to
+make within the model's error instead of sounding certain. The code is unchanged by the band.
 """
 
 from __future__ import annotations
@@ -16,7 +38,7 @@ from .catalog.constants import const
 from .quantity import Q, Tag
 
 SYMBOLS = {"dense": "■", "capacity": "◆", "deepep": "▲"}
-TITLES = {
+TITLES = {  # the three categories, as the page's cards name them
     "dense": "Use DENSE / allgather",
     "capacity": "Use DeepEP (or any EP) for CAPACITY",
     "deepep": "DeepEP wins on throughput",
@@ -26,7 +48,10 @@ ARM_LABELS = {
     "allgather": "allgather",
     "tp": "tensor parallel",
     "replica": "single-node replicas",
+    "none": "nothing (nothing fits)",  # the recommended "arm" when nothing fits (JSON: null)
 }
+NO_ARM = "none"
+STATUSES = ("ok", "targets_missed", "nothing_fits")
 
 
 def tagged(q: Q, digits: int = 1, unit: bool = True) -> str:
@@ -41,8 +66,57 @@ def times(q: Q, digits: int = 2) -> str:
     return f"{q.scalar:.{digits}f}× [{q.tag}]"
 
 
+def pair(a: Q, b: Q, digits: int = 1) -> str:
+    """Two figures side by side, the shared unit and tag said once: `545.0 vs 794.6 tok/s [measured]`."""
+    if a.unit == b.unit and a.tag == b.tag:
+        return f"{a.scalar:,.{digits}f} vs {tagged(b, digits)}"
+    return f"{tagged(a, digits)} vs {tagged(b, digits)}"
+
+
+def title_for(code: str, arm: str) -> str:
+    """The card's title: the category and the arm the headline and the flags name."""
+    if code == "deepep":
+        return TITLES["deepep"]
+    if code == "capacity":
+        if arm == NO_ARM:
+            return "CAPACITY: nothing fits as asked"
+        return "Use DeepEP for CAPACITY" if arm == "deepep" else f"Use EP for CAPACITY: {ARM_LABELS[arm]}"
+    return f"Use DENSE / {ARM_LABELS[arm]}"
+
+
+@dataclass
+class Comparison:
+    """The figures the rule compared for DeepEP against the alternative, and on what footing."""
+
+    basis: str  # "measured" (both arms measured) or "model" (both arms' model figures)
+    aggregate: dict[str, Q]  # arm -> the aggregate the rule used (each pair like with like)
+    ratio: Q | None  # DeepEP / alternative aggregate; None when either arm cannot run
+    per_user_ratio: Q | None
+    tax_ms_per_token: Q | None
+    threshold: float  # 1 + noise band
+    set_aside: list[str] = field(default_factory=list)
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        def j(q: Q | None) -> Any:
+            return q.to_json() if q is not None else None
+
+        return {
+            "basis": self.basis,
+            "aggregate_tok_s": {k: v.to_json() for k, v in self.aggregate.items()},
+            "ratio": j(self.ratio),
+            "per_user_ratio": j(self.per_user_ratio),
+            "tax_ms_per_token": j(self.tax_ms_per_token),
+            "threshold": self.threshold,
+            "set_aside": list(self.set_aside),
+            "note": self.note,
+        }
+
+
 @dataclass
 class Verdict:
+    """One scenario's verdict: code, the arm to run, the words, and the figures behind them."""
+
     code: str
     headline: str
     recommended_arm: str
@@ -50,6 +124,11 @@ class Verdict:
     advisories: list[str] = field(default_factory=list)
     flags: dict[str, Any] = field(default_factory=dict)
     robustness: str = ""
+    status: str = "ok"
+    close_call: bool = False
+    compared: Comparison | None = None
+    caveats: list[str] = field(default_factory=list)
+    fixes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def symbol(self) -> str:
@@ -57,7 +136,7 @@ class Verdict:
 
     @property
     def title(self) -> str:
-        return TITLES[self.code]
+        return title_for(self.code, self.recommended_arm)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -65,12 +144,20 @@ class Verdict:
             "symbol": self.symbol,
             "title": self.title,
             "headline": self.headline,
-            "recommended_arm": self.recommended_arm,
+            "recommended_arm": None if self.recommended_arm == NO_ARM else self.recommended_arm,
             "reasons": list(self.reasons),
             "advisories": list(self.advisories),
             "flags": self.flags,
             "robustness": self.robustness,
+            "status": self.status,
+            "close_call": self.close_call,
+            "compared": self.compared.to_json() if self.compared is not None else None,
+            "caveats": list(self.caveats),
+            "fixes": list(self.fixes),
         }
+
+
+# The rule ------------------------------------------------------------------------------------
 
 
 def _meets(arm: Any) -> Any:
@@ -82,92 +169,382 @@ def _meets(arm: Any) -> Any:
     return ok
 
 
-def classify_codes(result: Any) -> tuple[Any, Any]:
-    """Verdict codes and recommended arms, elementwise (works for one scenario or a sweep).
+def decision_aggregates(a: Any, b: Any) -> tuple[Q, Q, bool]:
+    """The aggregates two arms are compared on (rule 3), and whether both are measured."""
+    from .evaluate import like_with_like
 
-    capacity: the single-node arm does not fit (or, on one node, no arm fits);
-    deepep:   DeepEP feasible, meets the targets, and beats every feasible alternative that
-              meets them by more than the noise band;
-    dense:    otherwise. Among the alternatives, single-node replicas are recommended only
-              when they beat the chosen alternative by more than the noise band.
-    """
+    return like_with_like(a, b, "aggregate_tok_s")
+
+
+@dataclass
+class Assessment:
+    """The rule's intermediate state, elementwise (one scenario or a sweep's rows)."""
+
+    codes: Any
+    recommended: Any
+    contending: dict[str, Any]
+    feasible: dict[str, Any]
+    fits_any: Any
+    meets_any: Any
+    targets: bool  # the scenario sets an SLO or TTFT target
+
+
+def assess(result: Any) -> Assessment:
+    """Rules 1-6 of the module docstring, vectorised."""
     arms = result.arms
-    alt_name = result.alternative
+    alt = result.alternative
     noise = const("noise_band").value
-    dee, alt, rep = arms["deepep"], arms[alt_name], arms["replica"]
-    nodes = np.asarray(result.scenario.nodes)
+    names = list(arms)
+    flags = np.broadcast_arrays(*[np.asarray(arms[n].feasible, bool) for n in names])
+    feas = dict(zip(names, flags, strict=True))
+    ok = {n: feas[n] & _meets(arms[n]) for n in names}
+    meets_any = np.logical_or.reduce([ok[n] for n in names])
+    fits_any = np.logical_or.reduce([feas[n] for n in names])
+    pool = {n: np.where(meets_any, ok[n], feas[n]) for n in names}
 
-    # Compare like with like: measured aggregates only when every arm has one, else the
-    # model's figures (a benchmark's ramp and tail are in the measurement, not the model).
-    all_measured = all(a.measured_cell and a.aggregate_tok_s.tag == Tag.MEASURED for a in arms.values())
+    def beats(x: str, y: str, band: float = noise) -> Any:
+        qx, qy, _ = decision_aggregates(arms[x], arms[y])
+        with np.errstate(invalid="ignore"):
+            return np.asarray(qx.value) > np.asarray(qy.value) * (1.0 + band)
 
-    def score(arm: Any) -> Any:
-        ok = np.asarray(arm.feasible) & _meets(arm)
-        value = (
-            arm.aggregate_tok_s
-            if all_measured or arm.model_aggregate_tok_s is None
-            else (arm.model_aggregate_tok_s)
-        )
-        return np.where(ok, value.value, -np.inf)
+    dee, rep = "deepep", "replica"
+    deepep_wins = pool[dee] & (~pool[alt] | beats(dee, alt)) & (~pool[rep] | beats(dee, rep))
+    dense_arm = np.where(pool[rep] & (~pool[alt] | beats(rep, alt)), rep, alt)
+    cap_arm = np.where(pool[dee] & (~pool[alt] | beats(dee, alt, 0.0)), dee, alt)
+    forced = ~np.asarray(arms[rep].fits_memory, bool)
+    nothing = ~fits_any
+    codes = np.where(nothing | forced, "capacity", np.where(deepep_wins, "deepep", "dense"))
+    rec = np.where(nothing, NO_ARM, np.where(forced, cap_arm, np.where(deepep_wins, dee, dense_arm)))
+    s = result.scenario
+    targets = s.slo_tok_s is not None or s.ttft_ms is not None
+    return Assessment(codes, rec, pool, feas, fits_any, meets_any, targets)
 
-    s_dee, s_alt, s_rep = score(dee), score(alt), score(rep)
-    capacity = ~np.asarray(rep.feasible) | ((nodes == 1) & ~np.asarray(alt.feasible))
-    top = np.maximum(s_alt, s_rep)
-    deepep_wins = np.isfinite(s_dee) & (s_dee > np.where(np.isfinite(top), top, 0.0) * (1 + noise))
-    dense_arm = np.where(
-        np.isfinite(s_rep) & (s_rep > np.where(np.isfinite(s_alt), s_alt, 0.0) * (1 + noise)),
-        "replica",
-        alt_name,
-    )
-    cap_arm = np.where(
-        (np.asarray(dee.feasible) & ~(np.asarray(alt.feasible) & (s_alt >= s_dee))), "deepep", alt_name
-    )
-    codes = np.where(capacity, "capacity", np.where(deepep_wins, "deepep", "dense"))
-    rec = np.where(capacity, cap_arm, np.where(deepep_wins, "deepep", dense_arm))
-    return codes, rec
+
+def classify_codes(result: Any) -> tuple[Any, Any]:
+    """Verdict codes and recommended arms, elementwise (one scenario or a sweep)."""
+    a = assess(result)
+    return a.codes, a.recommended
 
 
 def classify(result: Any) -> tuple[str, str]:
     """(verdict code, recommended arm) of a single scenario."""
     codes, rec = classify_codes(result)
-    return str(codes.reshape(-1)[0]), str(rec.reshape(-1)[0])
+    return str(np.asarray(codes).reshape(-1)[0]), str(np.asarray(rec).reshape(-1)[0])
+
+
+def status_of(a: Assessment) -> str:
+    """ok, targets_missed (something runs, nothing meets the targets) or nothing_fits."""
+    if not bool(np.asarray(a.fits_any).reshape(-1)[0]):
+        return "nothing_fits"
+    if a.targets and not bool(np.asarray(a.meets_any).reshape(-1)[0]):
+        return "targets_missed"
+    return "ok"
+
+
+def compare(result: Any) -> Comparison:
+    """DeepEP against the alternative on the footing rule 3 prescribes, with what was set aside."""
+    arms = result.arms
+    alt = result.alternative
+    dee_arm, alt_arm = arms["deepep"], arms[alt]
+    a, b, measured = decision_aggregates(dee_arm, alt_arm)
+    threshold = 1.0 + float(const("noise_band").value)
+    aggregate = {"deepep": a, alt: b}
+    for name, arm in arms.items():
+        if name not in aggregate:
+            aggregate[name] = decision_aggregates(arm, dee_arm)[0]
+    set_aside: list[str] = []
+    if not measured:
+        for name, arm, other in (("deepep", dee_arm, alt_arm), (alt, alt_arm, dee_arm)):
+            if arm.aggregate_tok_s.tag == Tag.MEASURED and other.aggregate_tok_s.tag != Tag.MEASURED:
+                partner = ARM_LABELS[alt if name == "deepep" else "deepep"]
+                set_aside.append(
+                    f"{ARM_LABELS[name]}'s measured aggregate {tagged(arm.aggregate_tok_s)} is set aside: "
+                    f"it includes the benchmark's ramp and tail, and {partner} has no measurement here, "
+                    f"so both arms are compared on the model ({ARM_LABELS[name]} {tagged(aggregate[name])})."
+                )
+    runs = bool(dee_arm.feasible) and bool(alt_arm.feasible)
+    note = ""
+    if not runs:
+        which = [ARM_LABELS[n] for n, x in (("deepep", dee_arm), (alt, alt_arm)) if not x.feasible]
+        note = f"{' and '.join(which)} cannot run here"
+    return Comparison(
+        "measured" if measured else "model",
+        aggregate,
+        result.ratio_deepep_vs_alternative if runs else None,
+        result.ratio_per_user if runs else None,
+        result.tax_ms_per_token if runs else None,
+        threshold,
+        set_aside,
+        note,
+    )
+
+
+def band_crosses(ratio: Q | None, threshold: float) -> bool:
+    """Whether a banded ratio's range spans the decision threshold (a modelled ratio only)."""
+    if ratio is None or not ratio.banded:
+        return False
+    low = float(np.asarray(ratio.low).reshape(-1)[0])
+    high = float(np.asarray(ratio.high).reshape(-1)[0])
+    return low <= threshold <= high
+
+
+# The verdict of one scenario ------------------------------------------------------------------
 
 
 def decide(result: Any) -> Verdict:
-    from .explain import advisories, engine_flags, flip_advisory, reasons
+    """Classify one scenario and word it: headline, reasons, advisories, fixes, flags."""
+    from .explain import advisories, caveats, engine_flags, flip_advisory, reasons
+    from .remedy import fixes_for
 
-    code, arm = classify(result)
-    v = Verdict(code, "", arm, reasons(result, code, arm))
-    v.headline = _headline(result, code, arm)
-    v.advisories = advisories(result, code)
-    flip = flip_advisory(result, code)
+    a = assess(result)
+    code = str(np.asarray(a.codes).reshape(-1)[0])
+    arm = str(np.asarray(a.recommended).reshape(-1)[0])
+    status = status_of(a)
+    comparison = compare(result)
+    contending = {n: bool(np.asarray(v).reshape(-1)[0]) for n, v in a.contending.items()}
+    # capacity picks the faster EP flavour (threshold 1); otherwise DeepEP must clear the noise band
+    deciding = 1.0 if code == "capacity" else comparison.threshold
+    close = (
+        contending["deepep"]
+        and contending[result.alternative]
+        and comparison.basis == "model"
+        and band_crosses(comparison.ratio, deciding)
+    )
+    fixes = fixes_for(result, status) if status != "ok" else []
+    v = Verdict(code, "", arm, [], status=status, close_call=close, compared=comparison)
+    v.caveats = caveats(result, arm)
+    v.fixes = [f.to_json() for f in fixes]
+    v.headline = headline(result, v, contending, fixes)
+    v.reasons = reasons(result, v)
+    v.advisories = advisories(result, v, fixes)
+    flip = flip_advisory(result, code) if status != "nothing_fits" else ""
     if flip:
         v.advisories.append(flip)
         v.robustness = f"fragile: {flip}"
+    elif status == "nothing_fits":
+        v.robustness = "untested: nothing fits as asked"
     else:
         v.robustness = "robust: no single change of transport, comms, graphs, concurrency or nodes flips it"
     v.flags = engine_flags(result, arm)
     return v
 
 
-def _headline(result: Any, code: str, arm: str) -> str:
-    a = result.arms[arm]
-    label = ARM_LABELS[arm]
+# Headline ------------------------------------------------------------------------------------
+
+
+def step_clause(ratio: Q, tax: Q) -> str:
+    """How the per-token step reads beside the aggregate ratio, with no negative 'more'.
+
+    A ratio above 1 next to a longer step (or below 1 next to a shorter one) is possible: the
+    aggregate also counts time to first token and batch size. The clause then says so instead
+    of letting the two numbers seem to contradict each other.
+    """
+    longer = tax.scalar > 0
+    size = Q(abs(tax.scalar), tax.unit, tax.tag, tax.source)
+    if ratio.scalar > 1.0 and longer:
+        return (
+            f", despite a decode step {tagged(size)} longer: time to first token and batch size "
+            "carry the aggregate"
+        )
+    if ratio.scalar <= 1.0 and not longer and size.scalar > 0:
+        return (
+            f", although its decode step is {tagged(size)} shorter: time to first token and batch "
+            "size cost more than that saves"
+        )
+    if longer:
+        return f" and pays a tax of {tagged(size)}"
+    if size.scalar > 0:
+        return f" and saves {tagged(size)}"
+    return ""
+
+
+def headline(result: Any, v: Verdict, contending: dict[str, bool], fixes: list[Any]) -> str:
+    """The one sentence (or few) a reader takes away; it quotes the compared figures."""
+    parts: list[str] = []
+    if v.status == "nothing_fits":
+        parts.append(_nothing_fits(result, fixes))
+    else:
+        if v.status == "targets_missed":
+            parts.append(_targets_missed(result, fixes))
+        parts.append(_main(result, v, contending))
+    parts += v.caveats
+    return " ".join(parts)
+
+
+def _fix_text(fixes: list[Any], goal: str) -> str:
+    if not fixes:
+        return f"No single change the tool searched {goal} (the advisories say what was tried)."
+    first = fixes[0]
+    more = f"; also {', '.join(f.change for f in fixes[1:3])}" if len(fixes) > 1 else ""
+    return f"Smallest change that {goal}: {first.change} (then {first.note}){more}."
+
+
+def _nothing_fits(result: Any, fixes: list[Any]) -> str:
+    r, s = result.resolved, result.scenario
+    arms = result.arms
+    if not any(bool(a.fits_memory) for a in arms.values()):
+        lean = min(arms, key=lambda n: arms[n].memory_gb_per_gpu.scalar)
+        why = (
+            f"no arm fits in HBM (the leanest, {ARM_LABELS[lean]}, needs "
+            f"{arms[lean].memory_gb_per_gpu.scalar:,.0f} GB per GPU against "
+            f"{arms[lean].memory.usable_gb.scalar:,.0f} GB usable)"
+        )
+    elif all(bool(a.splits) and bool(a.fits_memory) for a in arms.values()):
+        quick = min(arms, key=lambda n: arms[n].ttft_ms.scalar)
+        why = (
+            f"every arm keeps requests waiting past the "
+            f"{duration_text(prompt_ceiling(s))} a client waits (quickest: {ARM_LABELS[quick]}, "
+            f"first token after {duration_text(arms[quick].ttft_ms.scalar)})"
+        )
+    else:
+        why = "; ".join(f"{ARM_LABELS[n]} {a.why_not}" for n, a in arms.items())
+    return (
+        f"Nothing fits on {s.nodes}× {r.instance.name} at concurrency {s.concurrency:,} "
+        f"(ISL {s.isl:,} / OSL {s.osl:,}): {why}. {_fix_text(fixes, 'fits')}"
+    )
+
+
+def duration_text(ms: float) -> str:
+    from .evaluate import duration
+
+    return duration(ms)
+
+
+def prompt_ceiling(s: Any) -> float:
+    from .evaluate import prompt_ceiling_ms
+
+    return prompt_ceiling_ms(s.ttft_ms)
+
+
+def _targets_missed(result: Any, fixes: list[Any]) -> str:
+    s = result.scenario
+    missed: list[str] = []
+    feasible = {n: a for n, a in result.arms.items() if a.feasible}
+    if s.slo_tok_s is not None and not any(a.meets_slo for a in feasible.values()):
+        best = max(feasible, key=lambda n: feasible[n].per_user_tok_s.scalar)
+        missed.append(
+            f"the {s.slo_tok_s:g} tok/s per-user floor (fastest: {ARM_LABELS[best]} at "
+            f"{tagged(feasible[best].per_user_tok_s)})"
+        )
+    if s.ttft_ms is not None and not any(a.meets_ttft for a in feasible.values()):
+        best = min(feasible, key=lambda n: feasible[n].ttft_ms.scalar)
+        missed.append(
+            f"the {s.ttft_ms:g} ms TTFT ceiling (quickest: {ARM_LABELS[best]} at "
+            f"{tagged(feasible[best].ttft_ms, 0)})"
+        )
+    if not missed:  # each target is met by some arm, but no arm meets all of them at once
+        missed.append("every target at once (each is met by some arm, none meets them together)")
+    goal = "meets it" if len(missed) == 1 and (s.slo_tok_s is None or s.ttft_ms is None) else "meets them"
+    return f"No arm meets {' or '.join(missed)}. {_fix_text(fixes, goal)}"
+
+
+def _main(result: Any, v: Verdict, contending: dict[str, bool]) -> str:
+    r = result.resolved
+    alt = result.alternative
+    c = v.compared
+    assert c is not None
+    arm, code = v.recommended_arm, v.code
+    dee_a, alt_a = c.aggregate["deepep"], c.aggregate[alt]
+    basis = "; measured figures set aside to compare like with like" if c.set_aside else ""
+    t = r.transport.name
     if code == "capacity":
         single = result.arms["replica"]
-        return (
-            f"The model needs more than one node ({single.memory_gb_per_gpu.scalar:,.0f} GB per GPU "
-            f"on one node vs {single.memory.usable_gb.scalar:,.0f} GB usable): shard experts across "
-            f"nodes; cheapest EP flavour here is {label} at {tagged(a.aggregate_tok_s, 0)}."
+        lead = (
+            f"Shard experts across nodes: one node would need {single.memory_gb_per_gpu.scalar:,.0f} GB "
+            f"per GPU against {single.memory.usable_gb.scalar:,.0f} GB usable."
         )
+        if v.close_call and c.ratio is not None:
+            lo, hi = _band(c.ratio)
+            return (
+                f"{lead} Either EP flavour, too close to call: DeepEP over {t} reaches {times(c.ratio)} the "
+                f"{ARM_LABELS[alt]} aggregate ({pair(dee_a, alt_a)}), and the model's error band "
+                f"{lo:.2f}–{hi:.2f}× spans 1.00×; {ARM_LABELS[arm]} is likely faster."
+            )
+        if arm == "deepep":
+            if contending[alt] and c.ratio is not None:
+                return (
+                    f"{lead} Run DeepEP over {t}: {times(c.ratio)} the {ARM_LABELS[alt]} aggregate "
+                    f"({pair(dee_a, alt_a)}{basis})."
+                )
+            return f"{lead} Run DeepEP over {t}: {ARM_LABELS[alt]} {_why_out(result, alt)}."
+        if contending["deepep"] and c.ratio is not None:
+            return (
+                f"{lead} Run {ARM_LABELS[arm]}: DeepEP over {t} reaches {times(c.ratio)} its aggregate "
+                f"({pair(dee_a, alt_a)}{basis})."
+            )
+        return f"{lead} Run {ARM_LABELS[arm]}: DeepEP over {t} {_why_out(result, 'deepep')}."
     if code == "deepep":
+        rivals = [n for n in (alt, "replica") if contending[n]]
+        if not rivals:
+            return (
+                f"Run DeepEP over {t}: it is the only arm that "
+                f"{'meets the targets' if v.status == 'ok' and _has_targets(result) else 'can run here'}."
+            )
+        if v.close_call and contending[alt] and c.ratio is not None:
+            return _close_text(result, "DeepEP", c)
+        lead = f"Run DeepEP over {t}"
+        if contending[alt] and c.ratio is not None and c.tax_ms_per_token is not None:
+            return (
+                f"{lead}: {times(c.ratio)} the {ARM_LABELS[alt]} aggregate ({pair(dee_a, alt_a)}{basis})"
+                f"{step_clause(c.ratio, c.tax_ms_per_token)}."
+            )
+        other = rivals[0]
         return (
-            f"DeepEP serves {times(result.ratio_deepep_vs_alternative)} the aggregate "
-            f"throughput of {ARM_LABELS[result.alternative]}: "
-            f"run DeepEP over {result.resolved.transport.name}."
+            f"{lead}: {pair(dee_a, c.aggregate[other])} for {ARM_LABELS[other]}; "
+            f"{ARM_LABELS[alt]} {_why_out(result, alt)}."
         )
+    # dense
+    if arm == "replica":
+        rep = c.aggregate["replica"]
+        vs = [f"{ARM_LABELS[n]} {tagged(c.aggregate[n])}" for n in (alt, "deepep") if contending[n]]
+        out = f"Run single-node replicas: {tagged(rep)} aggregate"
+        out += f" against {' and '.join(vs)}" if vs else ""
+        out += "; no expert traffic leaves a node"
+        if contending["deepep"] and dee_a.scalar > rep.scalar:
+            out += (
+                f"; DeepEP's higher figure is within the {c.threshold - 1:.0%} noise band, a tie, "
+                "and ties go to the arm with no expert traffic"
+            )
+        return out + "."
+    if v.close_call and c.ratio is not None:
+        return _close_text(result, "dense", c)
+    if contending["deepep"] and c.ratio is not None and c.tax_ms_per_token is not None:
+        tie = ""
+        if c.ratio.scalar > 1.0:
+            tie = f"; within the {c.threshold - 1:.0%} noise band that is a tie, and ties go to the dense arm"
+        return (
+            f"Run {ARM_LABELS[arm]}: DeepEP over {t} reaches {times(c.ratio)} its aggregate "
+            f"({pair(dee_a, alt_a)}{basis}){step_clause(c.ratio, c.tax_ms_per_token)}{tie}."
+        )
+    return f"Run {ARM_LABELS[arm]}: DeepEP over {t} {_why_out(result, 'deepep')}."
+
+
+def _has_targets(result: Any) -> bool:
+    s = result.scenario
+    return s.slo_tok_s is not None or s.ttft_ms is not None
+
+
+def _why_out(result: Any, name: str) -> str:
+    """Why an arm is out of contention, as a verb phrase."""
+    a = result.arms[name]
+    if not a.feasible:
+        return f"cannot run here ({a.why_not})"
+    return "misses the targets"
+
+
+def _band(ratio: Q) -> tuple[float, float]:
+    return float(np.asarray(ratio.low).reshape(-1)[0]), float(np.asarray(ratio.high).reshape(-1)[0])
+
+
+def _close_text(result: Any, side: str, c: Comparison) -> str:
+    assert c.ratio is not None
+    lo, hi = _band(c.ratio)
+    alt = ARM_LABELS[result.alternative]
+    lead = "likely DeepEP" if side == "DeepEP" else f"likely {alt}"
+    both = pair(c.aggregate["deepep"], c.aggregate[result.alternative])
     return (
-        f"Run {label}: DeepEP over {result.resolved.transport.name} reaches "
-        f"{tagged(result.ratio_deepep_vs_alternative, 2)} of the {ARM_LABELS[result.alternative]} "
-        f"aggregate and pays {tagged(result.tax_ms_per_token)} more per token."
+        f"Too close to call, {lead}: DeepEP over {result.resolved.transport.name} reaches "
+        f"{times(c.ratio)} the {alt} aggregate ({both}), "
+        f"but the model's error band {lo:.2f}–{hi:.2f}× spans the {c.threshold:.2f}× threshold; "
+        "measure both arms before committing."
     )

@@ -10,16 +10,15 @@ every cell also carries its verdict symbol, so the map reads without colour too.
 
 from __future__ import annotations
 
+import io
 import math
-import os
-import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .errors import CalcError, FileInputError, InputError
+from .errors import CalcError, InputError
 from .sweep import ARM_NAMES, FIELDS, VERDICT_CODES, Chunk, SweepPlan, code_index
 
 try:  # one palette with the web page and the HTML report (report/palette.py)
@@ -37,14 +36,16 @@ MAP_FORMATS = {".html": "html", ".htm": "html", ".png": "png"}
 
 
 def check_map_target(path: str) -> str:
-    """Format of the map file; fails before any work if it cannot be written."""
-    p = Path(path)
-    fmt = MAP_FORMATS.get(p.suffix.lower())
+    """Format of the map file (html or png), refused before any work if it cannot be drawn.
+
+    Whether the file itself can be written is `files.check_output`'s to say; `-` is an HTML
+    page on standard output.
+    """
+    if path == "-":
+        return "html"
+    fmt = MAP_FORMATS.get(Path(path).suffix.lower())
     if fmt is None:
         raise CalcError(f"--map {path}: the map must end in .html or .png", "--map")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise FileInputError(path, "its directory does not exist", "--map")
     if fmt == "png":
         try:
             import matplotlib  # noqa: F401
@@ -158,34 +159,24 @@ class MapGrid:
         return out
 
 
-def default_mode() -> int:
-    """Permissions a plain `open()` would give (mkstemp's are private to the owner)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def _atomic_write(path: str, write: Any) -> None:
-    target = Path(path)
-    parent = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{target.name}.", suffix=".part")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, default_mode())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def render_map(grid: MapGrid, fmt: str) -> bytes:
+    """The map file's bytes (the page inlines plotly.js, so it works offline)."""
+    if fmt == "html":
+        return plotly_figure(grid).to_html(include_plotlyjs=True, full_html=True).encode("utf-8")
+    buffer = io.BytesIO()
+    _write_png(grid, buffer)
+    return buffer.getvalue()
 
 
 def write_map(grid: MapGrid, path: str) -> None:
+    """Draw and write one map by the safe-write rules (`deepep_calc.files`)."""
+    from .files import check_output, writing
+
     fmt = check_map_target(path)
-    if fmt == "html":
-        fig = plotly_figure(grid)
-        _atomic_write(path, lambda tmp: fig.write_html(tmp, include_plotlyjs=True, full_html=True))
-    else:
-        _atomic_write(path, lambda tmp: _write_png(grid, tmp))
+    out = check_output(path, "--map")
+    data = render_map(grid, fmt)
+    with writing(out):
+        out.stage(data)
 
 
 def plotly_figure(grid: MapGrid) -> Any:
@@ -247,7 +238,7 @@ def plotly_figure(grid: MapGrid) -> Any:
     return fig
 
 
-def _write_png(grid: MapGrid, path: str) -> None:
+def _write_png(grid: MapGrid, path: Any) -> None:
     import matplotlib
 
     matplotlib.use("Agg")

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deepep_calc.errors import FileInputError, InputError
+from deepep_calc.errors import FileInputError, InputError, printable
 from deepep_calc.quantity import Q, qmap
 
 KNOWN_SCHEMA_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5")
@@ -86,6 +86,7 @@ _ENGINE_RE = re.compile(r"^(tensorrt-llm|trt-llm|trtllm|vllm|sglang)(?:[-_]?v?(\
 _HF_CACHE_RE = re.compile(r"models--([^/\\]+?)--([^/\\]+)")
 _SNAPSHOT_RE = re.compile(r"[0-9a-f]{40}")
 _CLI_CONCURRENCY_RE = re.compile(r"--concurrency[= ]+'?(\d+)")
+_CONCURRENCY_WORD_RE = re.compile(r"(?:^|[-_.])(?:concurrency|conc)[-_]?(\d+)(?=$|[-_.])", re.I)
 
 
 # --------------------------------------------------------------------------------------------
@@ -272,8 +273,9 @@ def read_text_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
 
 
 def _one_line(text: str) -> str:
-    """Errors are shown as one line; exception texts from parsers are squeezed to fit."""
-    return " ".join(str(text).split())
+    """Errors are shown as one line; exception texts from parsers are squeezed to fit, and
+    control characters escaped (`errors.printable`)."""
+    return printable(" ".join(str(text).split()))
 
 
 # --------------------------------------------------------------------------------------------
@@ -295,7 +297,7 @@ def parse_export_name(name: str) -> NameHints:
     if m:
         engine = _KNOWN_ENGINES[m.group(1).lower()]
         engine_version = m.group(2)
-    for token in parts[1:]:
+    for token in parts[1:] if m else parts:  # a folder may be just "c32" or "deepep-epnc8"
         low = token.lower()
         if (c := re.fullmatch(r"c(\d+)", low)) is not None:
             concurrency = int(c.group(1))
@@ -307,6 +309,8 @@ def parse_export_name(name: str) -> NameHints:
             arm, arm_label = "deepep", token
             if (k := re.search(r"epnc(\d+)", low)) is not None:
                 comms = int(k.group(1))
+    if concurrency is None and (c := _CONCURRENCY_WORD_RE.search(stem)) is not None:
+        concurrency = int(c.group(1))  # AIPerf's own artifact folders: ...-concurrency32
     return NameHints(engine, engine_version, arm, arm_label, comms, concurrency, isl)
 
 
@@ -625,6 +629,41 @@ class _Blocks:
         return round(value)
 
 
+# AIPerf's per-user throughput is the per-request reciprocal of the inter-token latency, so it
+# sits within a few per cent of 1000 / mean ITL on real runs (within 2 % on every shared
+# export). A factor of 2 apart is no statistics: it is a mislabelled unit (ms written as s),
+# and importing it would put a step time off by 1000x into "measured" cells.
+ITL_CROSS_CHECK_FACTOR = 2.0
+
+
+def _check_itl_against_per_user(
+    path: Path, metrics: Mapping[str, Any], itl: Q | None, per_user: Q | None
+) -> None:
+    """Refuse an export whose ITL and per-user throughput describe different step times."""
+    if itl is None or per_user is None or per_user.scalar <= 0 or itl.scalar <= 0:
+        return
+    implied = 1000.0 / per_user.scalar
+    if 1 / ITL_CROSS_CHECK_FACTOR <= itl.scalar / implied <= ITL_CROSS_CHECK_FACTOR:
+        return
+    block = metrics.get("inter_token_latency") or {}
+    unit = str(block.get("unit") or "ms").strip()
+    raw = itl.scalar / _TIME_TO_MS.get(unit, 1.0)
+    agree = [
+        u
+        for u, scale in _TIME_TO_MS.items()
+        if 1 / ITL_CROSS_CHECK_FACTOR <= raw * scale / implied <= ITL_CROSS_CHECK_FACTOR
+    ]
+    hint = f"; its value reads right in {agree[0]!r}: fix the export's unit" if agree else ""
+    raise FileInputError(
+        path,
+        f"metric 'inter_token_latency' is {raw:g} {unit} per token ({itl.scalar:,.1f} ms), but "
+        f"output_token_throughput_per_user is {per_user.scalar:g} tok/s, i.e. {implied:,.1f} ms per "
+        f"token: the two disagree by more than {ITL_CROSS_CHECK_FACTOR:g}x, so the ITL unit is "
+        f"mislabelled or the export is damaged{hint}",
+        field="inter_token_latency",
+    )
+
+
 def _dig(obj: Any, *keys: str | int) -> Any:
     for key in keys:
         if isinstance(key, int):
@@ -762,6 +801,7 @@ def _build(
     osl_measured = b.stat("output_sequence_length", "avg", "tokens")
     request_count = b.count("request_count")
     error_count = _error_count(b, error_summary)
+    _check_itl_against_per_user(path, metrics, itl, per_user)
 
     concurrency = _config_concurrency(path, config, cli_command)
     if concurrency is None and hints.concurrency is not None:

@@ -19,6 +19,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from deepep_calc.calibrate.aiperf import MAX_FILE_BYTES, read_text_file
 from deepep_calc.errors import FileInputError
@@ -50,6 +51,12 @@ _KV_RE = re.compile(
     r"num[_-]experts|num[_-]ranks|num[_-]processes)\s*(?:=|:|\s)\s*(\d+)\b",
     re.I,
 )
+# What a log says about its own transport: an explicit `transport=<name>` (or `--transport`),
+# and environment settings that select one (`NCCL_GIN_TYPE=2`, also written "NCCL-GIN type 2"
+# in a header). Comment lines count: a header is where a run states its setup.
+_TRANSPORT_RE = re.compile(r"(?<![\w-])(?:--)?transport\s*(?:=|:|\s)\s*([a-z][a-z0-9-]+)\b", re.I)
+_ENV_RE = re.compile(r"\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\s*[=:]\s*([A-Za-z0-9_.-]+)")
+_GIN_RE = re.compile(r"\bNCCL[-_ ]GIN[-_ ]TYPE\s*(?:=|:|\s)\s*(\d+)\b", re.I)
 _KV_FIELD = {
     "num_tokens": "tokens",
     "hidden": "hidden",
@@ -139,6 +146,8 @@ class KernelLog:
     send_recv: list[SendRecv] = field(default_factory=list, repr=False)
     tuning: list[TuningResult] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    stated_transport: tuple[str, int] | None = None  # (name, line) the log names itself
+    stated_env: dict[str, tuple[str, int]] = field(default_factory=dict)  # KEY -> (value, line)
 
 
 # Largest figure a DeepEP log line can mean (us, GB/s, MB, ranks, tokens); beyond it the line is
@@ -242,8 +251,14 @@ def parse_kernel_log(text: str, path: Path) -> KernelLog:
     buffer_mb: float | None = None
     warnings: list[str] = []
 
+    stated_transport: tuple[str, int] | None = None
+    stated_env: dict[str, tuple[str, int]] = {}
     for lineno, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
+        if stripped:
+            stated_transport = stated_transport or _stated_transport(stripped, lineno)
+            for key, value in _stated_env(stripped):
+                stated_env.setdefault(key, (value, lineno))
         if not stripped or stripped.startswith("#"):
             continue
         try:
@@ -336,7 +351,62 @@ def parse_kernel_log(text: str, path: Path) -> KernelLog:
         send_recv=send_recv,
         tuning=tuning,
         warnings=warnings,
+        stated_transport=stated_transport,
+        stated_env=stated_env,
     )
+
+
+def _stated_transport(line: str, lineno: int) -> tuple[str, int] | None:
+    from deepep_calc.catalog.transports import load_transports
+
+    for m in _TRANSPORT_RE.finditer(line):
+        name = m.group(1).lower()
+        if name in load_transports():
+            return name, lineno
+    return None
+
+
+def _stated_env(line: str) -> list[tuple[str, str]]:
+    out = [(m.group(1), m.group(2)) for m in _ENV_RE.finditer(line)]
+    out += [("NCCL_GIN_TYPE", m.group(1)) for m in _GIN_RE.finditer(line)]
+    return out
+
+
+def check_transport(log: KernelLog, transport: Any) -> None:
+    """Refuse a log that states it ran another transport than the one it would calibrate.
+
+    A kernel log is a measurement of the transport it ran on; filed under another name it would
+    turn that transport's figures "measured" with someone else's numbers. The log contradicts
+    `transport` when it names another transport, or sets an environment variable `transport`
+    sets to another value, or sets one that only another transport uses.
+    """
+    from deepep_calc.catalog.transports import load_transports
+
+    if log.stated_transport is not None and log.stated_transport[0] != transport.name:
+        name, line = log.stated_transport
+        raise FileInputError(
+            log.path,
+            f"line {line} says the run used transport {name}, but it is given to calibrate "
+            f"{transport.name}: pass --transport {name}, or a log of a {transport.name} run",
+            field="transport",
+        )
+    for key, (value, line) in log.stated_env.items():
+        users = [t.name for t in load_transports().values() if t.env.get(key) == value]
+        mine = transport.env.get(key)
+        if transport.name in users or (mine is None and len(users) != 1):
+            continue
+        theirs = f"the setting of {', '.join(users)}" if users else "no catalog transport's setting"
+        wants = (
+            f"{transport.name} runs with {key}={mine}"
+            if mine is not None
+            else f"{transport.name} does not set it"
+        )
+        raise FileInputError(
+            log.path,
+            f"line {line} sets {key}={value}, {theirs}; {wants}: the log measured another "
+            f"transport than --transport {transport.name}",
+            field="transport",
+        )
 
 
 def load_kernel_log(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> KernelLog:

@@ -14,11 +14,8 @@ kernel log, or None).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import math
-import os
-import tempfile
 import tomllib
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -28,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from ..catalog.measured import Cell
-from ..errors import FileInputError, InputError
+from ..errors import FileInputError, InputError, printable
 from ..fit.engines import ENGINE_FIELDS
 from ..fit.table import Table, TransportFit
 from ..physics.deepep import KernelShape
@@ -325,39 +322,31 @@ def to_toml(profile: Profile) -> str:
     return text
 
 
-def check_output(path: Path, force: bool) -> None:
-    """Refuse early what the final write would refuse, before any work is done."""
-    if path.is_dir():
-        raise FileInputError(path, "is a directory; expected the profile file to write")
-    if path.exists() and not force:
-        raise FileInputError(path, "already exists; pass --force to overwrite it")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise FileInputError(parent, "no such directory to write the profile into")
+def serialise(profile: Profile, shown: str) -> tuple[bytes, Profile]:
+    """The profile file's bytes and the profile as `--calibration` will read them back.
+
+    Everything the reader checks is checked here, in memory, before anything touches the
+    target: the size limit (a profile the reader would refuse is never written), the schema,
+    and a full round trip through the reader's own parser. `shown` names the target in errors.
+    """
+    text = to_toml(profile)
+    data = text.encode("utf-8")
+    if len(data) > MAX_PROFILE_BYTES:
+        raise FileInputError(
+            shown,
+            f"the profile would be {len(data) / 1e6:.1f} MB, over the "
+            f"{MAX_PROFILE_BYTES // (1024 * 1024)} MB a profile may hold; nothing was written "
+            "(an input carries unusually long text, e.g. a benchmark id or a model name)",
+            "-o",
+        )
+    return data, _load(profile._name, text, shown)
 
 
 def write_text_atomic(path: Path, text: str, force: bool) -> None:
-    """Write via a temporary file in the same directory and `os.replace`: never half a profile."""
-    check_output(path, force)
-    parent = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise FileInputError(parent, f"cannot write there ({exc.strerror or exc})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise FileInputError(path, f"cannot write it ({exc.strerror or exc})") from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Write a profile's text by the safe-write rules (`deepep_calc.files`): never half a profile."""
+    from ..files import write_atomic
+
+    write_atomic(path, text, "-o", overwrite=force)
 
 
 # Reading -------------------------------------------------------------------------------------
@@ -383,7 +372,9 @@ def load_profile(path: str | Path) -> Profile:
     if p.is_dir():
         raise FileInputError(p, "is a directory; expected a calibration profile (.toml)")
     text = read_text_file(p, MAX_PROFILE_BYTES)
-    return _load(p.resolve().name, text, str(path))
+    profile = _load(p.resolve().name, text, str(path))
+    verify_inputs(profile, p.resolve().parent)
+    return profile
 
 
 def _out_of_range(value: object, where: str = "") -> str | None:
@@ -418,12 +409,26 @@ def _load(name: str, text: str, shown: str) -> Profile:
     except ValueError:  # the only other parse failure: an integer beyond Python's digit limit
         raise FileInputError(shown, "not a TOML file (a number with thousands of digits)") from None
     profile = _validated(doc, shown)
-    profile._name = name
+    profile._name = printable(name)
     return profile
+
+
+def _escaped(value: Any) -> Any:
+    """Every string of a parsed profile with control characters escaped: its names, ids and
+    sources reach the terminal (`evaluate`, `kernel`, the calibrate summary), and a shared
+    profile must not be able to drive it."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {k: _escaped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_escaped(v) for v in value]
+    return value
 
 
 def _validated(doc: dict[str, Any], shown: str) -> Profile:
     """Every check a profile must pass, applied alike when reading and before writing one."""
+    doc = _escaped(doc)
     if doc.get("kind") != KIND or "schema_version" not in doc:
         raise FileInputError(
             shown, "not a deepep-calc calibration profile (no kind / schema_version at the top)"
@@ -456,6 +461,7 @@ def _validated(doc: dict[str, Any], shown: str) -> Profile:
         err = exc.errors()[0]
         loc = ".".join(str(part) for part in err["loc"]) or "(top level)"
         raise FileInputError(shown, f"not a valid calibration profile: {loc}: {err['msg']}") from None
+    _check_scenario(profile.scenario, shown)
     for i, cell in enumerate(profile.measured):
         for arm in ("deepep", "allgather", "versus"):
             metrics = cell.arm(arm)
@@ -467,6 +473,83 @@ def _validated(doc: dict[str, Any], shown: str) -> Profile:
                         f"expected at least {MIN_POSITIVE:g}",
                     )
     return profile
+
+
+def _check_scenario(s: Scenario, shown: str) -> None:
+    """The profile's [scenario] obeys the rules a typed scenario does (nodes -5 is no scenario).
+
+    Its numbers take the CLI's checks and its instance, engine and transport must be catalog
+    rows; the model is not re-read here (a config.json path may have moved since calibration).
+    """
+    from ..catalog.engines import get_engine
+    from ..catalog.hardware import get_instance
+    from ..catalog.transports import get_transport
+    from ..scenario import check_numbers
+
+    try:
+        check_numbers(s)
+        get_instance(s.instance)
+        get_engine(s.engine)
+        transport = get_transport(s.transport)
+        if s.instance.strip().lower() not in transport.instances:
+            raise InputError("--transport", s.transport, f"a transport available on {s.instance}")
+    except InputError as exc:
+        key = (exc.field or "").lstrip("-").replace("-", "_")
+        raise FileInputError(
+            shown,
+            f"not a valid calibration profile: scenario.{key} = {exc.value!r} is not allowed; "
+            f"expected {exc.allowed}",
+            field=f"scenario.{key}",
+        ) from None
+
+
+def verify_inputs(profile: Profile, folder: Path) -> None:
+    """Check the recorded fingerprint of every input that can be found again.
+
+    A profile's measured cells are only as good as the files they were read from. When such a
+    file is present again (at its recorded path, or beside the profile) with other contents,
+    the profile no longer describes it: refuse, naming the file, rather than replay stale
+    measurements as "measured". Files that are gone are fine: profiles travel without inputs.
+    """
+    for item in profile.inputs:
+        recorded = Path(item.path)
+        places = (
+            [recorded] if recorded.is_absolute() else [recorded, folder / recorded, folder / recorded.name]
+        )
+        seen: list[tuple[Path, str]] = []
+        for place in dict.fromkeys(places):
+            found = _fingerprint_if_file(place)
+            if found is None:
+                continue
+            if found == (item.sha256, item.size_bytes):
+                seen = []
+                break
+            seen.append((place, found[0]))
+        if seen:
+            place, digest = seen[0]
+            raise FileInputError(
+                profile._name or "the profile",
+                f"its {item.role} input {place} has changed since calibration (sha256 "
+                f"{item.sha256[:12]}... recorded, {digest[:12]}... now): re-run deepep-calc calibrate "
+                "on the current files, or restore the originals",
+                field="inputs",
+            )
+
+
+@lru_cache(maxsize=256)
+def _fingerprint_cached(path: str, mtime_ns: int, size: int) -> tuple[str, int]:
+    return fingerprint(Path(path))
+
+
+def _fingerprint_if_file(path: Path) -> tuple[str, int] | None:
+    """sha256 and size of a regular file (cached by path, mtime and size), else None."""
+    try:
+        st = path.stat()
+        if not path.is_file():
+            return None
+        return _fingerprint_cached(str(path.resolve()), st.st_mtime_ns, st.st_size)
+    except (OSError, ValueError):
+        return None
 
 
 # Building ------------------------------------------------------------------------------------
@@ -581,5 +664,5 @@ def build_profile(
         residuals=residuals,
         warnings=list(dict.fromkeys(warnings)),
     )
-    profile._name = name
+    profile._name = printable(name)
     return profile

@@ -81,12 +81,17 @@ def _engine(runs: Sequence[AIPerfRun], base: Scenario, explicit: Collection[str]
         return base.engine
     if len(hints) > 1:
         says = " and ".join(hints)
-        raise InputError("--engine", None, f"one engine for every run; the file names say {says}")
+        raise InputError(
+            "--engine",
+            None,
+            f"the file names say {says}; calibrate the runs of one engine at a time "
+            "(or pass --engine if a file name is wrong)",
+        )
     if not hints:
         raise InputError(
             "--engine",
             None,
-            "the engine of these runs (trtllm, vllm or sglang): neither the flag nor the file names say",
+            "not given, and the file names do not say which engine ran; pass trtllm, vllm or sglang",
         )
     return hints[0]
 
@@ -109,7 +114,11 @@ def _model(runs: Sequence[AIPerfRun], base: Scenario, explicit: Collection[str],
             _warn(warnings, f"the exports ran {exported!r} but --model {base.model} is {spec.hf_id!r}")
         return base.model
     if exported is None:
-        raise InputError("--model", None, "a preset or config.json path: the exports do not name the model")
+        raise InputError(
+            "--model",
+            None,
+            "not given, and the exports do not name the model; pass a preset or a config.json",
+        )
     for name, spec in presets.items():
         if spec.hf_id and spec.hf_id.lower() == exported.lower():
             return name
@@ -141,7 +150,7 @@ def _shape_length(runs: Sequence[AIPerfRun], which: str, base: Scenario, explici
             raise InputError(flag, given, f"the {label} the runs used ({value:g})")
         return int(given)
     if value is None:
-        raise InputError(flag, None, f"the runs' {label}: the exports state none; pass {flag}")
+        raise InputError(flag, None, f"not given, and the exports state no {label}; pass {flag}")
     return round(value)
 
 
@@ -207,7 +216,7 @@ def assemble(
     comparison of different workloads.
     """
     if not deepep_runs:
-        raise InputError("--deepep", None, "at least one DeepEP run (an AIPerf export file or folder)")
+        raise InputError("--deepep", None, "give at least one DeepEP run (an AIPerf export file or folder)")
     if base.alternative != "allgather":
         raise InputError(
             "--alternative", base.alternative, "allgather (the dense runs are read as the allgather arm)"

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 from pydantic import ValidationError
 
 from deepep_calc.catalog.models import ModelSpec
-from deepep_calc.errors import FileInputError
+from deepep_calc.errors import FileInputError, printable
 
 # Real config.json files are a few KB; anything this big is the wrong file (weights, a dump).
 MAX_CONFIG_BYTES = 5 * 1024 * 1024
@@ -48,8 +48,9 @@ def _show(value: Any, limit: int = 60) -> str:
 
 
 def _one_line(text: str) -> str:
-    """Collapse whitespace so paths or names with control characters cannot break the line."""
-    return " ".join(str(text).split())
+    """Collapse whitespace and escape control characters, so a path or a name read from a file
+    can neither break the line nor drive the terminal (an ESC sequence in `_name_or_path`)."""
+    return printable(" ".join(str(text).split()))
 
 
 class _Fields:
@@ -615,7 +616,7 @@ def spec_from_hf_dict(
     declared = top.text("_name_or_path")
     declared = _one_line(declared)[:200] if declared else ""
     fields.update(
-        name=declared or _one_line(name or "")[:200] or "config.json",
+        name=_one_line(declared or "")[:200] or _one_line(name or "")[:200] or "config.json",
         hf_id=declared if _HF_ID.fullmatch(declared) else "",
         family=family,
         source=source,
@@ -623,8 +624,22 @@ def spec_from_hf_dict(
         weight_dtype=weight,
         expert_dtype=expert,
         kv_dtype=kv,
+        max_context=_max_context(top),
     )
     return _build(fields, origin, model_type)
+
+
+def _max_context(top: _Fields) -> int:
+    """The context window the config declares (0 when it declares none): ISL + OSL is checked
+    against it, because an engine refuses a longer request rather than serving it slowly."""
+    owners = [top]
+    if isinstance(top.data.get("text_config"), dict):  # Llama 4 keeps it with the text model
+        owners.append(top.child("text_config"))
+    for owner in owners:
+        for key in ("max_position_embeddings", "max_seq_len"):  # max_seq_len: DBRX
+            if owner.has(key):
+                return owner.integer(key, 0, minimum=0)
+    return 0
 
 
 def _read_json(file: Path) -> Any:

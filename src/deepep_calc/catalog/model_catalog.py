@@ -107,3 +107,61 @@ def resolve_model(name_or_path: str) -> ModelSpec:
                     return spec
         return load_hf_config(text)
     raise InputError("--model", name_or_path, f"a preset ({', '.join(models)}) or a path to a config.json")
+
+
+# Fields that name or document a model rather than shape it: two specs that differ only here
+# are the same network, so they run at the same speed and share measured cells. The context
+# window is excluded too: a RoPE-scaled copy of a checkpoint serves the same tokens as fast.
+_NOT_ARCHITECTURE = frozenset(
+    {"name", "hf_id", "source", "verified", "stated_total_params_b", "stated_active_params_b", "max_context"}
+)
+
+
+def architecture(spec: ModelSpec) -> dict[str, Any]:
+    """What makes two models the same network: shape, attention layout and dtypes."""
+    return spec.model_dump(exclude=set(_NOT_ARCHITECTURE))
+
+
+@lru_cache(maxsize=256)
+def preset_twin(spec: ModelSpec) -> str | None:
+    """The preset `spec` is architecturally identical to, or None.
+
+    A user's config.json of a calibrated checkpoint is recognised by its structure, not its
+    name; when several presets share a structure (DeepSeek-V3 and R1), the one whose HF id or
+    name the config declares wins, else the first in catalog order.
+    """
+    shape = architecture(spec)
+    twins = [name for name, p in _packaged_models().items() if architecture(p) == shape]
+    if not twins:
+        return None
+    declared = {spec.hf_id.lower(), spec.name.lower()} - {""}
+    for name in twins:
+        p = _packaged_models()[name]
+        if name in declared or p.hf_id.lower() in declared:
+            return name
+    return twins[0]
+
+
+def namesake_difference(spec: ModelSpec) -> tuple[str, list[str]] | None:
+    """The preset a config names (by HF id or name) and the architecture fields it differs in.
+
+    None when the config names no preset or is architecturally that preset. This is how the
+    tool says why a config that claims to be a calibrated model does not get its cells.
+    """
+    declared = {spec.hf_id.lower(), spec.name.lower()} - {""}
+    for name, p in _packaged_models().items():
+        if name in declared or (p.hf_id and p.hf_id.lower() in declared):
+            mine, theirs = _flat(architecture(spec)), _flat(architecture(p))
+            diff = [f"{k} {mine.get(k)!r} vs {v!r}" for k, v in theirs.items() if mine.get(k) != v]
+            return (name, diff) if diff else None
+    return None
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[prefix + k] = v
+    return out

@@ -89,6 +89,9 @@ class ModelSpec(BaseModel):
     weight_dtype: str = "bf16"
     expert_dtype: str | None = Field(None, description="routed-expert dtype when it differs")
     kv_dtype: str = "bf16"
+    max_context: int = Field(
+        0, ge=0, description="max_position_embeddings: longest ISL + OSL the model takes; 0 = unknown"
+    )
 
     stated_total_params_b: float | None = None
     stated_active_params_b: float | None = None

@@ -1,8 +1,10 @@
 """`deepep-calc calibrate`: the user's AIPerf A/B exports (and a DeepEP kernel log) -> a profile.
 
-Everything is read, checked and fitted before a byte is written; the profile is written once,
-atomically, and only then is the summary printed (the summary is rendered from the profile as
-it will be read back, so what you see is what `--calibration` will use).
+Everything is read, checked and fitted before a byte is written. The profile is then built
+and validated in memory (size limit, schema, a round trip through the reader), written once by
+the safe-write rules (`deepep_calc.files`: never over an input export, even with --force), and
+only then is the summary printed, rendered from the profile as the reader parsed it: what you
+see is what `--calibration` will use.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 import click
 
 from ..cli import emit_json, scenario_from, scenario_options
+from ..errors import printable
 
 # Scenario fields the exports can supply when the user does not type them.
 FROM_EXPORTS = ("model", "engine", "concurrency", "isl", "osl", "comms")
@@ -61,35 +64,42 @@ def calibrate_cmd(
 ) -> None:
     """Fit a calibration profile to your own AIPerf runs (use it with --calibration FILE).
 
+    --dense and --deepep take export files or folders: an AIPerf artifact folder, or a sweep
+    of them (one per concurrency, nested as you like). The summary export of each run is read
+    (its JSON over its CSV twin); every other file is listed with the reason it was skipped.
     Model, concurrency, ISL and OSL default to what the exports state; engine and
-    EP_NUM_COMMS to what the file names say (e.g. trtllm-..._deepep-epnc8_c32_...json).
+    EP_NUM_COMMS to what the file and folder names say (e.g. trtllm-..._deepep-epnc8_c32_...json,
+    or runs/vllm/deepep-epnc8/c32/).
     """
     from pathlib import Path
 
-    from ..calibrate.aiperf import load_aiperf
+    from ..calibrate.discover import discover
     from ..calibrate.fit import fit_engine, fit_kernel
-    from ..calibrate.kernel_log import load_kernel_log
-    from ..calibrate.profile import (
-        build_profile,
-        check_output,
-        input_records,
-        load_profile,
-        to_toml,
-        write_text_atomic,
-    )
+    from ..calibrate.kernel_log import check_transport, load_kernel_log
+    from ..calibrate.profile import build_profile, input_records, serialise
     from ..calibrate.runs import assemble, build_cells
     from ..errors import InputError
+    from ..files import check_output, refuse_inputs, scenario_inputs, writing
     from ..kernel import LIMITS
 
+    given = [*(("--dense", d) for d in dense), *(("--deepep", d) for d in deepep)]
+    if kernel_log is not None:
+        given.append(("--kernel-log", kernel_log))
+    given += scenario_inputs(kwargs.get("model"), kwargs.get("calibration"))
+    target = check_output(
+        output, "-o", inputs=given, overwrite=force, force_hint="pass --force to overwrite it"
+    )
+    if target.is_stdout and as_json:
+        raise click.UsageError("-o - prints the profile; drop --json or name a file")
     out = Path(output)
-    check_output(out, force)
     explicit = {
         name
         for name in FROM_EXPORTS
         if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
     }
     base = scenario_from(kwargs)
-    rs = assemble([load_aiperf(p) for p in dense], [load_aiperf(p) for p in deepep], base, explicit)
+    found = discover(list(dense), list(deepep))
+    rs = assemble(found.runs("dense"), found.runs("deepep"), base, explicit)
 
     alpha = None
     log_path = None
@@ -101,26 +111,76 @@ def calibrate_cmd(
         for name, value in (("comms", comms), ("qps", qps)):
             if not 0 < value <= LIMITS[name]:
                 raise InputError(f"--kernel-{name}", value, f"a whole number from 1 to {LIMITS[name]}")
-        alpha = fit_kernel(load_kernel_log(log_path), rs.resolved.transport, rs.resolved.instance, comms, qps)
+        log = load_kernel_log(log_path)
+        check_transport(log, rs.resolved.transport)  # a log of another transport is not this one's
+        alpha = fit_kernel(log, rs.resolved.transport, rs.resolved.instance, comms, qps)
     elif kernel_comms is not None or kernel_qps is not None:
         raise click.UsageError("--kernel-comms / --kernel-qps describe a --kernel-log; none was given")
 
     cells = build_cells(rs)
     calib = fit_engine(rs.scenario, cells, alpha)
-    profile = build_profile(rs, cells, calib, alpha, input_records(rs, log_path), out.name)
-    write_text_atomic(out, to_toml(profile), force)
-    written = load_profile(out)
+    records = input_records(rs, log_path)
+    profile = build_profile(rs, cells, calib, alpha, records, out.name)
+    data, written = serialise(profile, target.shown)
+    # The exports found inside folders are known now: none of them may be the target either.
+    refuse_inputs(target, [(f"--{r.role}", r.path) for r in records])
+    with writing(target):
+        target.stage(data)
 
-    summary = summarise(written, str(out))
+    summary = summarise(written, output)
+    summary["files"] = found.to_json()
+    if target.is_stdout:  # the profile is the output: the summary would corrupt it
+        for w in written.warnings:
+            click.echo(f"deepep-calc: warning: {printable(w)}", err=True)
+        return
     if as_json:
         for w in written.warnings:
-            click.echo(f"deepep-calc: warning: {w}", err=True)
+            click.echo(f"deepep-calc: warning: {printable(w)}", err=True)
         emit_json(summary)
     else:
-        print_summary(written, summary)
+        print_files(found)
+        print_summary(written, summary, readable=target.is_file)
 
 
 # Summary ---------------------------------------------------------------------------------------
+
+
+def print_files(found: Any) -> None:
+    """Which files the calibration read (arm, concurrency, EP_NUM_COMMS) and which it passed over."""
+    from rich.console import Console
+    from rich.table import Column, Table
+    from rich.text import Text
+
+    console = Console(highlight=False, soft_wrap=False)
+    table = Table(
+        Column("file", overflow="fold", ratio=1),
+        Column("arm", no_wrap=True),
+        Column("conc", justify="right", no_wrap=True),
+        Column("comms", justify="right", no_wrap=True),
+        Column("format", no_wrap=True),
+        title=f"Runs read ({len(found.used)})",
+        title_justify="left",
+    )
+    for u in found.used:
+        comms = str(u.run.comms) if u.arm == "deepep" and u.run.comms is not None else ""
+        conc = "" if u.run.concurrency is None else str(u.run.concurrency)
+        arm = "DeepEP" if u.arm == "deepep" else "dense"
+        table.add_row(str(u.path), arm, conc, comms, u.run.export_format)
+    console.print(table)
+    for u in found.used:
+        if u.note:
+            console.print(Text(f"  note: {u.note}", style="dim"))
+    if found.skipped:
+        skipped = Table(
+            Column("file", overflow="fold", ratio=1),
+            Column("why it was not read", overflow="fold", ratio=1),
+            title=f"Skipped ({len(found.skipped)})",
+            title_justify="left",
+            style="dim",
+        )
+        for s in found.skipped:
+            skipped.add_row(str(s.path), s.reason)
+        console.print(skipped)
 
 
 def summarise(profile: Any, path: str) -> dict[str, Any]:
@@ -206,14 +266,30 @@ def summarise(profile: Any, path: str) -> dict[str, Any]:
     }
 
 
-def print_summary(profile: Any, summary: dict[str, Any]) -> None:
-    """Rich tables of what was measured, derived and fitted; each row carries its tag."""
+def _safe(value: Any) -> Any:
+    """Every string of the summary with its control characters escaped (names come from files)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {k: _safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_safe(v) for v in value]
+    return value
+
+
+def print_summary(profile: Any, summary: dict[str, Any], readable: bool = True) -> None:
+    """Rich tables of what was measured, derived and fitted; each row carries its tag.
+
+    `readable`: the profile went to a regular file that `--calibration` can read back (not a
+    device or a pipe).
+    """
+    summary = _safe(summary)
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     from ..quantity import Tag
-    from ..report.terminal import TAG_STYLE
+    from ..report import term
 
     console = Console(highlight=False, soft_wrap=False)
 
@@ -223,8 +299,7 @@ def print_summary(profile: Any, summary: dict[str, Any]) -> None:
     def tag(*js: dict[str, Any] | None) -> Text:
         """The weakest tag of the row's numbers (they share it in practice: one file, one fit)."""
         tags = [Tag.parse(j["tag"]) for j in js if j is not None]
-        name = str(min(tags)) if tags else ""
-        return Text(name, style=TAG_STYLE.get(name, ""))
+        return term.marker(min(tags)) if tags else Text("")
 
     def table(title: str, *cols: str, left: int = 1) -> Table:
         t = Table(title=title, title_justify="left")
@@ -235,9 +310,11 @@ def print_summary(profile: Any, summary: dict[str, Any]) -> None:
     s = profile.scenario
     console.print(
         Text(
-            f"Calibration profile {summary['profile']}: {s.model} on {s.nodes}x {s.instance}, "
-            f"{s.engine} {'CUDA graphs' if s.cuda_graphs else 'eager'}, DeepEP over {s.transport}, "
-            f"ISL {s.isl} / OSL {s.osl}",
+            printable(
+                f"Calibration profile {summary['profile']}: {s.model} on {s.nodes}x {s.instance}, "
+                f"{s.engine} {'CUDA graphs' if s.cuda_graphs else 'eager'}, DeepEP over {s.transport}, "
+                f"ISL {s.isl} / OSL {s.osl}"
+            ),
             style="bold",
         )
     )
@@ -311,9 +388,9 @@ def print_summary(profile: Any, summary: dict[str, Any]) -> None:
         console.print(Text("Warnings", style="bold yellow"))
         for w in summary["warnings"]:
             console.print(Text(f"  • {w}"))
-    legend = Text("tags: ")
-    for name, style in TAG_STYLE.items():
-        legend.append(f"[{name}] ", style=style)
-    legend.append("— sources (file and benchmark id per value) are in the profile and in --json", style="dim")
-    console.print(legend)
-    console.print(Text(f"Wrote {summary['profile']}; use it with --calibration {summary['profile']}"))
+    console.print(term.legend())
+    console.print(Text("sources (file and benchmark id of each value): the profile, or --json", style="dim"))
+    if readable:
+        console.print(Text(f"Wrote {summary['profile']}; use it with --calibration {summary['profile']}"))
+    else:
+        console.print(Text(f"Wrote the profile to {summary['profile']} (not a file --calibration can read)"))

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from ..cli import SCENARIO_KEYS, emit_json, scenario_from, scenario_options
+from .completion import LISTS
 
 SWEEP_HELP = {
     "model": "presets or config.json paths, comma-separated",
@@ -42,14 +43,17 @@ def sweep_field_options(f: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             metavar="LIST",
             help=SWEEP_HELP.get(name, NUMERIC_HELP),
+            shell_complete=LISTS.get(name),
         )(f)
     return f
 
 
 @click.command("sweep")
 @sweep_field_options
-@click.option("-o", "--output", metavar="FILE", help="write every row: .csv or .parquet")
-@click.option("--map", "map_path", metavar="FILE", help="verdict map: .html (plotly) or .png")
+@click.option(
+    "-o", "--output", metavar="FILE", help="write every row: .csv or .parquet (- for CSV on stdout)"
+)
+@click.option("--map", "map_path", metavar="FILE", help="verdict map: .html (plotly) or .png (- for stdout)")
 @click.option("--x", "x_axis", default="nodes", show_default=True, help="map x axis (a scenario field)")
 @click.option("--y", "y_axis", default="concurrency", show_default=True, help="map y axis")
 @click.option("--chunk-rows", type=int, default=200_000, show_default=True, help="rows per vectorised pass")
@@ -67,8 +71,12 @@ def sweep_cmd(
 
     Example: --nodes 1,2,4,8 --concurrency 1:512:x2 --transport efa-proxy,efa-gda -o out.csv
     """
+    from ..errors import printable
     from ..sweep import plan_sweep, run_sweep
 
+    to_stdout = "-" in (output, map_path)
+    if to_stdout and as_json:
+        raise click.UsageError("-o - / --map - write to stdout; drop --json or name a file")
     plan = plan_sweep({k: v for k, v in fields.items() if v is not None})
     summary = run_sweep(plan, output, map_path, x_axis, y_axis, chunk_rows=chunk_rows)
     if as_json:
@@ -76,8 +84,9 @@ def sweep_cmd(
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    console = Console(highlight=False)
+    console = Console(highlight=False, stderr=to_stdout)  # rows on stdout: the summary beside them
     s = summary
     rate = f"{s.rows / s.seconds:,.0f} rows/s" if s.seconds > 0 else ""
     console.print(
@@ -94,17 +103,9 @@ def sweep_cmd(
     console.print(arms)
     for label, path in (("rows", s.output), ("verdict map", s.map)):
         if path:
-            console.print(f"{label}: {path}")
+            console.print(Text(f"{label}: {'stdout' if path == '-' else printable(path)}"))
     if not s.output and not s.map:
         console.print("[dim]write every row with -o out.csv (or .parquet), a map with --map map.html[/]")
-
-
-def _q(q: Any, digits: int = 1) -> str:
-    if q is None:
-        return "—"
-    value = q.scalar
-    shown = "n/a" if value != value else f"{value:,.{digits}f}"
-    return f"{shown} {q.unit} [{q.tag}]"
 
 
 @click.command("breakeven")
@@ -118,47 +119,88 @@ def breakeven_cmd(as_json: bool, **kwargs: Any) -> None:
     if as_json:
         emit_json({"answers": [a.to_json() for a in answers]})
         return
-    from rich.console import Console
-    from rich.table import Table
+    print_breakeven(answers)
 
-    table = Table("question", "answer", "how it stands", title="Break-even", show_lines=True)
-    for a in answers:
-        digits = 1 if a.value is not None and a.value.unit in ("us", "comms", "QPs") else 0
-        table.add_row(a.question, _q(a.value, digits) if a.value is not None else "—", a.note)
-    Console(highlight=False).print(table)
+
+def _answer_digits(a: Any) -> int:
+    return 1 if a.value is not None and a.value.unit in ("us", "comms", "QPs") else 0
+
+
+def print_breakeven(answers: list[Any]) -> None:
+    """Each question, its answer (a number with unit and marker, never wrapped) and how it stands.
+
+    On 80 columns a three-column table would squeeze the prose into slivers, so each answer is
+    a short block; a wide terminal gets the table.
+    """
+    from rich.padding import Padding
+    from rich.text import Text
+
+    from ..report import term
+
+    c = term.console()
+    if term.wide(c):
+        table = term.table(
+            term.text_col("question"),
+            term.num_col("answer"),
+            term.text_col("how it stands"),
+            title="Break-even",
+        )
+        for a in answers:
+            table.add_row(a.question, term.qcell(a.value, _answer_digits(a), unit=True), a.note)
+            table.add_section()
+        c.print(table)
+    else:
+        c.print(Text("Break-even", style="bold"))
+        for a in answers:
+            c.print(Padding(Text(a.question, style="bold"), (1, 0, 0, 0), expand=False))
+            answer = Text("  → ").append_text(term.qcell(a.value, _answer_digits(a), unit=True))
+            c.print(answer, no_wrap=True, crop=False)
+            c.print(Padding(Text(a.note, style="dim"), (0, 0, 0, 4), expand=False))
+    c.print(Text(""))
+    c.print(term.legend())
 
 
 def print_sensitivity(rows: list[Any]) -> None:
     """The tornado as a table, largest swing first, and the one-line judgement."""
-    from rich.console import Console
-    from rich.table import Column, Table
+    from rich.text import Text
 
+    from ..report import term
     from ..sensitivity import fragility
     from ..verdict import SYMBOLS
 
+    c = term.console()
+    wide = term.wide(c)
     tag = str(rows[0].ratio_low.tag) if rows else "assumed"
-    table = Table(
-        Column("assumed input", no_wrap=True),
-        "value ± spread",
-        "low: ratio",
-        "high: ratio",
-        "flips?",
+    table = term.table(
+        term.id_col("assumed input"),
+        term.num_col("value\n± spread"),
+        term.num_col("low end\n→ ratio" if wide else "ratio at\nlow end"),
+        term.num_col("high end\n→ ratio" if wide else "ratio at\nhigh end"),
+        term.id_col("flips?"),
         title="Sensitivity of the verdict",
-        caption=f"ratio = model aggregate DeepEP / alternative \\[{tag}]; ■ dense ▲ deepep ◆ capacity",
     )
     for row in rows:
-        c = row.case
-        unit = "" if c.base.unit == "1" else f" {c.base.unit}"
+        case = row.case
+        unit = "" if case.base.unit == "1" else f" {case.base.unit}"
+        low = f"{row.ratio_low.scalar:.3f} {SYMBOLS[row.verdict_low]}"
+        high = f"{row.ratio_high.scalar:.3f} {SYMBOLS[row.verdict_high]}"
         table.add_row(
-            c.label,
-            f"{c.base.scalar:g} ± {c.spread:g}{unit}",
-            f"{c.low:g}: {row.ratio_low.scalar:.3f} {SYMBOLS[row.verdict_low]}",
-            f"{c.high:g}: {row.ratio_high.scalar:.3f} {SYMBOLS[row.verdict_high]}",
-            "no" if row.survives else "[bold red]YES[/]",
+            case.label,
+            f"{case.base.scalar:g} ± {case.spread:g}{unit}",
+            f"{case.low:g} → {low}" if wide else low,
+            f"{case.high:g} → {high}" if wide else high,
+            Text("no") if row.survives else Text("YES", style="bold red"),
         )
-    console = Console(highlight=False)
-    console.print(table)
-    console.print(f"Verdict is {fragility(rows)}")
+    c.print(table)
+    c.print(
+        Text.assemble(
+            ("ratio = the model's aggregate, DeepEP / alternative ", "dim"),
+            term.marker(tag),
+            ("; ■ dense ▲ deepep ◆ capacity", "dim"),
+        )
+    )
+    c.print(Text(f"Verdict is {fragility(rows)}"))
+    c.print(term.legend())
 
 
 @click.command("sensitivity")
@@ -181,7 +223,8 @@ def sensitivity_cmd(as_json: bool, **kwargs: Any) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 @click.option("--md", "as_md", is_flag=True, help="print the tables as Markdown")
-def validate_cmd(cross_validated: bool, as_json: bool, as_md: bool) -> None:
+@click.option("--sources", is_flag=True, help="number every reference's source and list them at the end")
+def validate_cmd(cross_validated: bool, as_json: bool, as_md: bool, sources: bool) -> None:
     """The model against every published reference, in sample and (--cv) out of sample."""
     from ..validate import render_markdown, validate
 
@@ -192,48 +235,88 @@ def validate_cmd(cross_validated: bool, as_json: bool, as_md: bool) -> None:
     if as_md:
         click.echo(render_markdown(report), nl=False)
         return
-    _print_report(report)
+    _print_report(report, sources)
+
+
+def _published(x: float) -> str:
+    """A reference figure as published: four significant digits, thousands grouped."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
 
 
 def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{x * 100:+.1f} %"
+    return "—" if x is None or x != x else f"{x * 100:+.1f} %"
 
 
-def _print_report(report: Any) -> None:
-    from rich.console import Console
-    from rich.table import Table
+def _print_report(report: Any, sources: bool = False) -> None:
+    """The accuracy report in tables that fit 80 columns: a summary per kind of figure, the A/B
+    pairs, the largest misses and the leave-a-group-out folds; every row with --md or --json."""
+    from rich.text import Text
 
-    console = Console(highlight=False)
-    kinds = Table("figure", "rows", "in-sample MAPE", "held-out MAPE", title="Accuracy by kind of figure")
+    from ..report import term
+
+    c = term.console()
+    notes = term.Footnotes()
+    kinds = term.table(
+        term.id_col("figure"),
+        term.num_col("rows"),
+        term.num_col("in-sample\nMAPE"),
+        term.num_col("held-out\nMAPE"),
+        title="Accuracy by kind of figure",
+    )
     for name, g in report.kinds().items():
         held = "—" if g["held_out_mape"] is None else f"{g['held_out_mape'] * 100:.1f} %"
         kinds.add_row(name, str(g["rows"]), f"{g['mape'] * 100:.1f} %", held)
-    console.print(kinds)
-    ab = Table("pair", "measured", "model", "held-out", "measured call", "held-out call", title="A/B pairs")
+    c.print(kinds)
+    ab = term.table(
+        term.id_col("pair"),
+        term.num_col("measured"),
+        term.num_col("model"),
+        term.num_col("held-out"),
+        term.id_col("measured\ncall"),
+        term.id_col("held-out\ncall"),
+        title="A/B pairs: DeepEP / other side",
+    )
     for a in report.ab:
         held = "—" if a.held_out_ratio is None else f"{a.held_out_ratio:.2f}"
-        call = a.predicted_call if a.agree else f"[bold red]{a.predicted_call}[/]"
+        call = Text(a.predicted_call) if a.agree else Text(a.predicted_call, style="bold red")
         ab.add_row(a.pair, f"{a.measured_ratio:.2f}", f"{a.predicted_ratio:.2f}", held, a.measured_call, call)
-    console.print(ab)
+    c.print(ab)
     worst = sorted(
         (r for r in report.rows if r.in_scope),
         key=lambda r: -abs(r.cv_error if r.cv_error is not None else r.error),
     )[:8]
-    misses = Table("reference", "metric", "measured", "model", "error", "held-out", title="Largest misses")
+    cols = [
+        term.id_col("reference"),
+        term.num_col("measured"),
+        term.num_col("model"),
+        term.num_col("error"),
+        term.num_col("held-out"),
+    ]
+    if sources:
+        cols.append(term.id_col("src"))
+    misses = term.table(*cols, title="Largest misses")
     for r in worst:
+        misses.add_row(Text(r.reference, style="bold"), "", "", "", "", *([""] if sources else []))
         misses.add_row(
-            r.reference,
-            r.metric,
-            f"{r.measured:,.4g}",
-            f"{r.predicted:,.4g}",
+            f"  {r.metric}",
+            _published(r.measured),
+            _published(r.predicted),
             _pct(r.error),
             _pct(r.cv_error),
+            *([notes.ref(r.source)] if sources else []),
         )
-    console.print(misses)
+    c.print(misses)
     if not report.cross_validated:
-        console.print("[dim]run with --cv for the out-of-sample errors and the leave-a-group-out folds[/]")
+        c.print(
+            Text("run with --cv for the out-of-sample errors and the leave-a-group-out folds", style="dim")
+        )
     for g in report.group_cv:
         folds = ", ".join(f"{name} {m * 100:.0f} %" for name, _, m in g.folds)
-        console.print(f"leave one {g.by} out: {folds}")
+        c.print(Text(f"leave one {g.by} out: {folds}"))
     for name, why in report.not_compared:
-        console.print(f"[dim]not compared: {name}: {why}[/]")
+        c.print(Text(f"not compared: {name}: {why}", style="dim"))
+    c.print(Text("every row: deepep-calc validate --md (or --json)", style="dim"))
+    if sources:
+        notes.print(c)
+    else:
+        c.print(term.sources_hint("deepep-calc validate"))

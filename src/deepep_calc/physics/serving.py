@@ -27,6 +27,7 @@ class Serving:
     ttft_ms: Q
     aggregate_tok_s: Q
     service_ms: Q
+    ttft_unqueued_ms: Q  # the first token without waiting for a batch slot
 
 
 def running_sequences(r: Resolved, lay: Layout) -> Q:
@@ -48,8 +49,8 @@ def serve(r: Resolved, lay: Layout, step_ms: Q, prefill_ms: Q, ttft_steps: Q) ->
     service = (ttft + (step_ms * (osl - 1.0)).as_("ms")).as_("ms")
     aggregate = (running * osl / service * 1000.0).as_("tok/s", "running x OSL / (TTFT + (OSL-1) x step)")
     waiting_rounds = np.maximum(np.asarray(s.concurrency, dtype=float) / running.value - 1.0, 0.0)
-    ttft = (ttft + (service * waiting_rounds).as_("ms")).as_("ms")
-    return Serving(running, ttft, aggregate, service)
+    queued = (ttft + (service * waiting_rounds).as_("ms")).as_("ms")
+    return Serving(running, queued, aggregate, service, ttft)
 
 
 def usd_per_mtok(r: Resolved, aggregate: Q) -> Q:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
+
+from . import term
 
 
 def models_rows() -> list[dict[str, Any]]:
@@ -109,54 +111,164 @@ def transports_rows() -> list[dict[str, Any]]:
     return rows
 
 
-_SHOWN = {
-    "Model presets": [
-        "name",
-        "experts",
-        "topk",
-        "hidden",
-        "moe_layers",
-        "attention",
-        "weight_dtype",
-        "total_params_b",
-        "weights_gb",
-        "kv_bytes_per_token",
-        "tag",
-    ],
-    "Instances": [
-        "name",
-        "gpu",
-        "gpus_per_node",
-        "hbm_gb",
-        "hbm_tb_s",
-        "network_gbit_per_node",
-        "network_gb_s_per_gpu_per_dir",
-        "price_per_hour",
-        "efa_gda",
-    ],
-    "Transports": [
-        "name",
-        "initiation",
-        "fabric",
-        "ops_per_token",
-        "reference",
-        "alpha_dispatch_us",
-        "alpha_combine_us",
-    ],
-}
+# Terminal views ---------------------------------------------------------------------------------
+# Each view fits 80 columns with the figures that decide a choice; from term.WIDE columns on it
+# adds the rest. Units are in the headers; tags are markers; sources come with --sources.
 
 
-def print_rows(title: str, rows: list[dict[str, Any]]) -> None:
-    table = Table(title=title)
-    cols = _SHOWN[title]
-    for i, c in enumerate(cols):
-        table.add_column(c.replace("_", " "), no_wrap=i == 0, overflow="fold")
-    for row in rows:
-        cells = []
-        for c in cols:
-            v = row[c]
-            if isinstance(v, dict):
-                v = f"{v['instance']} EP{v['ep']}: {v['total_us']:g} us [measured]"
-            cells.append("" if v is None else str(v))
+def print_models(rows: list[dict[str, Any]], sources: bool = False, c: Console | None = None) -> None:
+    """Model presets: routing, size, memory, KV per token; structure details when wide."""
+    c = c or term.console()
+    wide = term.wide(c)
+    cols = [term.id_col("preset"), term.num_col("experts\n(top-k)")]
+    if wide:
+        cols += [term.num_col("shared"), term.num_col("hidden"), term.num_col("layers")]
+    cols += [term.num_col("MoE\nlayers")]
+    if wide:
+        cols += [term.id_col("attn")]
+    cols += [term.id_col("dtype"), term.num_col("params\nB total")]
+    if wide:
+        cols += [term.num_col("params\nB active")]
+    cols += [term.num_col("weights\nGB"), term.num_col("KV bytes\nper token"), term.id_col("")]
+    if wide:
+        cols += [term.id_col("Hugging Face id")]
+    table = term.table(*cols, title="Model presets")
+    for r in rows:
+        dtype = r["weight_dtype"] if r["expert_dtype"] == r["weight_dtype"] else f"{r['expert_dtype']}*"
+        cells: list[Any] = [r["name"], f"{r['experts']} ({r['topk']})"]
+        if wide:
+            cells += [str(r["shared_experts"]), f"{r['hidden']:,}", str(r["layers"])]
+        cells += [str(r["moe_layers"])]
+        if wide:
+            cells += [r["attention"]]
+        cells += [dtype, term.number(r["total_params_b"], 1)]
+        if wide:
+            cells += [term.number(r["active_params_b"], 1)]
+        cells += [term.number(r["weights_gb"], 1), f"{r['kv_bytes_per_token']:,}", term.marker(r["tag"])]
+        if wide:
+            cells += [r["hf_id"] or ""]
         table.add_row(*cells)
-    Console().print(table)
+    c.print(table)
+    if any(r["expert_dtype"] != r["weight_dtype"] for r in rows):
+        c.print(Text("* routed experts in this dtype; the rest of the model in its own", style="dim"))
+    c.print(Text("parameter counts, weights and KV bytes come from each preset's structure", style="dim"))
+    c.print(term.legend())
+    if sources:
+        term.print_sources_by_row(c, [(r["name"], r["source"]) for r in rows])
+    else:
+        c.print(term.sources_hint("deepep-calc models"))
+
+
+def print_instances(rows: list[dict[str, Any]], sources: bool = False, c: Console | None = None) -> None:
+    """Instances: GPUs, HBM, network per GPU per direction (with the Gb/s it comes from), price."""
+    c = c or term.console()
+    wide = term.wide(c)
+    cols = [term.id_col("instance")]
+    if wide:
+        cols += [term.id_col("AWS name"), term.id_col("fabric")]
+    cols += [term.id_col("GPUs"), term.num_col("HBM\nGB"), term.num_col("HBM\nTB/s")]
+    if wide:
+        cols += [term.num_col("NVLink GB/s\nper dir")]
+    cols += [
+        term.num_col("network\nGb/s/node"),
+        term.num_col("GB/s per\nGPU per dir"),
+        term.num_col("$ per\nnode-hour"),
+        term.id_col("EFA-GDA"),
+    ]
+    table = term.table(*cols, title="Instances")
+    for r in rows:
+        cells: list[Any] = [r["name"]]
+        if wide:
+            cells += [r["aws_name"], r["fabric"].upper()]
+        cells += [
+            f"{r['gpus_per_node']}x {r['gpu']}",
+            term.number(r["hbm_gb"], 0),
+            term.number(r["hbm_tb_s"], 2),
+        ]
+        if wide:
+            cells += [term.number(r["nvlink_gb_s_per_dir"], 0)]
+        price = "—" if r["price_per_hour"] is None else term.number(r["price_per_hour"], 2)
+        cells += [
+            term.number(r["network_gbit_per_node"], 0),
+            term.number(r["network_gb_s_per_gpu_per_dir"], 1),
+            price,
+            "yes" if r["efa_gda"] else "no",
+        ]
+        table.add_row(*cells)
+    c.print(table)
+    c.print(
+        Text.assemble(
+            term.marker("assumed"),
+            (
+                " every figure here is a spec-sheet value or a list price: verify locally. "
+                "GB/s per GPU = Gb/s per node / 8 / GPUs. — = no catalog price: pass --price-per-hour.",
+                "dim",
+            ),
+        )
+    )
+    c.print(term.legend())
+    if sources:
+        term.print_sources_by_row(
+            c,
+            [
+                (r["name"], f"{r['source']}; network: {r['network_conversion']}; price: {r['price_source']}")
+                for r in rows
+            ],
+        )
+    else:
+        c.print(term.sources_hint("deepep-calc instances"))
+
+
+def print_transports(rows: list[dict[str, Any]], sources: bool = False, c: Console | None = None) -> None:
+    """Transports: who posts the work requests, the measured reference, and the fixed cost."""
+    c = c or term.console()
+    wide = term.wide(c)
+    cols = [term.id_col("transport"), term.id_col("posted by")]
+    if wide:
+        cols += [term.id_col("fabric"), term.num_col("WRs per\ntoken"), term.id_col("runs on")]
+    cols += [
+        term.id_col("reference"),
+        term.num_col("reference\nµs/layer"),
+        term.num_col("fixed µs\ndispatch"),
+    ]
+    cols += [term.num_col("fixed µs\ncombine")]
+    table = term.table(*cols, title="DeepEP transports")
+    for r in rows:
+        ref = r["reference"]
+        cells: list[Any] = [r["name"], "host proxy" if r["initiation"] == "host-proxy" else "GPU"]
+        if wide:
+            cells += [r["fabric"], str(r["ops_per_token"]), ", ".join(r["instances"])]
+        cells += [
+            f"{ref['instance']} EP{ref['ep']}",
+            term.qcell({"value": ref["total_us"], "tag": ref["tag"], "unit": "us"}, 1),
+            term.number(r["alpha_dispatch_us"], 1),
+            term.number(r["alpha_combine_us"], 1),
+        ]
+        table.add_row(*cells)
+    c.print(table)
+    c.print(
+        Text(
+            "reference = the kernel run each transport is fitted to (dispatch + combine, one MoE layer); "
+            "fixed µs = the per-layer cost that no byte count shortens, fitted to it.",
+            style="dim",
+        )
+    )
+    c.print(term.legend())
+    if sources:
+        term.print_sources_by_row(
+            c,
+            [
+                (r["name"], f"reference: {r['reference']['source']}; bandwidth: {r['bandwidth']}")
+                for r in rows
+            ],
+        )
+    else:
+        c.print(term.sources_hint("deepep-calc transports"))
+
+
+VIEWS = {"Model presets": print_models, "Instances": print_instances, "Transports": print_transports}
+
+
+def print_rows(title: str, rows: list[dict[str, Any]], sources: bool = False) -> None:
+    """The terminal view of one catalog (`models`, `instances`, `transports`)."""
+    VIEWS[title](rows, sources)

@@ -25,24 +25,22 @@ from ..quantity import Q
 from ..scenario import LIMITS, Resolved
 from ..verdict import ARM_LABELS, SYMBOLS, TITLES, classify_codes
 from . import palette
+from .labels import MEMORY_LABELS
+from .labels import STEP_LABELS as BREAKDOWN_LABELS
 
 Figure = dict[str, Any]
 
-BREAKDOWN_LABELS = {
-    "engine": "engine overhead",
-    "hbm": "HBM reads",
-    "compute": "tensor-core time beyond HBM",
-    "moe_comm": "MoE dispatch + combine kernels",
-    "proxy": "host-proxy round trips",
-}
-MEMORY_LABELS = {
-    "weights": "weights",
-    "kv_cache": "KV cache",
-    "buffers": "communication buffers",
-    "reserve": "framework reserve",
-}
 CODES = ("dense", "capacity", "deepep")
 MEASURED_ROLES = ("calibration", "anchor", "cross-check")
+
+MODEBAR_MARGIN = 34
+"""Top margin (px) that holds plotly's toolbar above the plot, not over it."""
+HEADROOM = 1.3
+"""The per-user chart's y axis reaches this multiple of its highest point: the band above the
+lines holds the 'this scenario' label, so the label never sits on a line."""
+MEMORY_LINE_SHARE = 0.35
+"""Usable HBM is drawn as a line only when the tallest bar reaches this share of it; below,
+the scale follows the bars (so the parts show) and usable HBM is written, not drawn."""
 
 _FONT = {"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12, "color": "#212529"}
 
@@ -51,19 +49,31 @@ def _layout(**extra: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "template": None,
         "font": _FONT,
-        "margin": {"l": 60, "r": 16, "t": 10, "b": 44},
+        # The toolbar sits in the top margin, the legend at the bottom of the chart: they never
+        # overlap, whatever the width (a legend above the plot wraps into the toolbar's corner).
+        "margin": {"l": 60, "r": 16, "t": MODEBAR_MARGIN, "b": 44},
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "#ffffff",
-        "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "font": {"size": 11}},
+        "legend": {
+            "orientation": "h",
+            "xref": "container",
+            "x": 0,
+            "xanchor": "left",
+            "yref": "container",
+            "y": 0,
+            "yanchor": "bottom",
+            "font": {"size": 11},
+        },
         "hoverlabel": {"align": "left"},
-        "height": 360,
+        # No fixed height: the chart fills its box, whose height the stylesheet sets per width.
     }
     base.update(extra)
     return base
 
 
 def _axis(title: str, **extra: Any) -> dict[str, Any]:
-    return {"title": {"text": title}, "gridcolor": "#e9ecef", "zeroline": False, **extra}
+    """An axis whose tick labels and title push the margin out rather than being clipped."""
+    return {"title": {"text": title}, "gridcolor": "#e9ecef", "zeroline": False, "automargin": True, **extra}
 
 
 def _num(value: Any) -> float | None:
@@ -195,9 +205,10 @@ def per_user_vs_concurrency(result: Result, grid: np.ndarray | None = None) -> F
                 "hovertemplate": "%{y:.2f} tok/s at concurrency %{x}<br>%{text}<extra></extra>",
             }
         )
+    top = max((v for t in traces for v in t["y"] if v is not None), default=1.0)
     layout = _layout(
-        xaxis=_axis("concurrency (requests in flight, log scale)", type="log", **_log_ticks(x)),
-        yaxis=_axis("per-user decode tok/s", rangemode="tozero"),
+        xaxis=_axis("concurrency (log scale)", type="log", **_log_ticks(x)),
+        yaxis=_axis("per-user decode tok/s", range=[0, top * HEADROOM]),
         shapes=[_vline(int(s.concurrency))],
         annotations=[_vlabel(int(s.concurrency), "this scenario")],
     )
@@ -235,7 +246,8 @@ def _vlabel(x: float, text: str) -> dict[str, Any]:
         "showarrow": False,
         "xanchor": "left",
         "yanchor": "top",
-        "font": {"size": 10, "color": "#868e96"},
+        "font": {"size": 10, "color": "#495057"},
+        "bgcolor": "rgba(255,255,255,0.9)",
     }
 
 
@@ -282,11 +294,14 @@ def step_breakdown(result: Result) -> Figure:
             "hovertemplate": "step %{y:.2f} ms<br>%{text}<extra></extra>",
         }
     )
-    layout = _layout(barmode="stack", xaxis=_axis(""), yaxis=_axis("ms per decode step"))
+    layout = _layout(barmode="stack", xaxis=_axis("", tickangle=0), yaxis=_axis("ms per decode step"))
     return {"data": traces, "layout": layout}
 
 
 def _coloured(text: str, colour: str) -> str:
+    """A bar's category label in its arm's colour, broken before its parenthesis so a narrow
+    chart keeps it horizontal and whole."""
+    text = text.replace(" (", "<br>(").replace("single-node ", "single-node<br>")
     return f"<span style='color:{colour}'><b>{text}</b></span>"
 
 
@@ -314,12 +329,14 @@ def memory_chart(result: Result) -> Figure:
             }
         )
     usable = result.arms[arms[0]].memory.usable_gb
+    tallest = max(max(result.arms[a].memory.total_gb.scalar for a in arms), 0.0)
+    line = tallest >= MEMORY_LINE_SHARE * usable.scalar
     annotations = []
     for xi, a in zip(x, arms, strict=True):
         m = result.arms[a].memory
         head = m.headroom_gb.scalar
         total = m.total_gb.scalar
-        text = f"headroom {head:,.0f} GB" if head >= 0 else f"over by {-head:,.0f} GB"
+        text = f"headroom<br>{head:,.0f} GB" if head >= 0 else f"over by<br>{-head:,.0f} GB"
         annotations.append(
             {
                 "x": xi,
@@ -330,23 +347,10 @@ def memory_chart(result: Result) -> Figure:
                 "font": {"size": 11, "color": "#2b8a3e" if head >= 0 else "#c92a2a"},
             }
         )
-    annotations.append(
-        {
-            "xref": "paper",
-            "x": 1,
-            "y": usable.scalar,
-            "text": f"usable HBM {usable.scalar:,.0f} GB [{usable.tag}]",
-            "showarrow": False,
-            "xanchor": "right",
-            "yanchor": "bottom",
-            "font": {"size": 10, "color": "#c92a2a"},
-        }
-    )
-    layout = _layout(
-        barmode="stack",
-        xaxis=_axis(""),
-        yaxis=_axis("GB per GPU"),
-        shapes=[
+    usable_text = f"usable HBM {usable.scalar:,.0f} GB per GPU [{usable.tag}]"
+    if line:
+        top = max(usable.scalar, tallest) * 1.12
+        shapes = [
             {
                 "type": "line",
                 "xref": "paper",
@@ -356,7 +360,41 @@ def memory_chart(result: Result) -> Figure:
                 "y1": usable.scalar,
                 "line": {"color": "#c92a2a", "width": 1.5, "dash": "dash"},
             }
-        ],
+        ]
+        annotations.append(
+            {
+                "xref": "paper",
+                "x": 1,
+                "y": usable.scalar,
+                "text": usable_text,
+                "showarrow": False,
+                "xanchor": "right",
+                "yanchor": "bottom",
+                "font": {"size": 10, "color": "#c92a2a"},
+            }
+        )
+    else:  # far above the bars: say it, and let the scale show the parts
+        top = max(tallest, 1e-9) * 1.35
+        shapes = []
+        annotations.append(
+            {
+                "xref": "paper",
+                "yref": "paper",
+                "x": 1,
+                "y": 1,
+                "text": f"{usable_text}<br>is above this scale ↑",
+                "showarrow": False,
+                "xanchor": "right",
+                "yanchor": "top",
+                "font": {"size": 10, "color": "#c92a2a"},
+                "bgcolor": "rgba(255,255,255,0.9)",
+            }
+        )
+    layout = _layout(
+        barmode="stack",
+        xaxis=_axis("", tickangle=0),
+        yaxis=_axis("GB per GPU", range=[0, top]),
+        shapes=shapes,
         annotations=annotations,
     )
     return {"data": traces, "layout": layout}
@@ -370,51 +408,110 @@ def _memory_part(m: Any, part: str) -> Q:
 
 # 4. verdict map ---------------------------------------------------------------------------------
 
+# (y field, x field) pairs tried in order; the first whose grid holds more than one verdict is
+# drawn. Nodes x concurrency first: it is where capacity and batch size move the verdict.
+MAP_AXES: tuple[tuple[str, str], ...] = (
+    ("nodes", "concurrency"),
+    ("isl", "concurrency"),
+    ("nodes", "isl"),
+    ("comms", "concurrency"),
+    ("osl", "concurrency"),
+)
+MAP_AXIS_TITLES = {
+    "nodes": "nodes",
+    "concurrency": "concurrency",
+    "isl": "input length (ISL, tokens)",
+    "osl": "output length (OSL, tokens)",
+    "comms": "EP_NUM_COMMS",
+}
+
+
+def map_values(field: str, current: int, cap: float | None = None) -> np.ndarray:
+    """The grid of one field around the scenario (its own value included), within LIMITS and
+    `cap` (for ISL / OSL: what the model's context window leaves)."""
+    base = {
+        "nodes": {1, 2, 4, 8, 16, 32},
+        "concurrency": {4**i for i in range(8)},
+        "isl": {128, 512, 2048, 8192, 32768, 131072},
+        "osl": {64, 256, 1024, 4096, 16384},
+        "comms": {1, 2, 4, 8, 16},
+    }[field]
+    top = min(LIMITS[field], cap) if cap is not None else LIMITS[field]
+    return np.array(sorted(v for v in base | {int(current)} if 1 <= v <= top), dtype=float)
+
+
+def _cap(r: Resolved, field: str) -> float | None:
+    """ISL and OSL share the context window: the other one's value leaves the rest."""
+    window = r.model.max_context
+    if not window or field not in ("isl", "osl"):
+        return None
+    other = r.scenario.osl if field == "isl" else r.scenario.isl
+    return float(window - other)
+
 
 def verdict_grid(result: Result) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and concurrency around the scenario (the first pair of axes tried)."""
     s = result.resolved.scenario
-    nodes = {1, 2, 4, 8, 16, 32, int(s.nodes)}
-    conc = {4**i for i in range(8)} | {int(s.concurrency)}
-    return (
-        np.array(sorted(n for n in nodes if n <= LIMITS["nodes"]), dtype=float),
-        np.array(sorted(c for c in conc if c <= LIMITS["concurrency"]), dtype=float),
-    )
+    return map_values("nodes", s.nodes), map_values("concurrency", s.concurrency)
 
 
-def verdict_map(
-    result: Result, nodes: np.ndarray | None = None, concurrency: np.ndarray | None = None
-) -> Figure:
-    """The verdict over nodes x concurrency, from one vectorised pass on a meshgrid."""
+def _map_pass(result: Result, y_field: str, x_field: str) -> tuple[Any, ...]:
     r = result.resolved
     s = r.scenario
-    if nodes is None or concurrency is None:
-        nodes, concurrency = verdict_grid(result)
-    n_grid, c_grid = np.meshgrid(nodes, concurrency, indexing="ij")
-    batch = compute(r.vary(nodes=n_grid, concurrency=c_grid))
+    ys = map_values(y_field, getattr(s, y_field), _cap(r, y_field))
+    xs = map_values(x_field, getattr(s, x_field), _cap(r, x_field))
+    y_grid, x_grid = np.meshgrid(ys, xs, indexing="ij")
+    batch = compute(r.vary(**{y_field: y_grid, x_field: x_grid}))
     codes, rec = classify_codes(batch)
-    codes = np.broadcast_to(codes, n_grid.shape)
-    rec = np.broadcast_to(rec, n_grid.shape)
-    ratio = np.broadcast_to(np.asarray(batch.ratio_deepep_vs_alternative.value, dtype=float), n_grid.shape)
+    return ys, xs, np.broadcast_to(codes, y_grid.shape), np.broadcast_to(rec, y_grid.shape), batch
+
+
+def choose_map_axes(result: Result) -> tuple[str, str, tuple[Any, ...], bool]:
+    """The first pair of axes along which the verdict changes, with its grid; else the first
+    pair and `uniform=True` (one verdict everywhere in range, which the chart then says)."""
+    r = result.resolved
+    first = None
+    for y_field, x_field in MAP_AXES:
+        if "comms" in (y_field, x_field) and not r.transport.comms_sensitive:
+            continue  # EP_NUM_COMMS changes nothing off the NCCL-GIN proxy
+        grid = _map_pass(result, y_field, x_field)
+        first = first or (y_field, x_field, grid)
+        if len({str(c) for c in np.asarray(grid[2]).reshape(-1)}) > 1:
+            return y_field, x_field, grid, False
+    assert first is not None
+    return first[0], first[1], first[2], True
+
+
+def verdict_map(result: Result) -> Figure:
+    """The verdict on a grid around the scenario, over two inputs chosen where it changes.
+
+    One vectorised pass per pair of axes tried (a few milliseconds each). When no pair changes
+    the verdict, the chart says so instead of showing a single colour without comment.
+    """
+    s = result.resolved.scenario
+    y_field, x_field, (ys, xs, codes, rec, batch), uniform = choose_map_axes(result)
+    ratio = np.broadcast_to(np.asarray(batch.ratio_deepep_vs_alternative.value, dtype=float), codes.shape)
     z = [[CODES.index(str(c)) for c in row] for row in codes]
-    xs = [str(int(c)) for c in concurrency]
-    ys = [str(int(n)) for n in nodes]
+    x_labels = [f"{int(v):,}" for v in xs]
+    y_labels = [f"{int(v):,}" for v in ys]
     hover = [
         [
             f"{SYMBOLS[str(codes[i, j])]} {TITLES[str(codes[i, j])]}<br>run {ARM_LABELS[str(rec[i, j])]}; "
             f"DeepEP / {ARM_LABELS[result.alternative]} aggregate {ratio[i, j]:.2f} "
             f"[{batch.ratio_deepep_vs_alternative.tag}]"
-            for j in range(len(xs))
+            for j in range(len(x_labels))
         ]
-        for i in range(len(ys))
+        for i in range(len(y_labels))
     ]
     scale = []
     for k, code in enumerate(CODES):
         scale += [[k / 3, palette.VERDICT[code]], [(k + 1) / 3, palette.VERDICT[code]]]
+    y_title, x_title = MAP_AXIS_TITLES[y_field], MAP_AXIS_TITLES[x_field]
     traces: list[dict[str, Any]] = [
         {
             "type": "heatmap",
-            "x": xs,
-            "y": ys,
+            "x": x_labels,
+            "y": y_labels,
             "z": z,
             "zmin": -0.5,
             "zmax": 2.5,
@@ -426,33 +523,53 @@ def verdict_map(
             "texttemplate": "%{text}",
             "textfont": {"color": "#ffffff", "size": 13},
             "customdata": hover,
-            "hovertemplate": "nodes %{y}, concurrency %{x}<br>%{customdata}<extra></extra>",
+            "hovertemplate": f"{y_title} %{{y}}, {x_title} %{{x}}<br>%{{customdata}}<extra></extra>",
         },
         {
             "type": "scatter",
             "mode": "markers",
             "name": "this scenario",
-            "x": [str(int(s.concurrency))],
-            "y": [str(int(s.nodes))],
+            "x": [f"{int(getattr(s, x_field)):,}"],
+            "y": [f"{int(getattr(s, y_field)):,}"],
             "marker": {"symbol": "square-open", "size": 30, "color": "#000000", "line": {"width": 3}},
             "hoverinfo": "skip",
         },
     ]
-    for code in CODES:  # legend entries for the three colours
-        traces.append(
+    shown = {str(c) for c in np.asarray(codes).reshape(-1)}
+    for code in CODES:  # legend entries for the colours on the map
+        if code in shown:
+            traces.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "name": f"{SYMBOLS[code]} {TITLES[code]}",
+                    "x": [None],
+                    "y": [None],
+                    "marker": {"symbol": "square", "size": 12, "color": palette.VERDICT[code]},
+                }
+            )
+    annotations = []
+    if uniform:
+        only = str(np.asarray(codes).reshape(-1)[0])
+        annotations.append(
             {
-                "type": "scatter",
-                "mode": "markers",
-                "name": f"{SYMBOLS[code]} {TITLES[code]}",
-                "x": [None],
-                "y": [None],
-                "marker": {"symbol": "square", "size": 12, "color": palette.VERDICT[code]},
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0.5,
+                "y": 0.5,
+                "text": f"Same verdict everywhere in this range:<br>{SYMBOLS[only]} {TITLES[only]}",
+                "showarrow": False,
+                "font": {"size": 13, "color": "#212529"},
+                "bgcolor": "rgba(255,255,255,0.92)",
+                "bordercolor": "#adb5bd",
+                "borderpad": 6,
             }
         )
     layout = _layout(
-        xaxis=_axis("concurrency", type="category"),
-        yaxis=_axis("nodes", type="category"),
-        height=340,
+        xaxis=_axis(x_title, type="category"),
+        yaxis=_axis(y_title, type="category"),
+        annotations=annotations,
+        meta={"axes": [y_field, x_field], "uniform": uniform},
     )
     return {"data": traces, "layout": layout}
 

@@ -7,13 +7,10 @@ macros, so the report and the web page show the same numbers the same way.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import FileInputError
 from ..evaluate import Result
 from . import view
 
@@ -63,34 +60,11 @@ def render_html(result: Result) -> str:
 
 
 def write_atomic(path: str | Path, text: str) -> Path:
-    """Write through a temporary file in the same folder, then rename: never half a file."""
-    target = Path(path).expanduser()
-    folder = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
-        raise FileInputError(target, "is a folder; give a file name")
-    if not folder.is_dir():
-        raise FileInputError(target, f"folder {folder} does not exist")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    except OSError as err:
-        raise FileInputError(target, f"cannot be written ({err.strerror or err})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report is an ordinary file
-        os.replace(tmp, target)
-    except BaseException as err:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(err, OSError):
-            raise FileInputError(target, f"cannot be written ({err.strerror or err})") from None
-        raise
-    return target
+    """Write `text` by the tool's safe-write rules (`deepep_calc.files`); the path written."""
+    from ..files import write_atomic as safe_write
 
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+    out = safe_write(path, text)
+    return Path(out.given)
 
 
 def write_html(result: Result, path: str | Path) -> Path:

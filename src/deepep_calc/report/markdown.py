@@ -10,12 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from ..evaluate import Result
+from ..launch import run_blocks
 from . import view
 
 
 def _cell(text: Any) -> str:
     """Table-cell text: pipes escaped, no line breaks."""
     return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _sentence(text: str) -> str:
+    """Text closed with one full stop: texts that already end in punctuation keep theirs."""
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?", ":")) else f"{text}."
 
 
 def _q(q: dict[str, Any], digits: int) -> str:
@@ -35,29 +42,41 @@ def render_markdown(result: Result) -> str:
         "",
         f"**{v['symbol']} {v['title']}**: {v['headline']}",
         "",
-        f"Scenario: {details['summary']}.",
+        _sentence(f"Scenario: {details['summary']}"),
         "",
     ]
     if details["cli"]:
         out += ["Reproduce:", "", "```", details["cli"], "```", ""]
     out += ["## Why", "", *[f"- {line}" for line in v["reasons"]], ""]
     out += ["## Advisories", "", *([f"- {line}" for line in v["advisories"]] or ["- none"]), ""]
-    out += [f"Verdict is {v['robustness']}.", ""]
+    out += [_sentence(f"Verdict is {v['robustness']}"), ""]
 
     head = [view.arm_label(data, a) + (" ★" if a == v["recommended_arm"] else "") for a in arms]
     out += ["## The arms", "", "| | " + " | ".join(head) + " |", "|---|" + "---:|" * len(arms)]
     for label, path, digits in view.ARM_ROWS:
         cells = [_q(view.dig(data["arms"][a], path), digits) for a in arms]
         out.append(f"| {label} | " + " | ".join(cells) + " |")
+    compared = view.compared_row(data)
+    if compared:
+        cells = [_q(compared[a], 1) for a in arms]
+        out.append("| Compared aggregate (like with like) | " + " | ".join(cells) + " |")
     feas = ["yes" if data["arms"][a]["feasible"] else f"no: {data['arms'][a]['why_not']}" for a in arms]
     out.append("| Feasible | " + " | ".join(_cell(f) for f in feas) + " |")
     out.append("")
     out += ["| Comparison | |", "|---|---:|"]
-    out += [f"| {label} | {_q(data[key], digits)} |" for label, key, digits in view.COMPARE_ROWS]
+    out += [
+        f"| {label} | {_q(q, digits) if q else 'n/a: ' + _cell(note)} |"
+        for label, q, digits, note in view.compare_rows(data)
+    ]
     out.append("")
 
     flags = v["flags"]
-    out += [f"## Run it ({flags['engine']}, {flags['arm']})", "", "```", *details["flag_lines"], "```", ""]
+    out += [f"## Run it ({flags['engine']}, {flags['arm'] or 'nothing fits as asked'})", ""]
+    blocks = run_blocks(flags)
+    if not blocks:
+        out += ["Nothing runs as asked: apply one of the changes in the headline and evaluate again.", ""]
+    for caption, lang, text in blocks:
+        out += [f"{caption[0].upper()}{caption[1:]}:", "", f"```{lang}", text, "```", ""]
 
     m = details["model"]
     out += [
@@ -66,7 +85,7 @@ def render_markdown(result: Result) -> str:
         f"{m['name']} ({m['family']}): {m['experts']} experts, top-{m['topk']}, hidden {m['hidden']}, "
         f"{m['moe_layers']} of {m['layers']} layers MoE, {m['attention'].upper()} attention, weights "
         f"{m['weight_dtype']}, KV {m['kv_dtype']}; {_q(m['total_params_b'], 1)} total, "
-        f"{_q(m['active_params_b'], 1)} active. Source: {m['source']}.",
+        f"{_q(m['active_params_b'], 1)} active. " + _sentence(f"Source: {m['source']}"),
         "",
     ]
 
@@ -74,7 +93,8 @@ def render_markdown(result: Result) -> str:
     for r in details["provenance"]:
         value = f"{r['value']} {r['unit']}".strip()
         out.append(f"| {_cell(r['where'])} | {_cell(value)} | {r['tag']} | {_cell(r['source'])} |")
-    out += ["", "Tags: " + "; ".join(f"**{t}**: {meaning}" for t, meaning in view.TAG_MEANING.items()) + "."]
+    tags = "; ".join(f"**{t}**: {meaning}" for t, meaning in view.TAG_MEANING.items())
+    out += ["", _sentence(f"Tags: {tags}")]
     return "\n".join(out) + "\n"
 
 

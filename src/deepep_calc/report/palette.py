@@ -24,7 +24,9 @@ BREAKDOWN = {
     "engine": "#adb5bd",
     "hbm": "#74c0fc",
     "compute": "#38d9a9",
+    "kernels": "#ffd8a8",
     "moe_comm": "#5c7cfa",
+    "prefill": "#e599f7",
     "proxy": HOST_PROXIED,
 }
 MEMORY = {"weights": "#495057", "kv_cache": "#74c0fc", "buffers": "#f59f00", "reserve": "#ced4da"}

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ..launch import run_blocks
 from ..quantity import Q
 from ..verdict import ARM_LABELS
+from . import term
+from .labels import step_label
 
-TAG_STYLE = {"measured": "bold green", "derived": "cyan", "assumed": "yellow"}
+TAG_STYLE = term.TAG_STYLE
 VERDICT_STYLE = {
     "dense": "bold white on dark_orange3",
     "capacity": "bold white on blue",
@@ -21,34 +25,34 @@ VERDICT_STYLE = {
 
 
 def qtext(q: Q | None, digits: int = 1) -> Text:
-    if q is None:
-        return Text("—")
-    v = q.scalar
-    shown = "n/a" if v != v else f"{v:,.{digits}f}"
-    t = Text(f"{shown} {q.unit} ")
-    t.append(f"[{q.tag}]", style=TAG_STYLE[str(q.tag)])
-    return t
+    """A number, its unit and its tag marker (`19.6 tok/s ●`), as every terminal view shows it."""
+    return term.qcell(q, digits, unit=True)
 
 
 def _console() -> Console:
     return Console(highlight=False, soft_wrap=False)
 
 
-def print_result(result: Any, console: Console | None = None) -> None:
-    console = console or _console()
-    v = result.verdict
+def step_words(ratio: Q, tax: Q) -> str:
+    """The per-token step beside the aggregate ratio, worded so the two never seem to clash:
+    a negative tax is a saving, and a longer step next to a higher aggregate says why."""
+    size = abs(tax.scalar)
+    tag = f"[{tax.tag}]"
+    if tax.scalar > 0 and ratio.scalar > 1.0:
+        return f"step {size:,.1f} ms/token longer {tag}, made up by TTFT and batch size"
+    if tax.scalar > 0:
+        return f"tax {size:,.1f} ms/token {tag}"
+    if tax.scalar < 0:
+        return f"saves {size:,.1f} ms/token {tag}"
+    return f"same step {tag}"
+
+
+WIDE = 100  # below this many columns the card drops the step parts and KV capacity rows
+
+
+def _arms_table(result: Any, v: Any, wide: bool = True) -> Table:
     r = result.resolved
-    s = r.scenario
-    head = Text(f" {v.symbol} {v.title} ", style=VERDICT_STYLE[v.code])
-    scen = Text(
-        f"{r.model.name} ({r.model.weight_dtype}) on {s.nodes}x {r.instance.name} "
-        f"({r.world} GPUs), {r.engine.name} {'CUDA graphs' if s.cuda_graphs else 'eager'}, "
-        f"DeepEP over {r.transport.name}"
-        f"{f' EP_NUM_COMMS={s.comms}' if r.transport.comms_sensitive else ''}, "
-        f"concurrency {s.concurrency}, ISL {s.isl} / OSL {s.osl}",
-        style="dim",
-    )
-    table = Table(show_header=True, header_style="bold", expand=False)
+    table = Table(show_header=True, header_style="bold", expand=False, box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("")
     for name in result.arms:
         style = (
@@ -56,7 +60,9 @@ def print_result(result: Any, console: Console | None = None) -> None:
             if name == "deepep" and not r.transport.host_proxied
             else ("dark_orange" if name == "deepep" else "")
         )
-        label = ARM_LABELS[name] + (" ★" if name == v.recommended_arm else "")
+        label = ("replicas" if name == "replica" else ARM_LABELS[name]) + (
+            " ★" if name == v.recommended_arm else ""
+        )
         table.add_column(label, style=style, justify="right")
     rows = [
         ("per-user decode", lambda a: qtext(a.per_user_tok_s)),
@@ -66,122 +72,218 @@ def print_result(result: Any, console: Console | None = None) -> None:
         ("cost", lambda a: qtext(a.usd_per_mtok, 2)),
         ("memory / GPU", lambda a: qtext(a.memory_gb_per_gpu)),
         ("KV headroom", lambda a: qtext(a.memory.headroom_gb)),
-        ("max concurrency", lambda a: qtext(a.memory.max_concurrency, 0)),
-        ("KV tokens / GPU", lambda a: qtext(a.memory.kv_tokens, 0)),
     ]
+    if wide:
+        rows += [
+            ("max concurrency", lambda a: qtext(a.memory.max_concurrency, 0)),
+            ("KV tokens / GPU", lambda a: qtext(a.memory.kv_tokens, 0)),
+        ]
     for label, fn in rows:
         table.add_row(label, *[fn(a) for a in result.arms.values()])
-    for part in next(iter(result.arms.values())).breakdown_ms:
+    c = v.compared
+    if c is not None and any(c.aggregate[n] is not a.aggregate_tok_s for n, a in result.arms.items()):
         table.add_row(
-            Text(f"  step: {part}", style="dim"),
+            Text("compared on", style="bold"),
+            *[qtext(c.aggregate[n]) for n in result.arms],
+        )
+    for part in next(iter(result.arms.values())).breakdown_ms if wide else ():
+        table.add_row(
+            Text(f"  step: {step_label(part)}", style="dim"),
             *[qtext(a.breakdown_ms[part], 2) for a in result.arms.values()],
         )
+    short = {"split": "experts split", "reach": "one node only", "memory": "HBM", "queue": "queue"}
     table.add_row(
         "feasible",
         *[
-            Text("yes" if a.feasible else f"no: {a.why_not}", style="green" if a.feasible else "red")
+            Text(
+                "yes" if a.feasible else f"no: {short.get(a.why_code, a.why_not)}",
+                style="green" if a.feasible else "red",
+            )
             for a in result.arms.values()
         ],
     )
-    summary = Text()
-    summary.append("DeepEP tax ")
-    summary.append_text(qtext(result.tax_ms_per_token, 1))
-    summary.append("   aggregate ratio ")
-    summary.append_text(qtext(result.ratio_deepep_vs_alternative, 2))
-    summary.append("   per-user ratio ")
-    summary.append_text(qtext(result.ratio_per_user, 2))
+    return table
 
-    body: list[Any] = [scen, Text(v.headline, style="bold"), table, summary, Text("Why", style="bold")]
-    body += [Text(f"  • {line}") for line in v.reasons]
-    if v.advisories:
-        body.append(Text("Advisories", style="bold"))
-        body += [Text(f"  • {line}") for line in v.advisories]
-    body.append(Text(f"Verdict is {v.robustness}", style="italic"))
-    body.append(Text(f"Run it ({v.flags['engine']}, {ARM_LABELS[v.flags['arm']]})", style="bold"))
-    flags = v.flags
-    for arg in flags["args"]:
-        body.append(Text(f"  {arg}"))
-    for k, val in flags["config"].items():
-        body.append(Text(f"  {k}: {val}"))
-    for k, val in flags["env"].items():
-        body.append(Text(f"  export {k}={val}"))
-    body.append(Text(f"  {flags['cuda_graphs']}"))
-    if flags.get("requires"):
-        body.append(Text(f"  requires: {flags['requires']}", style="dim"))
-    legend = Text("tags: ")
-    for tag, style in TAG_STYLE.items():
-        legend.append(f"[{tag}] ", style=style)
-    legend.append(
-        "— measured: observed on hardware; derived: arithmetic on measured values; "
-        "assumed: rests on a spec sheet, price or model assumption (verify locally)",
+
+def _summary(result: Any, v: Any) -> Text:
+    """The comparison the rule made, in one line: the same figures the headline quotes."""
+    c = v.compared
+    alt = ARM_LABELS[result.alternative]
+    out = Text(f"DeepEP / {alt}: ", style="bold")
+    if c is None or c.ratio is None:
+        out.append(c.note if c is not None else "not compared")
+        return out
+    basis = "measured on both arms" if c.basis == "measured" else "model figures of both arms"
+    parts = [f"aggregate {c.ratio.scalar:.2f}× [{c.ratio.tag}]"]
+    if c.per_user_ratio is not None:
+        parts.append(f"per user {c.per_user_ratio.scalar:.2f}× [{c.per_user_ratio.tag}]")
+    if c.tax_ms_per_token is not None:
+        parts.append(step_words(c.ratio, c.tax_ms_per_token))
+    out.append_text(term.sentence(" · ".join(parts)))
+    out.append(f" ({basis}; DeepEP wins above {c.threshold:.2f}×)", style="dim")
+    return out
+
+
+def _bullets(lines: list[str]) -> Table:
+    """A bulleted list whose wrapped lines stay indented under their bullet."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(width=3, justify="right")
+    grid.add_column()
+    for line in lines:
+        grid.add_row("•", term.sentence(line))
+    return grid
+
+
+def print_result(result: Any, console: Console | None = None) -> None:
+    """The verdict card, then the run block outside it (so it pastes without box characters).
+
+    Reads at 80 columns: the headline first, the arms, the comparison the rule made, why, what
+    to watch, and a legend; the engine config, command line and exports follow, each in its
+    own fenced block.
+    """
+    console = console or _console()
+    v = result.verdict
+    r = result.resolved
+    s = r.scenario
+    head = Text(f" {v.symbol} {v.title} ", style=VERDICT_STYLE[v.code])
+    scen = Text(
+        f"{r.model.name} ({r.model.weight_dtype}) on {s.nodes}× {r.instance.name} "
+        f"({r.world} GPUs), {r.engine.name} {'CUDA graphs' if s.cuda_graphs else 'eager'}, "
+        f"DeepEP over {r.transport.name}"
+        f"{f' EP_NUM_COMMS={s.comms}' if r.transport.comms_sensitive else ''}, "
+        f"concurrency {s.concurrency:,}, ISL {s.isl:,} / OSL {s.osl:,}",
         style="dim",
     )
+    wide = console.width >= WIDE
+    body: list[Any] = [
+        term.sentence(v.headline, style="bold"),
+        scen,
+        _arms_table(result, v, wide),
+        _summary(result, v),
+    ]
+    if not wide:
+        body.append(
+            Text(f"(step parts and KV capacity: a terminal of {WIDE}+ columns, or --json)", style="dim")
+        )
+    body += [Text("Why", style="bold"), _bullets(v.reasons)]
+    if v.advisories:
+        body += [Text("Advisories", style="bold"), _bullets(v.advisories)]
+    if v.status != "nothing_fits":
+        body.append(Text(f"Verdict is {v.robustness}", style="italic"))
+    legend = term.legend()
     body.append(legend)
     console.print(Panel(Group(*body), title=head, title_align="left"))
+    print_run_block(v.flags, console)
+
+
+def print_run_block(flags: dict[str, Any], console: Console) -> None:
+    """Each part of the launch in its own fenced block, unboxed and unwrapped."""
+    arm = flags.get("arm")
+    if arm is None:
+        console.print(
+            Text(
+                "Run it: nothing runs as asked; apply a change above first.",
+                style="bold",
+            )
+        )
+        return
+    console.print(
+        Text(f"Run it ({flags['engine']}, {ARM_LABELS[arm]}): paste each block as it is", style="bold")
+    )
+    for caption, lang, text in run_blocks(flags):
+        console.print(Text(f"# {caption}", style="dim"))
+        console.print(Text(f"```{lang}\n{text}\n```"), soft_wrap=True)
 
 
 def print_calibration(console: Console | None = None) -> None:
-    """The measured calibration cells next to what the tool prints and what the model predicts."""
+    """The measured calibration cells: what the tool prints there, and what the model predicts.
+
+    The cell id carries EP_NUM_COMMS, concurrency and ISL (`trt-ab-k8-c16-isl2048`); a wide
+    terminal also gets them as columns, and the model's per-user ratio.
+    """
     from ..catalog.measured import load_cells
     from ..evaluate import compute, evaluate
     from ..fit.observations import cell_scenario
     from ..scenario import resolve
 
-    console = console or _console()
-    table = Table(title="Calibration: measured cells (TRT-LLM, Qwen3-30B-A3B-FP8, 2x p5en, EP16, eager)")
-    for col in (
-        "cell",
-        "comms",
-        "conc",
-        "ISL",
-        "DeepEP tok/s/user",
-        "dense tok/s/user",
-        "tax ms/token",
-        "aggregate ratio",
-        "model per-user (DeepEP / dense)",
-    ):
-        table.add_column(col, justify="right")
+    c = console or term.console()
+    wide = term.wide(c)
+    notes = term.Footnotes()
+    cols = [term.id_col("cell")]
+    if wide:
+        cols += [term.num_col("comms"), term.num_col("conc"), term.num_col("ISL")]
+    cols += [
+        term.num_col("DeepEP\ntok/s"),
+        term.num_col("dense\ntok/s"),
+        term.num_col("tax\nms/token"),
+        term.num_col("aggregate\nratio"),
+        term.num_col("model tok/s\nDeepEP/dense"),
+    ]
+    if wide:
+        cols += [term.num_col("per-user\nratio"), term.id_col("src")]
+    table = term.table(
+        *cols,
+        title="Measured cells: TRT-LLM, Qwen3-30B-A3B-FP8, 2x p5en, EP16, eager",
+        caption="tok/s: per-user decode. model: the physics alone, no measured cell",
+    )
+    per_user, aggregate = [], []
     for cell in load_cells().values():
         if cell.engine != "trtllm" or cell.allgather is None or cell.role not in ("calibration", "anchor"):
             continue
         sc = cell_scenario(cell)
         res = evaluate(sc)
-        r = resolve(sc)
-        model = compute(r.vary(concurrency=[cell.concurrency]))
+        model = compute(resolve(sc).vary(concurrency=[cell.concurrency]))
         md, ma = model.arms["deepep"].per_user_tok_s, model.arms["allgather"].per_user_tok_s
-        table.add_row(
-            cell.id,
-            str(cell.comms),
-            str(cell.concurrency),
-            str(cell.isl),
-            qtext(res.arms["deepep"].per_user_tok_s, 2),
-            qtext(res.arms["allgather"].per_user_tok_s, 2),
-            qtext(res.tax_ms_per_token, 1),
-            qtext(res.ratio_deepep_vs_alternative, 2),
-            Text(f"{float(md.value[0]):.2f} / {float(ma.value[0]):.2f} [{md.tag}]"),
+        modelled = Text(f"{term.number(md.value[0], 2)}/{term.number(ma.value[0], 2)} ")
+        modelled.append_text(term.marker(min(md.tag, ma.tag)))
+        per_user.append(res.ratio_per_user)
+        aggregate.append(res.ratio_deepep_vs_alternative)
+        row: list[Any] = [cell.id]
+        if wide:
+            row += [str(cell.comms), str(cell.concurrency), str(cell.isl)]
+        row += [
+            term.qcell(res.arms["deepep"].per_user_tok_s, 2),
+            term.qcell(res.arms["allgather"].per_user_tok_s, 2),
+            term.qcell(res.tax_ms_per_token, 1),
+            term.qcell(res.ratio_deepep_vs_alternative, 2),
+            modelled,
+        ]
+        if wide:
+            row += [term.qcell(res.ratio_per_user, 2), notes.ref(cell.source)]
+        table.add_row(*row)
+    c.print(table)
+    if per_user and aggregate:
+        c.print(
+            Text(
+                f"Per-user ratio {_span(per_user)}, aggregate ratio {_span(aggregate)}: aggregate also "
+                "absorbs TTFT and the benchmark's ramp. One run per cell (n = 1).",
+                style="dim",
+            )
         )
-    console.print(table)
-    console.print(
-        Text(
-            "The per-user ratio (0.71) and the aggregate ratios (0.65-0.69) differ: aggregate also absorbs "
-            "TTFT and the benchmark's ramp. Both are shown; n = 1 per cell.",
-            style="dim",
-        )
-    )
+    c.print(term.legend())
+    if wide:
+        notes.print(c)
+
+
+def _span(qs: list[Q]) -> str:
+    """`0.65-0.69` (or one value): the range of a few ratios, as printed in the table."""
+    lo, hi = (term.number(v, 2) for v in (min(q.scalar for q in qs), max(q.scalar for q in qs)))
+    return lo if lo == hi else f"{lo}-{hi}"
 
 
 def print_kernel(out: dict[str, Q], query: dict[str, Any], console: Console | None = None) -> None:
-    console = console or _console()
-    table = Table(
-        title=(
-            f"{query['transport']} on {query['instance']}, EP{query['ep']}, {query['tokens']} tokens/rank, "
-            f"hidden {query['hidden']}, top-{query['topk']} of {query['experts']}, "
-            f"{query['dispatch_dtype']} dispatch"
-        )
+    """One MoE layer's dispatch and combine: three numbers, and their source said once."""
+    c = console or term.console()
+    notes = term.Footnotes()
+    title = (
+        f"{query['transport']} on {query['instance']}, EP{query['ep']}: {query['tokens']} tokens/rank, "
+        f"hidden {query['hidden']}, top-{query['topk']} of {query['experts']}, {query['dispatch_dtype']}"
     )
-    table.add_column("")
-    table.add_column("latency", justify="right")
-    table.add_column("source")
-    for k in ("dispatch_us", "combine_us", "total_us"):
-        table.add_row(k.replace("_us", ""), qtext(out[k], 1), Text(out[k].source, style="dim"))
-    console.print(table)
+    table = term.table(term.id_col(""), term.num_col("µs per layer"), term.id_col("source"))
+    for key, label in (("dispatch_us", "dispatch"), ("combine_us", "combine"), ("total_us", "total")):
+        q = out[key]
+        table.add_row(label, term.qcell(q, 1), notes.ref(q.source))
+    c.print(Text(title, style="bold"))
+    c.print(table)
+    c.print(term.legend())
+    notes.print(c)

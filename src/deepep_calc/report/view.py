@@ -10,12 +10,14 @@ that object.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from functools import cache
 from typing import Any
 
 from ..scenario import DEFAULTS
 from ..verdict import ARM_LABELS, SYMBOLS, TITLES
+from .labels import step_label
 
 # (label, path inside one arm's JSON, decimals)
 ARM_ROWS: list[tuple[str, str, int]] = [
@@ -35,6 +37,13 @@ COMPARE_ROWS: list[tuple[str, str, int]] = [
     ("DeepEP / alternative, per user", "ratio_per_user", 2),
     ("DeepEP tax per token", "tax_ms_per_token", 1),
 ]
+_COMPARED_KEY = {  # top-level result key -> the verdict's compared figure it mirrors
+    "ratio_deepep_vs_alternative": "ratio",
+    "ratio_per_user": "per_user_ratio",
+    "tax_ms_per_token": "tax_ms_per_token",
+}
+SAVING_LABEL = "DeepEP saving per token"
+LONGER_LABEL = "DeepEP step longer by (first token and batch size carry the aggregate)"
 TAG_MEANING = {
     "measured": "observed on hardware (a cited run or your imported benchmark)",
     "derived": "arithmetic on measured values only",
@@ -100,13 +109,77 @@ def provenance_rows(data: dict[str, Any]) -> list[dict[str, str]]:
         for row_label, path, digits in ARM_ROWS:
             add(f"{label}: {row_label.lower()}", dig(a, path), digits)
         for part, q in a["breakdown_ms"].items():
-            add(f"{label}: step part {part}", q, 2)
+            add(f"{label}: step, {step_label(part)}", q, 2)
         for part, q in a["memory_detail_gb"].items():
             if part != "headroom":
                 add(f"{label}: memory {part.replace('_', ' ')}", q, 1)
-    for row_label, key, digits in COMPARE_ROWS:
-        add(row_label, data[key], digits)
+    for row_label, q, digits, _ in compare_rows(data):
+        if q is not None:
+            add(row_label, q, digits)
     return rows
+
+
+_TAG_IN_TEXT = re.compile(r"\[(measured|derived|assumed)\]")
+
+
+def tag_segments(text: str) -> list[dict[str, str]]:
+    """A sentence with `[derived]`-style tags, split so each tag can be drawn as a badge.
+
+    The verdict's sentences are written for the terminal (tags in brackets); the page and the
+    HTML report show the same tags as the arms table does. Splitting happens here, once, so the
+    server-rendered page and the JavaScript draw the same segments.
+    """
+    out: list[dict[str, str]] = []
+    pos = 0
+    for m in _TAG_IN_TEXT.finditer(text):
+        if m.start() > pos:
+            out.append({"text": text[pos : m.start()]})
+        out.append({"tag": m.group(1)})
+        pos = m.end()
+    if pos < len(text):
+        out.append({"text": text[pos:]})
+    return out
+
+
+def verdict_text(verdict: dict[str, Any]) -> dict[str, Any]:
+    """The verdict's headline, reasons, advisories and robustness line as tag segments."""
+    return {
+        "headline": tag_segments(verdict["headline"]),
+        "reasons": [tag_segments(line) for line in verdict["reasons"]],
+        "advisories": [tag_segments(line) for line in verdict["advisories"]],
+        "robustness": tag_segments(f"Verdict is {verdict['robustness']}"),
+    }
+
+
+def compare_rows(data: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None, int, str]]:
+    """(label, quantity or None, decimals, note) of the comparison table, from the figures the
+    verdict compared: no ratio between arms that cannot run, and a negative tax is a saving.
+    The page's JavaScript mirrors this (app.js: compareRows)."""
+    compared = (data.get("verdict") or {}).get("compared")
+    rows: list[tuple[str, dict[str, Any] | None, int, str]] = []
+    ratio = data["ratio_deepep_vs_alternative"] if compared is None else compared["ratio"]
+    for label, key, digits in COMPARE_ROWS:
+        q = data[key] if compared is None else compared[_COMPARED_KEY[key]]
+        if q is not None and key == "tax_ms_per_token" and (q["value"] or 0) < 0:
+            label, q = SAVING_LABEL, {**q, "value": -q["value"]}
+        elif q is not None and key == "tax_ms_per_token" and ratio and (ratio["value"] or 0) > 1:
+            label = LONGER_LABEL  # a ratio above 1 never sits beside a plain "tax"
+        rows.append((label, q, digits, compared["note"] if q is None and compared else ""))
+    return rows
+
+
+def compared_row(data: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """Arm -> the aggregate the verdict compared, when it differs from the one shown (a measured
+    figure set aside to compare like with like); None when the shown figures are the compared
+    ones. Mirrored by the page's JavaScript (app.js: comparedRow)."""
+    compared = (data.get("verdict") or {}).get("compared")
+    if not compared:
+        return None
+    row = compared["aggregate_tok_s"]
+    shown = {arm: a["aggregate_tok_s"]["value"] for arm, a in data["arms"].items()}
+    if all(row[arm]["value"] == shown[arm] for arm in shown):
+        return None
+    return {arm: row[arm] for arm in shown}
 
 
 def scenario_summary(data: dict[str, Any]) -> str:
@@ -133,9 +206,17 @@ def cli_command(scenario: Any) -> str:
 
 
 def verdict_cards(data: dict[str, Any]) -> list[dict[str, Any]]:
-    lit = data["verdict"]["code"] if data.get("verdict") else None
+    """The three category cards; the lit one carries the verdict's own title (it names the arm)."""
+    v = data.get("verdict")
+    lit = v["code"] if v else None
     return [
-        {"code": c, "symbol": SYMBOLS[c], "title": TITLES[c], "blurb": VERDICT_BLURB[c], "lit": c == lit}
+        {
+            "code": c,
+            "symbol": SYMBOLS[c],
+            "title": v["title"] if c == lit else TITLES[c],
+            "blurb": VERDICT_BLURB[c],
+            "lit": c == lit,
+        }
         for c in CODES
     ]
 
@@ -153,7 +234,12 @@ def page_layout() -> dict[str, Any]:
     return {
         "arm_rows": ARM_ROWS,
         "compare_rows": COMPARE_ROWS,
+        "tag_meaning": TAG_MEANING,
+        "compared_key": _COMPARED_KEY,
+        "saving_label": SAVING_LABEL,
+        "longer_label": LONGER_LABEL,
         "arm_labels": ARM_LABELS,
+        "titles": TITLES,
         "codes": CODES,
         "host_proxied": transport_initiation(),
         "colours": {
@@ -190,12 +276,16 @@ def templates() -> Any:
     env.filters["unit"] = unit_shown
     env.filters["script_json"] = script_json
     env.filters["flag_lines"] = flag_lines
+    env.filters["tag_segments"] = tag_segments
+    env.filters["run_blocks"] = run_block_parts
     env.globals.update(
         ARM_ROWS=ARM_ROWS,
         COMPARE_ROWS=COMPARE_ROWS,
         TAG_MEANING=TAG_MEANING,
         css_vars=palette.css_variables(),
         dig=dig,
+        compare_rows=compare_rows,
+        compared_row=compared_row,
         arm_label=arm_label,
         arm_colour=_arm_colour,
     )
@@ -231,15 +321,23 @@ def model_summary(result: Any) -> dict[str, Any]:
 
 
 def flag_lines(flags: dict[str, Any]) -> list[str]:
-    """The engine arguments, config and environment of the recommended arm, one per line."""
-    lines = list(flags.get("args", []))
-    lines += [f"{k}: {v}" for k, v in flags.get("config", {}).items()]
-    lines += [f"export {k}={v}" for k, v in flags.get("env", {}).items()]
-    if flags.get("cuda_graphs"):
-        lines.append(str(flags["cuda_graphs"]))
-    if flags.get("requires"):
-        lines.append(f"# requires: {flags['requires']}")
+    """The run block as plain lines: each pasteable part fenced on its own (see `run_blocks`)."""
+    from ..launch import run_blocks
+
+    blocks = run_blocks(flags)
+    if not blocks:
+        return ["# nothing runs as asked: apply one of the changes in the headline and evaluate again"]
+    lines: list[str] = []
+    for caption, lang, text in blocks:
+        lines += [f"# {caption}", f"```{lang}", *text.splitlines(), "```"]
     return lines
+
+
+def run_block_parts(flags: dict[str, Any]) -> list[dict[str, str]]:
+    """The run block for templates: caption, language and text of each part."""
+    from ..launch import run_blocks
+
+    return [{"caption": c, "lang": lang, "text": text} for c, lang, text in run_blocks(flags)]
 
 
 def transport_initiation() -> dict[str, bool]:

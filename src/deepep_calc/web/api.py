@@ -18,7 +18,14 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from ..evaluate import Result
-from ..report.view import cli_command, flag_lines, model_summary, provenance_rows, scenario_summary
+from ..report.view import (
+    cli_command,
+    flag_lines,
+    model_summary,
+    provenance_rows,
+    scenario_summary,
+    verdict_text,
+)
 from .inputs import cache_key, run
 from .schemas import (
     DetailsResponse,
@@ -34,6 +41,7 @@ from .schemas import (
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut, "description": "body could not be read"},
+    403: {"model": ErrorOut, "description": "sent by a page of another site (Origin / Sec-Fetch-Site)"},
     413: {"model": ErrorOut, "description": "request body over the size limit"},
     415: {"model": ErrorOut, "description": "body is not application/json"},
     422: {"model": ErrorOut, "description": "an input cannot be used; `field` names it"},
@@ -108,6 +116,7 @@ def details_of(result: Any) -> dict[str, Any]:
         "model": model_summary(result),
         "summary": scenario_summary(data),
         "flag_lines": flag_lines(data["verdict"]["flags"]),
+        "verdict_text": verdict_text(data["verdict"]),
         "cli": None if uploaded else cli_command(result.scenario),
         "charts": all_charts(result),
         "provenance": provenance_rows(data),

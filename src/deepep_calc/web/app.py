@@ -1,9 +1,10 @@
 """`create_app()`: the FastAPI application behind `deepep-calc serve`.
 
 Errors leave the server the way they leave the CLI: a `CalcError` becomes 422 with the
-CLI's one-line message and the input it names; anything unexpected becomes a 500 with a
-generic line (the traceback goes to the server log, never into a response). Swagger and
-ReDoc are off because they load their assets from a CDN; the spec is at `/openapi.json`.
+CLI's one-line message (JSON field names in place of flags) and the input it names;
+anything unexpected becomes a 500 with a generic line (the traceback goes to the server log,
+never into a response). Swagger and ReDoc are off because they load their assets from a CDN;
+the spec is at `/openapi.json`.
 """
 
 from __future__ import annotations
@@ -24,14 +25,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..errors import CalcError
 from . import api, pages, plan_routes
 from .guard import SECURITY_HEADERS, Guard
-from .inputs import from_validation, input_name
+from .inputs import api_message, from_validation, input_name
 
 log = logging.getLogger("deepep_calc.web")
 
 DESCRIPTION = (
     "DeepEP all-to-all or a dense alternative on AWS EFA: the calculator's model over HTTP. "
     "`POST /api/evaluate` takes the CLI's scenario flags in snake_case and returns exactly what "
-    "`deepep-calc evaluate --json` prints. Errors are `{error, field}` with the CLI's message."
+    "`deepep-calc evaluate --json` prints. Errors are `{error, field}`: the CLI's one-line message, "
+    "naming JSON fields."
 )
 
 
@@ -45,13 +47,13 @@ def _wants_html(request: Request) -> bool:
 
 async def on_calc_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, CalcError)
-    return _error(422, exc.message, input_name(exc))
+    return _error(422, api_message(exc), input_name(exc))
 
 
 async def on_validation(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError | ValidationError)
     err = from_validation(exc)
-    return _error(422, err.message, input_name(err))
+    return _error(422, api_message(err), input_name(err))
 
 
 async def on_http(request: Request, exc: Exception) -> Response:

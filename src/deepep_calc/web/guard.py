@@ -1,14 +1,28 @@
-"""ASGI middleware at the door: body size limits, content types, and security headers.
+"""ASGI middleware at the door: origins, body size limits, content types, security headers.
 
-It runs before routing, so an oversized or mistyped request is refused before any parser
-touches it: a declared Content-Length over the limit is answered 413 without reading, and a
-body that streams past the limit (chunked, or lying about its length) is cut off with 413 as
-soon as it crosses it. JSON endpoints accept only `application/json`, which also means a
-cross-site page cannot post to them without a CORS preflight the server never grants.
+It runs before routing, so a cross-site, oversized or mistyped request is refused before any
+parser touches it:
+
+- A request a browser sends on behalf of another site is refused (403) unless it is a plain
+  navigation (following a link to the page is how a scenario is shared). This is the fetch-
+  metadata resource-isolation policy: `Sec-Fetch-Site` says who initiated the request, and a
+  POST whose `Origin` names another host (browsers that predate fetch metadata) or `null` is
+  refused as well. Clients that send neither header (curl, scripts, test clients) are not
+  browsers and cannot be used against the person running the server; they are served.
+- A declared Content-Length over the limit is answered 413 without reading, and a body that
+  streams past the limit (chunked, or lying about its length) is cut off with 413 as soon as
+  it crosses it. Only a multipart page form (a config.json upload) may be larger than a JSON
+  body; an urlencoded form is held to the JSON limit.
+- JSON endpoints accept only `application/json`, which also means a cross-site page cannot
+  post to them without a CORS preflight the server never grants.
+- `HEAD` is answered as `GET` without the body (same status and headers).
 
 With `allowed_hosts` (what `deepep-calc serve` sets on a loopback bind) a request whose Host
 header names anything else is refused: a web page whose domain an attacker re-points at
 127.0.0.1 (DNS rebinding) would otherwise count as same-origin and could read the API.
+Starlette's `TrustedHostMiddleware` is not used for this: it refuses requests without a Host
+header (HTTP/1.0 tools, which cannot be used for rebinding), does not accept a trailing-dot
+name, and answers in plain text rather than the `{error, field}` line every refusal here is.
 """
 
 from __future__ import annotations
@@ -16,6 +30,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi.exceptions import HTTPException
 
@@ -76,8 +91,80 @@ def host_name(header: str) -> str:
     return text.rstrip(".")
 
 
-def limit_for(path: str) -> int:
-    return JSON_LIMIT if path.startswith("/api/") else FORM_LIMIT
+def limit_for(path: str, content_type: str = "multipart/form-data") -> int:
+    """The body limit: JSON's everywhere, but a multipart page form may carry a config.json."""
+    if path.startswith("/api/") or content_type != "multipart/form-data":
+        return JSON_LIMIT
+    return FORM_LIMIT
+
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+DEFAULT_PORTS = {"http": "80", "https": "443"}
+
+
+def _origin_host(origin: str) -> str | None:
+    """`host[:port]` of an Origin header, lower-case, without a default port; None if opaque."""
+    try:
+        parts = urlsplit(origin.strip())
+    except ValueError:
+        return None
+    if not parts.scheme or not parts.hostname:
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    if port is not None and str(port) != DEFAULT_PORTS.get(parts.scheme.lower()):
+        host += f":{port}"
+    return host.lower()
+
+
+def _host_key(header: str, scheme: str) -> str:
+    """A Host header as `_origin_host` spells the same place: lower-case, no default port."""
+    text = header.strip().lower()
+    default = DEFAULT_PORTS.get(scheme, "")
+    if default and text.endswith(f":{default}"):
+        text = text[: -len(default) - 1]
+    return text
+
+
+def cross_site(scope: Scope) -> str | None:
+    """Why a request counts as sent by another site (None: it does not).
+
+    Fetch metadata first: `Sec-Fetch-Site` same-origin or none (typed in the address bar) is
+    ours; cross-site and same-site (another port on localhost is the same site) are refused
+    unless they are a plain navigation by GET / HEAD. Without fetch metadata (an older
+    browser), a state-changing request whose `Origin` is `null` or names another host than the
+    request's is refused. Chromium sends `Origin: null` with `Sec-Fetch-Site: same-origin` for
+    the page's own form under `Referrer-Policy: no-referrer`, hence fetch metadata decides first.
+    """
+    method = scope.get("method", "GET")
+    site = _header(scope, b"sec-fetch-site").strip().lower()
+    if site:  # the browser says who initiated the request: that is authoritative
+        if site in ("same-origin", "none"):
+            return None
+        mode = _header(scope, b"sec-fetch-mode").strip().lower()
+        dest = _header(scope, b"sec-fetch-dest").strip().lower()
+        if method in ("GET", "HEAD") and mode == "navigate" and dest not in ("object", "embed"):
+            return None
+        return f"a {site} request (Sec-Fetch-Site)"
+    if method in SAFE_METHODS:
+        return None
+    # A browser without fetch metadata: its Origin must be this server. (Under the pages'
+    # no-referrer policy such a browser sends `Origin: null` for the page's own form, which
+    # cannot be told from a sandboxed attacker; it is refused, and the page's fetch() calls,
+    # which carry the real origin, still work.)
+    origin = _header(scope, b"origin")
+    if not origin:
+        return None
+    if origin.strip().lower() == "null":
+        return "a request from an opaque origin (Origin: null)"
+    host = _header(scope, b"host")
+    scheme = str(scope.get("scheme", "http"))
+    if not host or _origin_host(origin) != _host_key(host, scheme):
+        return f"a request from another origin ({origin.strip()[:100]})"
+    return None
 
 
 def _header(scope: Scope, name: bytes) -> str:
@@ -136,8 +223,16 @@ class Guard:
                 names = ", ".join(sorted(self.allowed_hosts))
                 await _refuse(send, 400, f"this server answers only to a loopback Host ({names})")
                 return
+        why = cross_site(scope)
+        if why is not None:
+            await _refuse(send, 403, f"refused: {why}; use the calculator's own page")
+            return
+        head = scope.get("method") == "HEAD"
+        if head:  # answered as GET, without the body
+            scope = {**scope, "method": "GET"}
         path = scope.get("path", "")
-        limit = limit_for(path)
+        ctype = _header(scope, b"content-type").split(";", 1)[0].strip().lower()
+        limit = limit_for(path, ctype)
         declared = _header(scope, b"content-length")
         if declared:
             if not declared.isdigit():
@@ -147,7 +242,6 @@ class Guard:
                 await _refuse(send, 413, _too_large(limit))
                 return
         if scope.get("method") == "POST" and (path in self.json_posts or path in self.form_posts):
-            ctype = _header(scope, b"content-type").split(";", 1)[0].strip().lower()
             wanted = ("application/json",) if path in self.json_posts else FORM_TYPES
             if ctype not in wanted:
                 await _refuse(send, 415, f"send the body as {' or '.join(wanted)}, not {ctype or 'nothing'}")
@@ -173,6 +267,8 @@ class Guard:
                 present = {k.lower() for k, _ in headers}
                 headers += [(k, v) for k, v in SECURITY_HEADERS if k not in present]
                 message = {**message, "headers": headers}
+            elif head and message["type"] == "http.response.body":
+                message = {**message, "body": b""}
             await send(message)
 
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,6 +52,28 @@ def input_name(err: CalcError) -> str | None:
         name = field[2:].replace("-", "_")
         return "cuda_graphs" if name == "eager" else name
     return field
+
+
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)")
+
+
+def json_field(flag_name: str) -> str:
+    """The JSON field a CLI flag stands for: `--max-qps` -> `max_qps` (`--eager` stays `eager`,
+    which the API accepts beside `cuda_graphs`)."""
+    return flag_name.removeprefix("--").replace("-", "_")
+
+
+def api_message(err: CalcError) -> str:
+    """The error line as a JSON client reads it: fields by their JSON names, not CLI flags.
+
+    The core raises one message for every face, spelled with the CLI's flags; over HTTP there
+    are no flags, so `--nodes: 0 is not allowed` becomes `nodes: 0 is not allowed`. Text in
+    backticks is a command to run in a shell and keeps its flags.
+    """
+    parts = err.message.split("`")
+    for i in range(0, len(parts), 2):  # outside backticks only
+        parts[i] = _FLAG.sub(lambda m: json_field(m.group(0)), parts[i])
+    return "`".join(parts)
 
 
 def from_validation(err: ValidationError) -> CalcError:

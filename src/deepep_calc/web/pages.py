@@ -26,7 +26,7 @@ from ..report import view
 from ..scenario import DEFAULTS
 from .api import details_of
 from .guard import FORM_LIMIT
-from .inputs import CONFIG_ORIGIN, input_name, request_from_form, run
+from .inputs import CONFIG_ORIGIN, api_message, input_name, request_from_form, run
 from .mechanism import nic_utilisation_pct
 
 router = APIRouter(include_in_schema=False)
@@ -122,8 +122,8 @@ def calculator_context(
         "values": shown,
         "options": options(),
         "groups": {"model": MODEL_FIELDS, "topology": TOPOLOGY_FIELDS, "workload": WORKLOAD_FIELDS},
-        "field_error": {field: error.message} if error is not None and field in INPUTS else {},
-        "form_error": error.message if error is not None and field not in INPUTS else "",
+        "field_error": {field: api_message(error)} if error is not None and field in INPUTS else {},
+        "form_error": api_message(error) if error is not None and field not in INPUTS else "",
         "layout": {**view.page_layout(), "defaults": _defaults()},
         "nic": nic_utilisation_pct().to_json(),
         "data": None,

@@ -14,9 +14,66 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import InputError
-from ..scenario import Scenario
+from ..kernel import LIMITS as KERNEL_LIMITS
+from ..scenario import FLOAT_FIELDS, FLOAT_LIMIT, LIMITS, OVERRIDE_LIMIT, Scenario
 
 Tag = Literal["measured", "derived", "assumed"]
+
+# The limits the server enforces, stated in /openapi.json. They are enforced where the CLI
+# enforces them (`scenario.resolve`, `kernel.kernel_query`), with the CLI's one-line messages;
+# the schema repeats the same tables, so what the contract allows is what the server takes.
+EVALUATE_INT_LIMITS = {
+    **LIMITS,
+    **dict.fromkeys(("experts", "topk", "hidden", "moe_layers"), OVERRIDE_LIMIT),
+}
+NON_EMPTY = ("model", "instance", "engine", "transport", "weight_dtype", "kv_dtype")
+
+
+def _constrain(prop: dict[str, Any], kind: str, **limits: Any) -> None:
+    """Add limits to the branch of this JSON type (a nullable field is an anyOf)."""
+    if prop.get("type") == kind:
+        prop.update(limits)
+        return
+    for branch in prop.get("anyOf", []):
+        if branch.get("type") == kind:
+            branch.update(limits)
+
+
+def _evaluate_limits(schema: dict[str, Any]) -> None:
+    from ..catalog.hardware import load_instances
+
+    props = schema.get("properties", {})
+    # GPUs per node: at most what the largest instance of the catalog has (resolve() refuses
+    # more than the chosen instance's, a cross-field rule the schema cannot state).
+    most_gpus = max(i.gpus_per_node for i in load_instances().values())
+    limits = {**EVALUATE_INT_LIMITS, "gpus_per_node": min(most_gpus, LIMITS["gpus_per_node"])}
+    for name, limit in limits.items():
+        if name in props:
+            _constrain(props[name], "integer", minimum=1, maximum=limit)
+    for name in FLOAT_FIELDS:
+        if name in props:
+            _constrain(props[name], "number", exclusiveMinimum=0, maximum=FLOAT_LIMIT)
+    for name in NON_EMPTY:
+        if name in props:
+            _constrain(props[name], "string", minLength=1)
+    if "calibration" in props:  # the server reads no files: any profile path is refused
+        props["calibration"] = {
+            "type": "null",
+            "default": None,
+            "description": "always null over HTTP (the server reads no files; use the CLI)",
+        }
+    if "config_json" in props:
+        _constrain(props["config_json"], "string", minLength=1)
+        _constrain(props["config_json"], "object", minProperties=1)
+
+
+def _kernel_limits(schema: dict[str, Any]) -> None:
+    props = schema.get("properties", {})
+    for name, limit in KERNEL_LIMITS.items():
+        if name in props:
+            _constrain(props[name], "integer", minimum=1, maximum=limit)
+    for name in ("transport", "instance"):
+        _constrain(props[name], "string", minLength=1)
 
 
 class EvaluateRequest(Scenario):
@@ -26,7 +83,7 @@ class EvaluateRequest(Scenario):
     is evaluated is exactly what was sent (a number where a number is due).
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_evaluate_limits)
 
     eager: bool | None = Field(None, description="CLI --eager (true) / --cuda-graphs (false)")
     config_json: dict[str, Any] | str | None = Field(
@@ -86,6 +143,9 @@ class ArmOut(BaseModel):
     feasible: bool
     fits_memory: bool
     why_not: str
+    why_code: Literal["", "split", "reach", "memory", "queue"] = Field(
+        "", description="short form of why_not: experts do not split, transport does not reach, HBM, queue"
+    )
     per_user_tok_s: QOut
     step_ms: QOut
     aggregate_tok_s: QOut
@@ -100,18 +160,67 @@ class ArmOut(BaseModel):
     measured_cell: str | None
     meets_slo: bool | None
     meets_ttft: bool | None
+    model_aggregate_tok_s: QOut | None = Field(None, description="the model's figure, before a measured cell")
+    model_step_ms: QOut | None = Field(None, description="the model's step, before a measured cell")
+
+
+class ConfigFileOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    text: str
+
+
+class LaunchOut(BaseModel):
+    """The run block, each part ready to paste on its own."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    config_file: ConfigFileOut | None = Field(description="the engine's config file, when it takes one")
+    command: str = Field(description="the server command line (notes as # comments)")
+    exports: str = Field(description="`export` lines, one per variable")
+    notes: list[str]
+    blocks: list[dict[str, str]] = Field(description="caption, lang and text of each part, in order")
 
 
 class FlagsOut(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     engine: str
-    arm: str
+    arm: str | None = Field(description="null when nothing fits as asked")
     args: list[str]
     config: dict[str, str]
     env: dict[str, str]
     cuda_graphs: str
     requires: str
+    launch: LaunchOut | None = None
+
+
+class ComparedOut(BaseModel):
+    """The figures the verdict rule compared, like with like."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    basis: Literal["measured", "model"]
+    aggregate_tok_s: dict[str, QOut]
+    ratio: QOut | None
+    per_user_ratio: QOut | None
+    tax_ms_per_token: QOut | None
+    threshold: float
+    set_aside: list[str]
+    note: str
+
+
+class FixOut(BaseModel):
+    """One change that would make the scenario fit or meet its targets, checked on the model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    change: str
+    update: dict[str, Any]
+    arm: str
+    note: str
+    figures: dict[str, QOut]
 
 
 class VerdictOut(BaseModel):
@@ -121,11 +230,16 @@ class VerdictOut(BaseModel):
     symbol: str
     title: str
     headline: str
-    recommended_arm: str
+    recommended_arm: str | None = Field(description="null when nothing fits as asked")
     reasons: list[str]
     advisories: list[str]
     flags: FlagsOut
     robustness: str
+    status: Literal["ok", "targets_missed", "nothing_fits"] = "ok"
+    close_call: bool = False
+    compared: ComparedOut | None = None
+    caveats: list[str] = Field(default_factory=list)
+    fixes: list[FixOut] = Field(default_factory=list)
 
 
 class ScenarioOut(Scenario):
@@ -159,7 +273,7 @@ class ErrorOut(BaseModel):
 class KernelRequest(BaseModel):
     """The options of `deepep-calc kernel`, with its defaults."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_kernel_limits)
 
     transport: str = "efa-proxy"
     instance: str = "p5en"
@@ -275,12 +389,33 @@ class ProvenanceRow(BaseModel):
     source: str
 
 
+class Segment(BaseModel):
+    """Part of a sentence: plain text, or a tag drawn as a badge."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str | None = None
+    tag: Tag | None = None
+
+
+class VerdictText(BaseModel):
+    """The verdict's sentences as segments, so the page draws their tags as badges."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    headline: list[Segment]
+    reasons: list[list[Segment]]
+    advisories: list[list[Segment]]
+    robustness: list[Segment]
+
+
 class DetailsResponse(BaseModel):
     """What the page draws beside the numbers: the model evaluated, the charts, the provenance."""
 
     model: ModelSummary
     summary: str = Field(description="the scenario in one sentence")
     flag_lines: list[str] = Field(description="engine flags of the recommended arm, one per line")
+    verdict_text: VerdictText = Field(description="the verdict's sentences split around their tags")
     cli: str | None = Field(description="the CLI command giving the same result (none for an upload)")
     charts: dict[str, dict[str, Any]] = Field(description="plotly figures: {data, layout}")
     provenance: list[ProvenanceRow]

@@ -35,6 +35,13 @@
     return node;
   }
   function badge(q) { return h("span", { "class": "tag tag-" + q.tag, title: q.tag + ": " + q.source }, [q.tag]); }
+  // A sentence as report/view.py:tag_segments split it (mirrors _macros.html:sentence).
+  function sentence(segments) {
+    return segments.map(function (seg) {
+      if (!seg.tag) return seg.text;
+      return h("span", { "class": "tag tag-" + seg.tag, title: seg.tag + ": " + layout.tag_meaning[seg.tag] }, [seg.tag]);
+    });
+  }
   function num(q, digits) {
     var parts = [h("span", { "class": "v" }, [fmt(q.value, digits)])];
     var u = unitShown(q.unit);
@@ -51,7 +58,34 @@
   function fill(id, nodes) { var el = document.getElementById(id); if (el) el.replaceChildren.apply(el, nodes); return el; }
   function listItems(lines, emptyText) {
     if (!lines.length && emptyText) return [h("li", { "class": "none" }, [emptyText])];
-    return lines.map(function (line) { return h("li", null, [line]); });
+    return lines.map(function (segments) { return h("li", null, sentence(segments)); });
+  }
+
+  // mirrors report/view.py:compare_rows: the verdict's compared figures; a negative tax is a saving
+  function compareRows(data) {
+    var c = data.verdict ? data.verdict.compared : null;
+    var ratio = c ? c.ratio : data.ratio_deepep_vs_alternative;
+    return layout.compare_rows.map(function (row) {
+      var label = row[0], key = row[1];
+      var q = c ? c[layout.compared_key[key]] : data[key];
+      if (q && key === "tax_ms_per_token" && q.value !== null && q.value < 0) {
+        label = layout.saving_label;
+        q = Object.assign({}, q, { value: -q.value });
+      } else if (q && key === "tax_ms_per_token" && ratio && ratio.value > 1) {
+        label = layout.longer_label;
+      }
+      return [label, q, row[2], q ? "" : (c ? c.note : "")];
+    });
+  }
+
+  // mirrors report/view.py:compared_row: the compared aggregates when they are not the shown ones
+  function comparedRow(data) {
+    var c = data.verdict ? data.verdict.compared : null;
+    if (!c) return null;
+    var differs = Object.keys(data.arms).some(function (arm) {
+      return c.aggregate_tok_s[arm].value !== data.arms[arm].aggregate_tok_s.value;
+    });
+    return differs ? c.aggregate_tok_s : null;
   }
 
   // ---- rendering ----
@@ -62,16 +96,31 @@
       card.classList.toggle("lit", lit);
       if (lit) card.setAttribute("aria-current", "true"); else card.removeAttribute("aria-current");
       card.querySelector(".lit-label").textContent = lit ? "this scenario" : "not this one";
+      var name = card.querySelector(".card-name");  // the lit card names the arm the headline runs
+      if (name) name.textContent = lit ? v.title : layout.titles[card.getAttribute("data-code")];
     });
     var detail = document.getElementById("verdict-detail");
     detail.className = "verdict-detail detail-" + v.code;
-    fill("headline", [h("span", { "class": "sym", "aria-hidden": "true" }, [v.symbol]), " " + v.headline]);
+    // The sentences come split around their tags (details.verdict_text); plain text otherwise.
+    var vt = details ? details.verdict_text : {
+      headline: [{ text: v.headline }],
+      reasons: v.reasons.map(function (t) { return [{ text: t }]; }),
+      advisories: v.advisories.map(function (t) { return [{ text: t }]; }),
+      robustness: [{ text: "Verdict is " + v.robustness }]
+    };
+    fill("headline", [h("span", { "class": "sym", "aria-hidden": "true" }, [v.symbol]), " "].concat(sentence(vt.headline)));
     fill("scenario-line", [details ? details.summary : ""]);
-    fill("reasons", listItems(v.reasons));
-    fill("advisories", listItems(v.advisories, "none"));
-    fill("robustness", ["Verdict is " + v.robustness]);
-    fill("flags-title", ["(" + v.flags.engine + ", " + v.flags.arm + ")"]);
-    if (details) fill("flags", [details.flag_lines.join("\n") + "\n"]);
+    fill("reasons", listItems(vt.reasons));
+    fill("advisories", listItems(vt.advisories, "none"));
+    fill("robustness", sentence(vt.robustness));
+    fill("flags-title", ["(" + v.flags.engine + ", " + (v.flags.arm || "nothing fits as asked") + ")"]);
+    var blocks = v.flags.launch ? v.flags.launch.blocks : [];
+    fill("flags", blocks.length ? blocks.map(function (b) {
+      return h("figure", { "class": "run-block" }, [
+        h("figcaption", { "class": "muted" }, [b.caption]),
+        h("pre", { "class": "flags", "data-lang": b.lang }, [b.text.replace(/\n+$/, "")])
+      ]);
+    }) : [h("p", { "class": "muted" }, ["Nothing runs as asked: apply one of the changes in the headline and evaluate again."])]);
   }
 
   function renderArms(data) {
@@ -82,10 +131,19 @@
       return h("th", { scope: "col", "class": "arm-head", style: "--arm: " + armColour(data, arm) }, kids);
     }));
     var rows = layout.arm_rows.map(function (row) {
-      return h("tr", null, [h("th", { scope: "row" }, [row[0]])].concat(arms.map(function (arm) {
+      var u = unitShown(dig(data.arms[arms[0]], row[1]).unit);
+      var label = [row[0]];
+      if (u) label.push(h("span", { "class": "row-unit" }, [" (" + u + ")"]));
+      return h("tr", null, [h("th", { scope: "row" }, label)].concat(arms.map(function (arm) {
         return h("td", null, [num(dig(data.arms[arm], row[1]), row[2])]);
       })));
     });
+    var compared = comparedRow(data);
+    if (compared) {
+      rows.push(h("tr", { "class": "compared" }, [h("th", { scope: "row" }, ["Compared aggregate (like with like)"])].concat(arms.map(function (arm) {
+        return h("td", null, [num(compared[arm], 1)]);
+      }))));
+    }
     rows.push(h("tr", null, [h("th", { scope: "row" }, ["Feasible"])].concat(arms.map(function (arm) {
       var a = data.arms[arm];
       return h("td", { "class": a.feasible ? "ok" : "bad" }, [a.feasible ? "yes" : "no: " + a.why_not]);
@@ -95,8 +153,9 @@
     }))));
     var table = document.getElementById("arms-table");
     table.replaceChildren(h("thead", null, [h("tr", null, head)]), h("tbody", null, rows));
-    fill("compare-table", [h("tbody", null, layout.compare_rows.map(function (row) {
-      return h("tr", null, [h("th", { scope: "row" }, [row[0]]), h("td", null, [num(data[row[1]], row[2])])]);
+    fill("compare-table", [h("tbody", null, compareRows(data).map(function (row) {
+      var cell = row[1] ? num(row[1], row[2]) : h("span", { "class": "muted" }, ["n/a: " + row[3]]);
+      return h("tr", null, [h("th", { scope: "row" }, [row[0]]), h("td", null, [cell])]);
     }))]);
   }
 
@@ -132,6 +191,7 @@
   function showError(message, field) {
     var target = field ? form.querySelector('[data-error-for="' + field + '"]') : null;
     if (target) {
+      expandForm();
       target.textContent = message; target.hidden = false;
       var box = target.closest("[data-field]");
       box.classList.add("has-error");
@@ -213,6 +273,19 @@
     }).then(function () { if (mine === seq) document.body.removeAttribute("data-busy"); });
   }
   function schedule() { clearTimeout(timer); timer = setTimeout(update, DEBOUNCE_MS); }
+
+  // ---- the form folds away on narrow screens (the verdict comes first there) ----
+  var toggle = document.getElementById("form-toggle");
+  var narrow = window.matchMedia("(max-width: 980px)");
+  function setCollapsed(collapsed) {
+    form.classList.toggle("collapsed", collapsed);
+    toggle.setAttribute("aria-expanded", collapsed ? "false" : "true");
+  }
+  function expandForm() { setCollapsed(false); }
+  toggle.addEventListener("click", function () { setCollapsed(!form.classList.contains("collapsed")); });
+  narrow.addEventListener("change", function (e) { if (!e.matches) setCollapsed(false); });
+  var hasError = form.querySelector(".has-error") !== null;
+  setCollapsed(narrow.matches && !hasError);
 
   // ---- inputs that shape other inputs ----
   var instance = document.getElementById("f-instance");

@@ -1,0 +1,30 @@
+"""Names of the parts of a decode step and of GPU memory, shared by every face.
+
+The card, the page's charts and tables, and the reports name a part the same way; a part
+keeps its JSON key (`breakdown_ms.compute`, `memory_detail_gb.kv_cache`) and only its words
+live here. `compute` is the tensor-core time that does not hide under the HBM reads, so its
+label says "beyond HBM" wherever it is printed.
+"""
+
+from __future__ import annotations
+
+STEP_LABELS: dict[str, str] = {
+    "engine": "host beyond GPU work",
+    "hbm": "HBM reads",
+    "compute": "compute beyond HBM",
+    "kernels": "kernel floors",
+    "moe_comm": "dispatch + combine",
+    "prefill": "mixed-in prefill",
+    "proxy": "host proxy",
+}
+MEMORY_LABELS: dict[str, str] = {
+    "weights": "weights",
+    "kv_cache": "KV cache",
+    "buffers": "communication buffers",
+    "reserve": "framework reserve",
+}
+
+
+def step_label(part: str) -> str:
+    """The words for one step part (an unknown part keeps its key, spaced)."""
+    return STEP_LABELS.get(part, part.replace("_", " "))

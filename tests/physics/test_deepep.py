@@ -1,0 +1,191 @@
+"""DeepEP dispatch / combine (`physics/deepep.py`) with hand-made constants on the toy rows.
+
+Toy shape: hidden 1024, top-2 of 16. Dispatch selection 1024 + 1024/128 × 4 + 16 = 1,072 B
+(FP8 payload, scales, routing); combine 2 × 1024 = 2,048 B. Toy node: 8 GPUs, 50 GB/s EFA and
+400 GB/s NVLink per GPU per direction (× 0.5 kernel efficiency = 200 GB/s). Constants of
+`hand.kernel_constants`: α 20 / 10 us, β 0.5 / 0.25 us at 4 reference lanes, NVLink α 30 us.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from deepep_calc.catalog.transports import get_transport
+from deepep_calc.physics.deepep import (
+    KernelShape,
+    issue_lanes,
+    kernel_us,
+    nvlink_bw,
+    nvlink_only_us,
+    scaleout_bw,
+    traffic,
+    variable_us,
+)
+from deepep_calc.quantity import Tag
+
+from .hand import GPU, PROXY, TOY_INSTANCE, exact, kernel_constants, q, val
+
+INST = TOY_INSTANCE
+
+
+def shape(tokens: float, dtype: str = "fp8") -> KernelShape:
+    return KernelShape(tokens, 1024, 2, 16, dtype)
+
+
+def test_bytes_per_selection() -> None:
+    """FP8: 1024 + 8 scales × 4 B + 16 = 1,072 B; BF16: 2 × 1024 + 16 = 2,064 B; combine 2,048 B.
+    DeepSeek's 7168: 7168 + 56 × 4 + 16 = 7,408 B (DeepEP's own test counts the same)."""
+    assert shape(1).dispatch_bytes_per_token == 1072
+    assert shape(1, "bf16").dispatch_bytes_per_token == 2064
+    assert shape(1).combine_bytes_per_token == 2048
+    assert KernelShape(1, 7168, 8, 256).dispatch_bytes_per_token == 7408
+
+
+def test_decode_traffic_under_uniform_routing() -> None:
+    """EP16 on 8-GPU nodes, 4 tokens × top-2 = 8 selections: (16 − 8)/16 remote = 4,
+    (8 − 1)/16 on NVLink = 3.5. EP32, 1 token × top-8: 8 × 24/32 = 6 remote, 8 × 7/32 = 1.75.
+    Inside one node (EP8) nothing is remote: 8 × 7/8 = 7 on NVLink."""
+    tr = traffic(16, 8, shape(4))
+    assert (float(tr.remote_sel), float(tr.nvlink_sel)) == (4.0, 3.5)
+    tr = traffic(32, 8, KernelShape(1, 7168, 8, 256))
+    assert (float(tr.remote_sel), float(tr.nvlink_sel)) == (6.0, 1.75)
+    tr = traffic(8, 8, shape(4))
+    assert (float(tr.remote_sel), float(tr.nvlink_sel)) == (0.0, 7.0)
+
+
+def test_prefill_sends_one_copy_per_remote_node() -> None:
+    """High-throughput kernels: (nodes − 1) × (1 − (1 − 1/nodes)^k) copies per token.
+    EP32 = 4 nodes, top-2: 3 × (1 − (3/4)²) = 1.3125 per token, × 4 tokens = 5.25.
+    EP16 = 2 nodes, top-8: 1 − (1/2)^8 = 0.99609375 per token. NVLink share as in decode."""
+    tr = traffic(32, 8, shape(4), prefill=True)
+    assert float(tr.remote_sel) == exact(5.25)
+    assert float(tr.nvlink_sel) == exact(8 * 7 / 32)
+    tr = traffic(16, 8, KernelShape(1, 7168, 8, 256), prefill=True)
+    assert float(tr.remote_sel) == exact(0.99609375)
+
+
+def test_scaleout_bandwidth_of_each_kind_of_transport() -> None:
+    """NCCL-GIN-like proxy: 8 GB/s × K^0.5: K = 4 → 16 GB/s (derived: a measured curve), capped
+    at the 50 GB/s line: K = 64 → 64 > 50 → 50. GPU-initiated at 0.5 of line: 25 GB/s (assumed).
+    A measured prefill bandwidth (40 GB/s) is used as it is, tagged measured."""
+    bw = scaleout_bw(PROXY, INST, 8, 4)
+    assert val(bw) == 16.0 and bw.tag is Tag.DERIVED and bw.unit == "GB/s"
+    assert val(scaleout_bw(PROXY, INST, 8, 64)) == 50.0
+    gda = scaleout_bw(GPU, INST, 8, 4)
+    assert val(gda) == 25.0 and gda.tag is Tag.ASSUMED
+    pre = PROXY.model_copy(update={"prefill_dispatch_gb_s": 40.0, "prefill_source": "measured x"})
+    measured = scaleout_bw(pre, INST, 8, 4, prefill=True)
+    assert val(measured) == 40.0 and measured.tag is Tag.MEASURED
+    assert val(scaleout_bw(pre, INST, 8, 4)) == 16.0  # decode ignores the prefill figure
+    assert np.asarray(scaleout_bw(PROXY, INST, 8, np.array([1.0, 4.0, 64.0])).value).tolist() == [8, 16, 50]
+
+
+def test_issue_lanes() -> None:
+    """Proxy: K^e × min(QPs, reference QPs 4)^e with e = 0.5: K 4, QPs 2 → 2 × √2; QPs 16 are
+    capped at 4 → 2 × 2 = 4. A fixed-lane transport has its count whatever K and QPs are: 2."""
+    assert float(issue_lanes(PROXY, 4, 2)) == exact(2 * 2**0.5)
+    assert float(issue_lanes(PROXY, 4, 16)) == exact(4.0)
+    assert float(issue_lanes(GPU, 64, 64)) == 2.0
+
+
+def test_nvlink_bandwidth() -> None:
+    """400 GB/s per direction (800 bidirectional / 2) × 0.5 = 200 GB/s."""
+    assert val(nvlink_bw(INST, q(0.5, ""))) == 200.0
+
+
+def test_issue_bound_decode_exchange() -> None:
+    """EP16, 4 tokens, K 4, QPs 4 (4 lanes = the reference's): 4 remote, 3.5 NVLink selections.
+    dispatch: wire 4 × 1,072 B / 16 GB/s = 0.268 us, NVLink 3.5 × 1,072 / 200 = 0.01876 us,
+              issue 0.5 × 1 × 4 × 4/4 = 2 us → 2 us;
+    combine:  wire 4 × 2,048 / 16 = 0.512 us, issue 0.25 × 4 = 1 us → 1 us.
+    kernel = α + that: 20 + 2 = 22 and 10 + 1 = 11 us, total 33 us."""
+    k = kernel_constants()
+    d, c = variable_us(PROXY, INST, 8, 16, shape(4), 4, 4, k)
+    assert (val(d), val(c)) == exact((2.0, 1.0))
+    out = kernel_us(PROXY, INST, 8, 16, shape(4), 4, 4, k)
+    assert val(out["dispatch"]) == exact(22.0)
+    assert val(out["combine"]) == exact(11.0)
+    assert val(out["total"]) == exact(33.0)
+    assert out["total"].unit == "us"
+
+
+def test_fewer_lanes_scale_the_issue_path() -> None:
+    """K 1, QPs 4: lanes 1 × 2 = 2, so each selection costs 4/2 = 2 × β: dispatch issue
+    0.5 × 4 × 2 = 4 us, combine 0.25 × 4 × 2 = 2 us (the wire at 8 GB/s: 0.536 / 1.024 us)."""
+    d, c = variable_us(PROXY, INST, 8, 16, shape(4), 1, 4, kernel_constants())
+    assert (val(d), val(c)) == exact((4.0, 2.0))
+
+
+def test_wire_bound_decode_exchange() -> None:
+    """128 tokens, β 0.001: 128 × 2 × 8/16 = 128 remote selections.
+    dispatch wire 128 × 1,072 B / 16 GB/s = 8.576 us (issue 0.128 us, NVLink 112 × 1,072 / 200
+    = 0.60032 us); combine 128 × 2,048 / 16 = 16.384 us."""
+    k = kernel_constants(beta_dispatch_us=q(0.001), beta_combine_us=q(0.001))
+    d, c = variable_us(PROXY, INST, 8, 16, shape(128), 4, 4, k)
+    assert (val(d), val(c)) == exact((8.576, 16.384))
+    # measured prefill bandwidths play no part in decode
+    pre = PROXY.model_copy(update={"prefill_dispatch_gb_s": 40.0, "prefill_combine_gb_s": 20.0})
+    d, c = variable_us(pre, INST, 8, 16, shape(128), 4, 4, k)
+    assert (val(d), val(c)) == exact((8.576, 16.384))
+
+
+def test_nvlink_bound_decode_exchange() -> None:
+    """At NVLink efficiency 0.001 (0.4 GB/s) the 112 intra-node selections gate:
+    dispatch 112 × 1,072 B / 0.4 GB/s = 300.16 us, combine 112 × 2,048 / 0.4 = 573.44 us."""
+    k = kernel_constants(beta_dispatch_us=q(0.001), beta_combine_us=q(0.001), nvlink_efficiency=q(0.001, ""))
+    d, c = variable_us(PROXY, INST, 8, 16, shape(128), 4, 4, k)
+    assert (val(d), val(c)) == exact((300.16, 573.44))
+
+
+def test_instance_factor_scales_alpha_and_beta_not_the_wire() -> None:
+    """f = 2: dispatch 2 × 20 + 2 × 0.5 × 4 = 44 us, combine 2 × 10 + 2 × 0.25 × 4 = 22 us."""
+    out = kernel_us(PROXY, INST, 8, 16, shape(4), 4, 4, kernel_constants(instance_factor=q(2.0, "")))
+    assert (val(out["dispatch"]), val(out["combine"])) == exact((44.0, 22.0))
+    wire = kernel_constants(
+        beta_dispatch_us=q(0.001),
+        beta_combine_us=q(0.001),
+        instance_factor=q(2.0, ""),
+        alpha_dispatch_us=q(0.0),
+    )
+    assert val(kernel_us(PROXY, INST, 8, 16, shape(128), 4, 4, wire)["dispatch"]) == exact(8.576)
+
+
+def test_prefill_uses_measured_bandwidths_per_direction() -> None:
+    """Prefill at EP16, 4 tokens, top-2: 4 × (1 − (1/2)²) = 3 remote copies. Measured 40 GB/s
+    dispatch, 20 GB/s combine, β ≈ 0: dispatch 3 × 1,072 / 40 = 0.0804 us, combine
+    3 × 2,048 / 20 = 0.3072 us."""
+    pre = PROXY.model_copy(update={"prefill_dispatch_gb_s": 40.0, "prefill_combine_gb_s": 20.0})
+    k = kernel_constants(beta_dispatch_us=q(1e-6), beta_combine_us=q(1e-6))
+    d, c = variable_us(pre, INST, 8, 16, shape(4), 4, 4, k, prefill=True)
+    assert (val(d), val(c)) == exact((0.0804, 0.3072))
+
+
+def test_single_node_rides_nvlink_only() -> None:
+    """EP8 on one 8-GPU node: α_nvl / 2 = 15 us per direction, plus 4 × 2 × 7/8 = 7 selections:
+    dispatch 15 + 7 × 1,072 / 200 GB/s = 15.03752 us, combine 15 + 7 × 2,048 / 200 = 15.07168 us.
+    The cross-node constants (α 20, β 0.5) play no part."""
+    k = kernel_constants()
+    d, c = nvlink_only_us(INST, 8, 8, shape(4), k)
+    assert (val(d), val(c)) == exact((15.03752, 15.07168))
+    out = kernel_us(PROXY, INST, 8, 8, shape(4), 4, 4, k)
+    assert val(out["total"]) == exact(30.1092)
+
+
+def test_ep_smaller_than_a_node_rides_nvlink_only() -> None:
+    """EP4 on an 8-GPU node: 4 × 2 × 3/4 = 6 selections, 15 + 6 × 1,072 / 200 = 15.03216 us."""
+    out = kernel_us(PROXY, INST, 8, 4, shape(4), 4, 4, kernel_constants())
+    assert val(out["dispatch"]) == exact(15.03216)
+
+
+def test_nvlink_transport_never_takes_the_network_path() -> None:
+    """The `nvlink` transport at EP16 still prices NVLink only: 15 + 3.5 × 1,072 / 200 us."""
+    out = kernel_us(get_transport("nvlink"), INST, 8, 16, shape(4), 4, 4, kernel_constants())
+    assert val(out["dispatch"]) == exact(15.01876)
+
+
+def test_a_sweep_mixing_one_node_and_two_node_rows() -> None:
+    """EP [8, 16] in one array: the one-node row takes the NVLink value (15.03752 us), the
+    two-node row the network one (22 us)."""
+    out = kernel_us(PROXY, INST, 8, np.array([8.0, 16.0]), shape(4), 4, 4, kernel_constants())
+    assert np.asarray(out["dispatch"].value) == exact([15.03752, 22.0])
+    assert np.asarray(out["combine"].value) == exact([15.07168, 11.0])

@@ -1,0 +1,63 @@
+"""The suite is self-contained: it reads only in-repo fixtures, and CI fails on a quiet skip."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+
+
+def test_no_test_reads_outside_the_repository() -> None:
+    """No test or benchmark reaches for a sibling checkout (`../shared` and the like)."""
+    pattern = re.compile(r"""REPO\.parent\b|parents\[2\]|\.\./shared|["']shared["'] /""")
+    offenders = []
+    for path in [*TESTS.glob("*.py"), *(REPO / "benchmarks").glob("*.py")]:
+        if path.name == Path(__file__).name:
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if pattern.search(line):
+                offenders.append(f"{path.name}:{n}: {line.strip()}")
+    assert offenders == []
+
+
+def test_real_aiperf_exports_are_in_the_repository() -> None:
+    real = sorted((TESTS / "fixtures" / "aiperf").glob("*_isl120.*"))
+    assert len(real) >= 15
+    assert {p.suffix for p in real} == {".json", ".csv"}
+
+
+SKIPS = """
+import os
+import pytest
+
+def test_missing_fixture():
+    pytest.skip("../shared fixtures not present")
+
+def test_missing_dependency():
+    pytest.importorskip("surely_not_a_module_name_xyz")
+
+@pytest.mark.skipif(True, reason="no FIFOs on this platform")
+def test_platform():
+    pass
+"""
+
+
+@pytest.mark.parametrize("ci", ["", "1"])
+def test_ci_turns_a_skip_for_something_missing_into_a_failure(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, ci: str
+) -> None:
+    pytester.makeconftest((TESTS / "conftest.py").read_text(encoding="utf-8"))
+    pytester.makepyfile(test_skips=SKIPS)
+    monkeypatch.setenv("CI", ci)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    if ci:
+        result.assert_outcomes(failed=2, skipped=1)
+        result.stdout.fnmatch_lines(["*skipped for something missing*"])
+    else:
+        result.assert_outcomes(skipped=3)

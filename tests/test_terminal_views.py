@@ -1,0 +1,200 @@
+"""Terminal views at 80 columns (what a pipe gets) and at 200: nothing cut, nothing too wide.
+
+Every view is rendered through the CLI with COLUMNS set, the way a user's shell would. The
+checks: no line is wider than the terminal, rich never had to cut a cell (no ellipsis), every
+id and number the JSON holds appears whole on one line, tags are markers with a legend, and a
+wide terminal gets the optional columns back.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+from rich.console import Console
+
+from cli_runner import run_cli
+from deepep_calc.report import term
+from deepep_calc.report.terminal import print_calibration
+
+WIDTHS = (80, 200)
+VIEWS = [
+    ("models",),
+    ("instances",),
+    ("transports",),
+    ("models", "--sources"),
+    ("instances", "--sources"),
+    ("transports", "--sources"),
+    ("kernel",),
+    ("kernel", "--transport", "efa-gda", "--tokens", "64"),
+    ("validate",),
+    ("validate", "--sources"),
+    ("breakeven",),
+    ("breakeven", "--model", "deepseek-v3", "--nodes", "4", "--concurrency", "256"),
+    ("sensitivity",),
+]
+
+
+def render(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, width: int, *args: str
+) -> str:
+    monkeypatch.setenv("COLUMNS", str(width))
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0, err
+    return out
+
+
+def assert_fits(text: str, width: int) -> None:
+    lines = text.splitlines()
+    assert lines, "nothing printed"
+    too_wide = [line for line in lines if len(line) > width]
+    assert too_wide == [], f"{len(too_wide)} line(s) wider than {width}: {too_wide[0]!r}"
+    assert "…" not in text, next(line for line in lines if "…" in line)
+
+
+def one_line(text: str, token: str) -> bool:
+    return any(token in line for line in text.splitlines())
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("args", VIEWS, ids=lambda a: " ".join(a))
+def test_view_fits_and_cuts_nothing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, width: int, args: tuple[str, ...]
+) -> None:
+    text = render(capsys, monkeypatch, width, *args)
+    assert_fits(text, width)
+    assert "[measured]" not in text and "[assumed]" not in text  # markers, not words in brackets
+    if any(mark in text for mark in "●◐○"):  # a view that marks tags explains the markers
+        assert "● measured  ◐ derived  ○ assumed" in text  # the legend, once
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_catalog_ids_and_numbers_are_whole(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    models = render(capsys, monkeypatch, width, "models")
+    for row in json.loads(render(capsys, monkeypatch, width, "models", "--json")):
+        assert one_line(models, row["name"]), row["name"]
+        assert one_line(models, f"{row['kv_bytes_per_token']:,}")
+        assert one_line(models, f"{row['weights_gb']:,.1f}")
+    instances = render(capsys, monkeypatch, width, "instances")
+    for row in json.loads(render(capsys, monkeypatch, width, "instances", "--json")):
+        assert one_line(instances, row["name"])
+        if row["price_per_hour"] is not None:
+            assert one_line(instances, f"{row['price_per_hour']:,.2f}")
+    transports = render(capsys, monkeypatch, width, "transports")
+    for row in json.loads(render(capsys, monkeypatch, width, "transports", "--json")):
+        assert one_line(transports, row["name"])
+        assert one_line(transports, f"{row['reference']['total_us']:,.1f} ●")
+
+
+def test_headers_carry_units_not_snake_case(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = render(capsys, monkeypatch, 80, "models") + render(capsys, monkeypatch, 80, "instances")
+    assert "hbm tb s" not in text and "network gb s" not in text and "_" not in text.split("\n", 3)[1]
+    assert "TB/s" in text and "Gb/s/node" in text and "per token" in text
+
+
+def test_a_wider_terminal_gets_more_columns(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    narrow = render(capsys, monkeypatch, 80, "models")
+    wide = render(capsys, monkeypatch, 200, "models")
+    assert "Hugging Face id" in wide and "deepseek-ai/DeepSeek-V3" in wide
+    assert "Hugging Face id" not in narrow
+    assert "AWS name" in render(capsys, monkeypatch, 200, "instances")
+    assert "runs on" in render(capsys, monkeypatch, 200, "transports")
+
+
+def test_kernel_says_its_source_once(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for args in (("kernel",), ("kernel", "--transport", "efa-gda", "--tokens", "64")):
+        text = render(capsys, monkeypatch, 80, *args)
+        source = json.loads(render(capsys, monkeypatch, 80, *args, "--json"))["dispatch_us"]["source"]
+        first_words = " ".join(source.split()[:3])
+        assert text.count(first_words) == 1, text
+        assert text.count("[1]") == 4  # three rows point at it, the footnote carries it
+
+
+def test_catalog_sources_come_with_sources(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain = render(capsys, monkeypatch, 80, "models")
+    listed = render(capsys, monkeypatch, 80, "models", "--sources")
+    assert "--sources" in plain and "Sources" not in plain
+    assert "Sources" in listed
+    flat = " ".join(listed.split())
+    for row in json.loads(render(capsys, monkeypatch, 80, "models", "--json")):
+        assert " ".join(row["source"].split()) in flat, row["name"]
+
+
+def test_validate_sources_are_numbered_footnotes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = render(capsys, monkeypatch, 80, "validate", "--sources")
+    refs = set(re.findall(r"\[(\d+)\]", text.split("Sources")[0]))
+    notes = re.findall(r"^ *\[(\d+)\] ", text.split("Sources")[-1], flags=re.M)
+    assert refs and refs == set(notes)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_validate_keeps_cell_ids_whole(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    text = render(capsys, monkeypatch, width, "validate")
+    report = json.loads(render(capsys, monkeypatch, width, "validate", "--json"))
+    for row in report["ab"]:
+        assert one_line(text, row["pair"]), row["pair"]
+    assert one_line(text, "trt-ab-k8-c16-isl2048") and one_line(text, "sglang-deepep-vs-uccl-c256")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_measured_cells_table_after_the_card(width: int) -> None:
+    buf = io.StringIO()
+    print_calibration(Console(file=buf, width=width, color_system=None, highlight=False))
+    text = buf.getvalue()
+    assert_fits(text, width)
+    for cell in ("trt-ab-k1-c4", "trt-ab-k8-c4", "trt-ab-k8-c32", "trt-ab-k8-c16-isl2048"):
+        assert one_line(text, cell)
+    assert one_line(text, "19.62 ●") and one_line(text, "27.57 ●") and one_line(text, "14.7 ◐")
+    assert ("ISL" in text) is (width >= term.WIDE)
+
+
+def test_bare_command_at_80_columns_has_whole_cell_ids(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = render(
+        capsys,
+        monkeypatch,
+        80,
+    )
+    assert "trt-a…" not in text and "tok/s/…" not in text and "[measu…" not in text
+    assert one_line(text, "trt-ab-k8-c16-isl2048")
+
+
+def test_breakeven_answers_are_never_wrapped(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = render(capsys, monkeypatch, 80, "breakeven")
+    answers = json.loads(render(capsys, monkeypatch, 80, "breakeven", "--json"))["answers"]
+    for a in answers:
+        if a["value"] is not None:
+            shown = term.number(a["value"]["value"], 1 if a["value"]["unit"] in ("us", "comms", "QPs") else 0)
+            assert one_line(text, f"{shown} {a['value']['unit']} ○"), shown
+
+
+def test_marker_legend_explains_every_marker() -> None:
+    legend = term.legend().plain
+    for tag, mark in term.TAG_MARK.items():
+        assert f"{mark} {tag}" in legend
+    assert len(legend) <= 80
+
+
+def test_sentence_turns_bracketed_tags_into_markers() -> None:
+    text = term.sentence("DeepEP 19.6 tok/s [measured] vs 27.6 tok/s [measured]: a tax of 14.7 ms [derived].")
+    assert text.plain == "DeepEP 19.6 tok/s ● vs 27.6 tok/s ●: a tax of 14.7 ms ◐."
+    assert term.sentence("no tags [here]").plain == "no tags [here]"

@@ -1,0 +1,538 @@
+"""Issue 10: verdicts that never contradict physics or their own numbers.
+
+One regression test (or a few) per defect of the issue, against the scenario the issue names,
+plus the close-call wording driven by uncertainty bands on constructed results.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cli_runner import run_cli
+from deepep_calc import Scenario, evaluate
+from deepep_calc.errors import CalcError, InputError
+from deepep_calc.evaluate import compute, prompt_ceiling_ms
+from deepep_calc.quantity import Q, Tag
+from deepep_calc.report.markdown import render_markdown
+from deepep_calc.scenario import PROMPT_TIMEOUT_MS, resolve
+from deepep_calc.verdict import classify_codes, decide, step_clause
+
+HF = Path(__file__).resolve().parent / "fixtures" / "hf"
+QWEN_CONFIG = HF / "qwen3-30b-a3b-fp8" / "config.json"
+
+
+def _json(capsys: pytest.CaptureFixture[str], *args: Any) -> dict[str, Any]:
+    code, out, err = run_cli(capsys, "evaluate", *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _refused(capsys: pytest.CaptureFixture[str], *args: Any) -> str:
+    code, out, err = run_cli(capsys, "evaluate", *args)
+    assert code == 2 and not out, (code, out)
+    assert err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+# 1. NVLink across nodes ---------------------------------------------------------------------
+
+
+def test_nvlink_across_nodes_is_refused_like_the_kernel_command(capsys: pytest.CaptureFixture[str]) -> None:
+    err = _refused(
+        capsys, "--transport", "nvlink", "--nodes", "8", "--model", "deepseek-v3", "--concurrency", 512
+    )
+    assert "--transport: 'nvlink' is not allowed" in err and "one node" in err and "efa-gda" in err
+    code, _, kerr = run_cli(capsys, "kernel", "--transport", "nvlink", "--ep", 32)
+    assert code == 2 and "nvlink" in kerr  # the same refusal the kernel query gives
+
+
+def test_nvlink_on_one_node_is_answered(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _json(capsys, "--transport", "nvlink", "--nodes", "1")
+    assert doc["arms"]["deepep"]["feasible"]
+
+
+def test_a_grid_marks_nvlink_across_nodes_infeasible_row_by_row() -> None:
+    r = resolve(Scenario(transport="nvlink", nodes=1))
+    res = compute(r.vary(nodes=np.array([1, 2, 4])))
+    assert list(np.broadcast_to(res.arms["deepep"].feasible, (3,))) == [True, False, False]
+    _, rec = classify_codes(res)
+    assert "deepep" not in list(np.broadcast_to(rec, (3,)))[1:]
+
+
+def test_flip_search_never_proposes_more_nodes_for_nvlink() -> None:
+    v = evaluate(Scenario(transport="nvlink", nodes=1)).verdict
+    assert all("--nodes 2" not in a for a in v.advisories)
+
+
+# 2. the verdict shows the figures it compared -------------------------------------------------
+
+
+def _ratio_in(headline: str) -> float:
+    m = re.search(r"(\d+\.\d+)× \[", headline)
+    assert m, headline
+    return float(m.group(1))
+
+
+def test_measured_allgather_is_set_aside_against_a_modelled_deepep(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    doc = _json(capsys, "--transport", "efa-gda")
+    v, arms = doc["verdict"], doc["arms"]
+    c = v["compared"]
+    assert c["basis"] == "model"
+    assert arms["allgather"]["aggregate_tok_s"]["tag"] == "measured"  # shown in the table ...
+    agg = c["aggregate_tok_s"]
+    assert (
+        agg["allgather"]["value"] == arms["allgather"]["model_aggregate_tok_s"]["value"]
+    )  # ... not compared
+    assert agg["deepep"]["value"] == arms["deepep"]["aggregate_tok_s"]["value"]
+    ratio = agg["deepep"]["value"] / agg["allgather"]["value"]
+    assert doc["ratio_deepep_vs_alternative"]["value"] == pytest.approx(ratio)
+    assert _ratio_in(v["headline"]) == round(ratio, 2)
+    assert any("794.6 tok/s [measured] is set aside" in line for line in v["reasons"])
+    # like with like: never a ratio above 1 beside a positive tax (on TRT-LLM eager a
+    # GPU-initiated exchange hides under the CPU path: the two model steps tie)
+    assert ratio <= 1 and doc["tax_ms_per_token"]["value"] >= 0
+    steps = arms["deepep"]["model_step_ms"]["value"] - arms["allgather"]["model_step_ms"]["value"]
+    assert doc["tax_ms_per_token"]["value"] == pytest.approx(steps)
+
+
+def test_calibration_point_compares_the_measurements_themselves(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _json(capsys)
+    c = doc["verdict"]["compared"]
+    assert c["basis"] == "measured" and not c["set_aside"]
+    assert c["ratio"]["value"] == pytest.approx(545.04 / 794.56)
+    assert doc["tax_ms_per_token"]["tag"] == "derived"
+    assert doc["tax_ms_per_token"]["value"] == pytest.approx(1000 / 19.62 - 1000 / 27.57, abs=0.05)
+    assert (
+        "0.69× [derived]" in doc["verdict"]["headline"]
+        and "tax of 14.7 ms/token" in doc["verdict"]["headline"]
+    )
+
+
+GDA_GRAPHS = Scenario(
+    model="deepseek-v3",
+    nodes=2,
+    engine="vllm",
+    cuda_graphs=True,
+    transport="efa-gda",
+    concurrency=64,
+    isl=1024,
+    osl=256,
+)  # GPU-initiated EFA under CUDA graphs at DeepSeek scale: DeepEP's step is the shorter
+
+
+def test_a_negative_tax_reads_as_a_saving_everywhere() -> None:
+    result = evaluate(GDA_GRAPHS)
+    assert result.tax_ms_per_token.scalar < 0
+    v = result.verdict
+    assert "saves" in v.headline and not re.search(r"(?<![\w-])-\d", v.headline)
+    assert any("DeepEP saves" in line for line in v.reasons)
+    md = render_markdown(result)
+    row = next(line for line in md.splitlines() if "per token |" in line)
+    assert row.startswith("| DeepEP saving per token |") and "-" not in row.split("|")[2]
+
+
+@pytest.mark.parametrize(
+    ("ratio", "tax", "needle"),
+    [
+        (0.7, 14.7, "pays a tax of 14.7"),
+        (1.3, -3.0, "saves 3.0"),
+        (1.2, 2.0, "despite"),
+        (0.9, -1.0, "although"),
+    ],
+)
+def test_step_clause_never_sets_a_ratio_against_a_contradicting_tax(
+    ratio: float, tax: float, needle: str
+) -> None:
+    text = step_clause(Q.assumed(ratio, "x", "t"), Q.assumed(tax, "ms/token", "t"))
+    assert needle in text and "-" not in text
+
+
+# 3. unsplittable layouts ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "field", "needle"),
+    [
+        (["--experts", "100"], "--experts: 100", "of 16 over every group (e.g. 96 or 112)"),
+        (["--experts", "129"], "--experts: 129", "of 16 over every group (e.g. 128 or 144)"),
+        (["--gpus-per-node", "3"], "--gpus-per-node: 3", "1, 2, 4, 8"),
+    ],
+)
+def test_an_unsplittable_layout_is_an_input_error_not_capacity(
+    capsys: pytest.CaptureFixture[str], args: list[str], field: str, needle: str
+) -> None:
+    err = _refused(capsys, *args)
+    assert field in err and needle in err and "CAPACITY" not in err
+
+
+def test_a_sweep_refuses_an_unsplittable_combination_as_evaluate_does() -> None:
+    from deepep_calc.sweep import plan_sweep
+
+    with pytest.raises(InputError, match="--gpus-per-node: 3 is not allowed"):
+        plan_sweep({"gpus_per_node": "3,8", "nodes": "1,2"})
+    with pytest.raises(InputError, match="--experts: 100 is not allowed"):
+        plan_sweep({"experts": "100", "nodes": "1:4"})
+    assert plan_sweep({"experts": "100", "nodes": "1:4", "alternative": "tp"}).rows == 4
+
+
+def test_one_expert_config_is_refused_naming_the_model(tmp_path: Path) -> None:
+    doc = json.loads((HF / "mixtral-8x7b" / "config.json").read_text("utf-8"))
+    doc |= {"num_local_experts": 1, "num_experts_per_tok": 1}
+    path = tmp_path / "one" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(doc), "utf-8")
+    with pytest.raises(InputError) as info:
+        evaluate(Scenario(model=str(path)))
+    assert info.value.field == "--model" and "1 routed experts" in info.value.message
+
+
+def test_when_some_arm_splits_the_verdict_names_the_split_never_capacity() -> None:
+    tp = evaluate(Scenario(experts=100, alternative="tp"))
+    assert (tp.verdict.code, tp.verdict.recommended_arm) == ("dense", "tp")
+    assert "cannot be split" in tp.verdict.headline
+    ep24 = evaluate(Scenario(model="deepseek-v3", nodes=3))  # 256 experts do not split over EP24
+    assert ep24.verdict.code != "capacity" and ep24.verdict.recommended_arm == "replica"
+    assert any("256 experts cannot be split evenly over EP24" in line for line in ep24.verdict.reasons)
+
+
+# 4. nothing fits ------------------------------------------------------------------------------
+
+
+def test_nothing_fits_says_so_and_names_the_smallest_change(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _json(capsys, "--model", "deepseek-v3", "--instance", "p5", "--nodes", "1")
+    v = doc["verdict"]
+    assert v["status"] == "nothing_fits" and v["recommended_arm"] is None and v["flags"]["arm"] is None
+    assert v["headline"].startswith("Nothing fits on 1× p5") and "cheapest" not in v["headline"]
+    assert "Smallest change that fits: --nodes 2" in v["headline"]
+    changes = [f["change"] for f in v["fixes"]]
+    assert changes[0] == "--nodes 2" and "--instance p5en" in changes
+    for fix in v["fixes"]:  # every fix offered works on the same model and rule
+        after = evaluate(
+            Scenario(model="deepseek-v3", instance="p5", nodes=1).model_copy(update=fix["update"])
+        )
+        assert after.verdict.status == "ok" and after.arms[after.verdict.recommended_arm].feasible
+    code, out, _ = run_cli(capsys, "evaluate", "--model", "deepseek-v3", "--instance", "p5", "--nodes", "1")
+    assert code == 0 and "nothing runs as asked" in out and "★" not in out and "no: HBM" in out
+
+
+def test_fewest_nodes_fix_agrees_with_the_breakeven_search() -> None:
+    from deepep_calc.breakeven import ep_nodes
+
+    result = evaluate(Scenario(model="kimi-k2", instance="p5", nodes=1))
+    assert result.verdict.status == "nothing_fits"
+    nodes_fix = result.verdict.fixes[0]
+    assert nodes_fix["change"].startswith("--nodes ")
+    answer = ep_nodes(resolve(Scenario(model="kimi-k2", instance="p5", nodes=1)))
+    assert answer.value is not None and nodes_fix["update"]["nodes"] <= int(answer.value.scalar)
+
+
+# 5. targets no arm meets --------------------------------------------------------------------
+
+
+def test_a_missed_slo_leads_the_headline_with_what_would_meet_it(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _json(capsys, "--slo-tok-s", "30")
+    v = doc["verdict"]
+    assert v["status"] == "targets_missed"
+    assert v["headline"].startswith("No arm meets the 30 tok/s per-user floor")
+    assert v["fixes"] and "Smallest change that meets it" in v["headline"]
+    for fix in v["fixes"]:
+        after = evaluate(Scenario(slo_tok_s=30).model_copy(update=fix["update"]))
+        assert after.verdict.status == "ok"
+        assert after.arms[after.verdict.recommended_arm].meets_slo
+
+
+def test_an_unreachable_slo_says_nothing_searched_meets_it() -> None:
+    v = evaluate(Scenario(slo_tok_s=300)).verdict
+    assert v.status == "targets_missed" and not v.fixes
+    assert "No single change the tool searched meets it" in v.headline
+
+
+def test_when_an_arm_meets_the_target_the_recommended_one_does() -> None:
+    v = evaluate(Scenario(slo_tok_s=20)).verdict  # DeepEP 19.6 misses, allgather 27.6 meets
+    assert v.status == "ok" and v.recommended_arm == "allgather"
+    v = evaluate(Scenario(ttft_ms=50)).verdict
+    assert v.status == "targets_missed" and v.headline.startswith("No arm meets the 50 ms TTFT ceiling")
+
+
+# 6. inputs outside what the model can say -----------------------------------------------------
+
+
+def test_a_thousand_nodes_quotes_no_ratio_between_arms_that_cannot_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    doc = _json(capsys, "--nodes", "1000")
+    v = doc["verdict"]
+    assert v["compared"]["ratio"] is None and "cannot run here" in v["compared"]["note"]
+    assert "24.6" not in v["headline"] and "1,213" not in v["headline"]
+    assert "968 nodes without a request" in v["headline"]  # flagged in the headline
+    md = render_markdown(evaluate(Scenario(nodes=1000)))
+    assert "n/a: DeepEP and allgather cannot run here" in md
+
+
+def test_a_queue_of_days_is_not_feasible(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _json(capsys, "--concurrency", "10000000")
+    assert not any(a["feasible"] for a in doc["arms"].values())
+    assert all("a client waits" in a["why_not"] for a in doc["arms"].values())
+    v = doc["verdict"]
+    assert v["status"] == "nothing_fits" and v["fixes"]
+    assert {f["change"].split()[0] for f in v["fixes"]} <= {"--nodes", "--concurrency", "--instance"}
+
+
+def test_the_prompt_ceiling_is_ten_minutes_unless_the_user_allows_more() -> None:
+    assert prompt_ceiling_ms(None) == PROMPT_TIMEOUT_MS == 600_000
+    assert prompt_ceiling_ms(5_000) == PROMPT_TIMEOUT_MS
+    assert prompt_ceiling_ms(3_600_000) == 3_600_000
+    slow = Scenario(concurrency=40_000, max_batch=16)
+    assert not evaluate(slow).arms["allgather"].feasible
+    patient = evaluate(slow.model_copy(update={"ttft_ms": 36_000_000.0}))
+    assert patient.arms["allgather"].feasible
+
+
+def test_isl_beyond_the_context_window_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    err = _refused(capsys, "--isl", "1000000")
+    assert "--isl: 1000000" in err and "40,960" in err and "context window" in err
+
+
+def test_far_extrapolated_ep_is_flagged_in_the_headline() -> None:
+    v = evaluate(Scenario(model="deepseek-v3", nodes=16, transport="efa-gda", concurrency=4096)).verdict
+    assert "Caveat: DeepEP over efa-gda at EP128" in v.headline and "EP16" in v.headline
+
+
+# 9. a config.json that is a preset ------------------------------------------------------------
+
+
+def test_a_config_json_of_the_calibrated_preset_gets_its_measured_cells() -> None:
+    mine = evaluate(Scenario(model=str(QWEN_CONFIG)))
+    preset = evaluate(Scenario())
+    for name in ("deepep", "allgather"):
+        assert mine.arms[name].measured_cell == preset.arms[name].measured_cell == "trt-ab-k8-c32"
+        assert mine.arms[name].aggregate_tok_s.value == preset.arms[name].aggregate_tok_s.value
+    assert any("architecturally the preset qwen3-30b-a3b-fp8" in line for line in mine.verdict.reasons)
+
+
+def test_a_config_json_that_differs_says_why_it_gets_no_cells(tmp_path: Path) -> None:
+    doc = json.loads(QWEN_CONFIG.read_text("utf-8"))
+    doc["moe_intermediate_size"] = doc["moe_intermediate_size"] * 2
+    path = tmp_path / "qwen3-30b-a3b-fp8" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(doc), "utf-8")
+    result = evaluate(Scenario(model=str(path)))
+    assert not any(a.measured_cell for a in result.arms.values())
+    assert any("differs from that preset in moe_intermediate" in line for line in result.verdict.reasons)
+    dtype = evaluate(Scenario(model=str(QWEN_CONFIG), weight_dtype="bf16"))
+    assert not any(a.measured_cell for a in dtype.arms.values())
+
+
+# 11. title, headline and flags name one arm; the run block pastes ---------------------------
+
+
+def test_title_headline_and_flags_name_the_same_arm() -> None:
+    result = evaluate(Scenario(concurrency=4, nodes=4))
+    v = result.verdict
+    assert v.recommended_arm == "replica", v.headline
+    assert v.title == "Use DENSE / single-node replicas"
+    assert v.headline.startswith("Run single-node replicas") and v.flags["arm"] == "replica"
+    for scenario in (Scenario(), Scenario(model="kimi-k2")):
+        v = evaluate(scenario).verdict
+        assert v.flags["arm"] == v.recommended_arm
+        label = {"allgather": "allgather", "deepep": "DeepEP"}[v.recommended_arm]
+        assert label in v.title and label in v.headline.split(":")[0] + v.headline
+
+
+# close calls: bands on the ratio ---------------------------------------------------------------
+
+
+def _with_band(result: Any, low: float, high: float) -> Any:
+    out = copy.copy(result)
+    out.ratio_deepep_vs_alternative = result.ratio_deepep_vs_alternative.with_band(low, high)
+    return out
+
+
+def test_a_band_across_the_threshold_makes_the_headline_say_too_close() -> None:
+    base = evaluate(Scenario(transport="efa-gda"))  # modelled both arms, ratio 0.94
+    ratio = base.ratio_deepep_vs_alternative.scalar
+    v = decide(_with_band(base, ratio - 0.1, ratio + 0.15))
+    assert v.close_call and v.code == base.verdict.code == "dense"
+    assert v.headline.startswith("Too close to call, likely allgather")
+    assert "band" in v.headline and "1.05× threshold" in v.headline
+
+
+def _unbanded(result: Any) -> Any:
+    """The result with no band on its ratio (evaluate() attaches the shipped bands)."""
+    out = copy.copy(result)
+    q = result.ratio_deepep_vs_alternative
+    out.ratio_deepep_vs_alternative = type(q)(q.value, q.unit, q.tag, q.source)
+    return out
+
+
+def test_a_band_clear_of_the_threshold_changes_nothing() -> None:
+    base = _unbanded(evaluate(Scenario(transport="efa-gda")))
+    plain = decide(base)
+    ratio = base.ratio_deepep_vs_alternative.scalar
+    v = decide(_with_band(base, ratio - 0.05, ratio + 0.03))  # the threshold is 1.05
+    assert not v.close_call and v.headline == plain.headline and v.code == plain.code
+
+
+def test_no_band_is_exactly_the_rule_without_bands() -> None:
+    base = _unbanded(evaluate(Scenario(transport="efa-gda")))
+    once, again = decide(base), decide(base)
+    assert once.to_json() == again.to_json() and not once.close_call
+    assert once.headline.startswith("Run allgather")
+
+
+def test_evaluate_attaches_the_shipped_band_and_says_too_close() -> None:
+    """With the cross-validated ratio band (0.83-1.19x around 1.00) the call is too close."""
+    v = evaluate(Scenario(transport="efa-gda")).verdict
+    assert v.close_call and v.headline.startswith("Too close to call, likely allgather")
+
+
+def test_a_deepep_win_inside_its_band_is_likely_deepep() -> None:
+    base = evaluate(GDA_GRAPHS)
+    assert base.verdict.code == "deepep"
+    v = decide(_with_band(base, 0.9, 2.2))
+    assert v.close_call and v.code == "deepep" and v.headline.startswith("Too close to call, likely DeepEP")
+
+
+def test_a_band_is_ignored_where_both_arms_are_measured() -> None:
+    base = evaluate(Scenario())
+    v = decide(_with_band(base, 0.5, 1.5))
+    assert not v.close_call and v.headline == base.verdict.headline
+
+
+def test_a_sweep_row_ignores_bands_in_its_code() -> None:
+    r = resolve(Scenario(transport="efa-gda"))
+    res = compute(r.vary(concurrency=np.array([8, 32, 128])))
+    codes, _ = classify_codes(res)
+    res.ratio_deepep_vs_alternative = res.ratio_deepep_vs_alternative.with_band(0.0, 10.0)
+    assert list(classify_codes(res)[0]) == list(codes)
+
+
+def test_refusals_are_calc_errors_with_a_field() -> None:
+    for kw in ({"transport": "nvlink"}, {"experts": 100}, {"isl": 10**6}):
+        with pytest.raises(CalcError) as info:
+            evaluate(Scenario(**kw))
+        assert info.value.field
+
+
+def test_a_longer_step_beside_a_higher_aggregate_is_not_called_a_tax() -> None:
+    """tp as the alternative caps its batch: DeepEP can lose on the step and win on the aggregate."""
+    result = evaluate(
+        Scenario(
+            model="glm-4.5-air", nodes=1, engine="vllm", cuda_graphs=True, alternative="tp", concurrency=441
+        )
+    )
+    c = result.verdict.compared
+    assert c is not None and c.ratio is not None and c.tax_ms_per_token is not None
+    assert c.ratio.scalar > 1 and c.tax_ms_per_token.scalar > 0
+    assert not any("a tax of" in line for line in result.verdict.reasons)
+    assert any("yet its aggregate is higher" in line for line in result.verdict.reasons)
+    md = render_markdown(result)
+    assert "| DeepEP step longer by (first token and batch size carry the aggregate) |" in md
+    assert "| DeepEP tax per token |" not in md
+
+
+def test_a_profile_calibrated_on_a_config_path_still_replays_its_cells(tmp_path: Path) -> None:
+    """Cells of a user's profile name the model as calibrated (here a config path): they match."""
+    from deepep_calc import cli
+
+    real = Path(__file__).resolve().parent / "fixtures" / "aiperf"
+    prefix = "trtllm-0.21_qwen3-30b-a3b-fp8_ep16_2xp5en"
+    out = tmp_path / "p.toml"
+    cli.main(
+        [
+            "calibrate",
+            "--dense",
+            str(real / f"{prefix}_dense-allgather_c4_isl120.json"),
+            "--deepep",
+            str(real / f"{prefix}_deepep-epnc1_c4_isl120.json"),
+            "--model",
+            str(QWEN_CONFIG),
+            "-o",
+            str(out),
+            "--json",
+        ]
+    )
+    result = evaluate(
+        Scenario(model=str(QWEN_CONFIG), calibration=str(out), comms=1, concurrency=4, isl=120, osl=128)
+    )
+    assert result.arms["deepep"].measured_cell == "your-c4-k1"  # the profile's own cell, replayed
+
+
+def test_a_capacity_call_inside_its_band_says_either_ep_flavour() -> None:
+    """Under capacity the faster EP flavour wins (threshold 1): a band across 1 is a close call."""
+    base = evaluate(Scenario(model="kimi-k2"))
+    assert base.verdict.code == "capacity" and base.verdict.compared.basis == "model"
+    ratio = base.ratio_deepep_vs_alternative.scalar
+    v = decide(_with_band(base, min(ratio, 1.0) - 0.1, max(ratio, 1.0) + 0.1))
+    assert v.close_call and v.code == "capacity" and v.recommended_arm == base.verdict.recommended_arm
+    assert "Either EP flavour, too close to call" in v.headline and "spans 1.00×" in v.headline
+    clear = decide(_with_band(base, ratio * 0.99, ratio * 1.01)) if abs(ratio - 1) > 0.02 else None
+    assert clear is None or clear.headline == base.verdict.headline
+
+
+def test_replicas_over_a_higher_deepep_figure_say_it_is_a_tie() -> None:
+    """Replicas recommended while DeepEP's aggregate is (slightly) higher: the headline says why."""
+    result = evaluate(Scenario(model="deepseek-v3", nodes=2, transport="efa-gda", concurrency=2048))
+    v = result.verdict
+    agg = v.compared.aggregate
+    assert v.recommended_arm == "replica"  # the scenario's premise; re-pick one if the model moves
+    assert agg["replica"].scalar < agg["deepep"].scalar < agg["replica"].scalar * v.compared.threshold
+    assert "within the 5% noise band, a tie" in v.headline
+    calib = evaluate(Scenario(nodes=1000)).verdict
+    assert calib.recommended_arm == "replica" and "a tie" not in calib.headline
+
+
+def test_the_allgather_measurement_holds_across_deepep_only_knobs() -> None:
+    """EP_NUM_COMMS and EP_EFA_MAX_QPS are DeepEP's knobs: the allgather run still measures its arm."""
+    base = evaluate(Scenario())
+    for knob in ({"max_qps": 1}, {"max_qps": 6}, {"comms": 4}):
+        r = evaluate(Scenario(**knob))
+        assert r.arms["allgather"].measured_cell == base.arms["allgather"].measured_cell == "trt-ab-k8-c32"
+        assert r.arms["allgather"].aggregate_tok_s.tag == Tag.MEASURED
+        assert r.arms["deepep"].measured_cell is None  # DeepEP's own figure is modelled off the run
+        assert r.verdict.compared.basis == "model"  # so the rule compares model with model
+    k1 = evaluate(Scenario(comms=1, concurrency=4))
+    assert k1.arms["allgather"].measured_cell == "trt-ab-k1-c4"  # the exact pair comes first
+
+
+@pytest.mark.parametrize("knob", [{"max_qps": 1}, {"max_qps": 6}, {"comms": 4}])
+def test_a_deepep_knob_what_if_is_read_against_the_model_at_the_run(knob: dict[str, int]) -> None:
+    """Issue 10 item 8: the what-if figure is set beside the model at the measured run, not the run."""
+    r = evaluate(Scenario(**knob))
+    there = evaluate(Scenario()).arms["deepep"].model_aggregate_tok_s.scalar
+    here = r.arms["deepep"].aggregate_tok_s.scalar
+    line = next(x for x in r.verdict.reasons if "(cell trt-ab-k8-c32)" in x)
+    assert "545.0 tok/s [measured]" in line and f"{there:,.1f} tok/s" in line and f"{here:,.1f} tok/s" in line
+    change = re.search(r"by ([+-]\d+\.\d)%", line)
+    assert change is not None
+    assert float(change.group(1)) == pytest.approx((here / there - 1) * 100, abs=0.06)
+    assert evaluate(Scenario(max_qps=1)).arms["deepep"].aggregate_tok_s.scalar <= here + 1e-9 or knob != {
+        "max_qps": 6
+    }
+
+
+@pytest.mark.parametrize(
+    ("fields", "gains"),
+    [({}, False), ({"engine": "vllm", "cuda_graphs": True, "concurrency": 256}, True)],
+)
+def test_the_qp_advisory_quotes_the_models_own_effect(fields: dict[str, Any], gains: bool) -> None:
+    """The advisory's figure for uncapping the QPs is what the model computes at the uncapped cap."""
+    r = evaluate(Scenario(**fields))
+    now = r.arms["deepep"].model_aggregate_tok_s or r.arms["deepep"].aggregate_tok_s
+    up = evaluate(Scenario(**fields, max_qps=129)).arms["deepep"].aggregate_tok_s
+    line = next(x for x in r.verdict.advisories if "EP_EFA_MAX_QPS" in x)
+    assert "+29.1 % throughput [measured]" in line  # the measured finding, still cited
+    if gains:
+        assert up.scalar > now.scalar * 1.01
+        assert f"{up.scalar:,.1f} tok/s" in line and f"{(up.scalar / now.scalar - 1):+.1%}" in line
+    else:
+        assert up.scalar <= now.scalar * 1.01 and "under 1 %" in line
