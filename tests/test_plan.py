@@ -340,13 +340,13 @@ def test_points_outside_the_evidence_say_so(small):
 
 def test_an_instance_without_a_price_is_skipped_with_the_reason_and_a_price_brings_it_in():
     base = dict(model="deepseek-v3", isl=1024, osl=256, concurrency=64, engines="vllm", max_nodes=2)
-    p = run_plan(plan_request(**dict(base, instances="p5en,p6-b200")))
-    reason = [r for r in p.skipped_reasons if "p6-b200" in r]
-    assert reason and "--price-per-hour p6-b200=" in reason[0]
-    assert all(pt.config["instance"] != "p6-b200" for pt in p.frontier)
+    p = run_plan(plan_request(**dict(base, instances="p5en,p6-b300")))
+    reason = [r for r in p.skipped_reasons if "p6-b300" in r]
+    assert reason and "--price-per-hour p6-b300=" in reason[0]
+    assert all(pt.config["instance"] != "p6-b300" for pt in p.frontier)
     with pytest.raises(CalcError, match="nothing left to search"):
-        run_plan(plan_request(**dict(base, instances="p6-b200")))
-    priced = run_plan(plan_request(**dict(base, instances="p6-b200", price_per_hour="p6-b200=100")))
+        run_plan(plan_request(**dict(base, instances="p6-b300")))
+    priced = run_plan(plan_request(**dict(base, instances="p6-b300", price_per_hour="p6-b300=100")))
     assert priced.best is not None and priced.best.config["price_per_hour"] == 100.0
     again = evaluate(Scenario(**priced.best.config)).arms[priced.best.arm]
     assert rel(priced.best.figures["usd_per_mtok"].scalar, float(again.usd_per_mtok.value)) < 1e-9

@@ -241,6 +241,38 @@ def test_html_to_a_missing_folder_is_one_line_and_nothing_written(capsys, tmp_pa
     assert code == 2 and not (tmp_path / "x.html").exists()
 
 
+def test_html_target_is_checked_before_the_search_and_follows_the_write_rules(capsys, tmp_path, monkeypatch):
+    """A folder or a read-only file is refused before any search runs, and stays as it was;
+    `--html -` streams the page to stdout with nothing beside it; `--html -` with `--json`
+    would mix two documents on one stream and is refused."""
+    import os
+
+    import deepep_calc.plan
+
+    real_run_plan = deepep_calc.plan.run_plan
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("the search ran before the target was checked")
+
+    monkeypatch.setattr(deepep_calc.plan, "run_plan", no_search)
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    code, out, err = run_cli(capsys, *ARGS, "--html", folder)
+    assert code == 2 and out == "" and "is a directory" in err and len(err.strip().splitlines()) == 1
+    assert folder.is_dir() and list(folder.iterdir()) == []
+    locked = tmp_path / "locked.html"
+    locked.write_text("keep me")
+    os.chmod(locked, 0o444)
+    code, _, err = run_cli(capsys, *ARGS, "--html", locked)
+    assert code == 2 and "read-only" in err and locked.read_text() == "keep me"
+    monkeypatch.setattr(deepep_calc.plan, "run_plan", real_run_plan)
+    code, out, err = run_cli(capsys, *ARGS, "--html", "-")
+    assert code == 0 and out.lstrip().lower().startswith("<!doctype html") and "wrote" not in err
+    assert out.rstrip().endswith("</html>") and out.lower().count("<!doctype") == 1  # only the page
+    code, out, err = run_cli(capsys, *ARGS, "--html", "-", "--json")
+    assert code == 2 and out == "" and "--json" in err
+
+
 def test_json_with_html_keeps_stdout_pure_json(capsys, tmp_path):
     code, out, err = run_cli(capsys, *ARGS, "--json", "--html", tmp_path / "p.html")
     assert code == 0

@@ -57,29 +57,32 @@ def plan_cmd(as_json: bool, html_path: str | None, **fields: Any) -> None:
     change that would. Example: --model deepseek-v3 --isl 1024 --osl 256 --concurrency 64
     --slo-tok-s 20
     """
+    from ..files import check_output, scenario_inputs, writing
     from ..plan import default_size, plan_request, plan_size, run_plan
 
     req = plan_request(**fields)
+    # The target is checked before the search: a bad one costs nothing and writes nothing.
+    target = check_output(html_path, "--html", inputs=scenario_inputs(req.model)) if html_path else None
+    if target is not None and target.is_stdout and as_json:
+        raise click.UsageError("--html - prints the page; drop --json or name a file")
     with _progress(plan_size(req) > default_size(req)) as progress:
         plan = run_plan(req, progress)
-    if html_path:
-        from ..report.plan_html import render_plan_html
+    if target is None:
+        if as_json:
+            emit_json(plan.to_json())
+        else:
+            _print(plan)
+        return
+    from ..report.plan_html import render_plan_html
 
-        text = render_plan_html(plan)
-    if as_json:
-        emit_json(plan.to_json())
-    else:
-        _print(plan)
-    if html_path:
-        written = write_file(html_path, text)
-        click.echo(f"deepep-calc: wrote {written}", err=as_json)
-
-
-def write_file(path: str, text: str) -> Any:
-    """The one place the plan writes a file (the repo's all-or-nothing writer)."""
-    from ..report.html import write_atomic
-
-    return write_atomic(path, text)
+    with writing(target):  # rendered and staged before anything is committed
+        target.stage(render_plan_html(plan).encode("utf-8"))
+    if not target.is_stdout:  # a page sent to stdout is the output itself: nothing beside it
+        if as_json:
+            emit_json(plan.to_json())
+        else:
+            _print(plan)
+        click.echo(f"deepep-calc: wrote {target.shown}", err=as_json)
 
 
 def _print(plan: Any) -> None:
