@@ -34,14 +34,12 @@ from deepep_calc import sweep as sweep_mod
 from deepep_calc.errors import FileInputError, InputError
 from deepep_calc.sweep import MAX_AXIS_VALUES, parse_values
 
-REPO = Path(__file__).resolve().parents[1]
-REAL = REPO.parent / "shared" / "fixtures" / "aiperf"
+REAL = Path(__file__).resolve().parent / "fixtures" / "aiperf"  # real AIPerf exports, in the repo
 PREFIX = "qwen3-30b-a3b-fp8_ep16_2xp5en"
 DENSE = f"trtllm-0.21_{PREFIX}_dense-allgather_c4_isl120.json"
 DEEPEP = f"trtllm-0.21_{PREFIX}_deepep-epnc1_c4_isl120.json"
 HF_QWEN = Path(__file__).resolve().parent / "fixtures" / "hf" / "qwen3-30b-a3b-fp8" / "config.json"
 
-needs_shared = pytest.mark.skipif(not (REAL / DENSE).is_file(), reason="../shared fixtures not present")
 FULL = (1, 7)  # the major / minor of /dev/full and /dev/null, recreated in a temporary folder
 NULL = (1, 3)
 
@@ -132,7 +130,7 @@ def umask_027() -> Iterator[int]:
 
 
 def exports(folder: Path) -> tuple[Path, Path]:
-    """Writable copies of the TRT-LLM conc-4 pair (the shared originals are read-only)."""
+    """Writable copies of the TRT-LLM conc-4 pair (the originals stay untouched)."""
     dense, deepep = folder / DENSE, folder / DEEPEP
     for name, target in ((DENSE, dense), (DEEPEP, deepep)):
         shutil.copyfile(REAL / name, target)
@@ -150,7 +148,6 @@ def test_a_full_device_is_a_one_line_error_and_stays_a_device(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]
 
 
-@needs_shared
 @pytest.mark.parametrize(
     "case",
     ["report-md", "report-html", "sweep-csv", "sweep-parquet", "sweep-map", "calibrate"],
@@ -335,7 +332,6 @@ def test_a_read_only_file_is_refused_even_as_root(args, tmp_path, capsys, monkey
     assert leftovers(tmp_path) == []
 
 
-@needs_shared
 def test_calibrate_refuses_a_read_only_profile_even_with_force(tmp_path, capsys):
     out = tmp_path / "p.toml"
     out.write_text("keep me")
@@ -404,7 +400,6 @@ def test_two_outputs_naming_one_file_are_refused(tmp_path, capsys, monkeypatch):
 # an output is never one of the inputs ----------------------------------------------------------------
 
 
-@needs_shared
 @pytest.mark.parametrize("how", ["same", "read-only", "link", "hard-link", "folder"])
 def test_calibrate_never_overwrites_an_input_export(how, tmp_path, capsys):
     dense, deepep = exports(tmp_path)
@@ -449,7 +444,6 @@ def test_report_never_overwrites_the_config_it_reads(tmp_path, capsys):
 # calibrate validates the profile before writing -------------------------------------------------
 
 
-@needs_shared
 def test_a_profile_the_reader_would_refuse_is_never_written(tmp_path, capsys):
     dense, deepep = exports(tmp_path)
     for path in (dense, deepep):
@@ -468,7 +462,6 @@ def test_a_profile_the_reader_would_refuse_is_never_written(tmp_path, capsys):
     assert leftovers(tmp_path) == []
 
 
-@needs_shared
 def test_a_profile_to_stdout_is_the_profile_alone(capsys):
     code, out, err = run_cli(
         capsys, "calibrate", "--dense", REAL / DENSE, "--deepep", REAL / DEEPEP, "-o", "-"
@@ -597,7 +590,6 @@ def test_a_failed_rename_undoes_the_renames_before_it(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv"]
 
 
-@needs_shared
 @pytest.mark.parametrize(
     ("name", "args"),
     [
@@ -741,7 +733,6 @@ def test_hostile_file_names_are_escaped_in_every_line(tmp_path, capsys):
     assert "\x1b" not in err
 
 
-@needs_shared
 def test_a_hostile_benchmark_id_is_escaped_in_the_calibrate_summary(tmp_path, capsys):
     dense, deepep = exports(tmp_path)
     for path in (dense, deepep):
@@ -777,7 +768,6 @@ def test_whole_numbers_are_quoted_as_whole_numbers(capsys):
     assert "2.5" in line
 
 
-@needs_shared
 def test_an_engine_mismatch_says_what_the_names_say(tmp_path, capsys):
     dense, deepep = exports(tmp_path)
     vllm_dense = tmp_path / dense.name.replace("trtllm-0.21", "vllm-0.24")

@@ -536,3 +536,20 @@ def test_the_qp_advisory_quotes_the_models_own_effect(fields: dict[str, Any], ga
         assert f"{up.scalar:,.1f} tok/s" in line and f"{(up.scalar / now.scalar - 1):+.1%}" in line
     else:
         assert up.scalar <= now.scalar * 1.01 and "under 1 %" in line
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm", "trtllm"])
+def test_a_proxy_the_model_charges_nothing_is_not_called_the_bottleneck(engine: str) -> None:
+    """Under CUDA graphs the model charges a host-proxied transport no per-layer round trip
+    (docs/model.md); the reason must say so, not blame "an issue-bound path" for 0.0 ms. Eager,
+    the same scenario pays a positive proxy term and the reason names it."""
+    base = dict(model="deepseek-v3", nodes=2, engine=engine, transport="efa-proxy")
+    graphs = evaluate(Scenario(**base, cuda_graphs=True))
+    assert graphs.arms["deepep"].breakdown_ms["proxy"].scalar == 0.0
+    text = " ".join(graphs.verdict.reasons)
+    assert "issue-bound" not in text and "no per-layer host round trip" in text
+    eager = evaluate(Scenario(**base, cuda_graphs=False))
+    proxy = eager.arms["deepep"].breakdown_ms["proxy"].scalar
+    reasons = " ".join(eager.verdict.reasons)
+    assert proxy > 5.0
+    assert "issue-bound" in reasons and f"{proxy:.1f} ms" in reasons
