@@ -121,9 +121,14 @@ def test_every_numeric_request_field_is_bounded_in_the_schema():
 
 
 # Rules between fields the schema cannot state: at the bound, the field's partner is set too,
-# or (moe_layers, bounded by the chosen model's layer count) the refusal must name that rule.
+# or the refusal must name that rule: moe_layers is bounded by the chosen model's layer count,
+# ISL and OSL together by its context window (the schema's bound is the tool's, not the model's).
 PARTNERS = {"topk": "experts"}
-CROSS_FIELD = {"moe_layers": "at most the layer count"}
+CROSS_FIELD = {
+    "moe_layers": "at most the layer count",
+    "isl": "the context window of",
+    "osl": "the context window of",
+}
 
 
 @pytest.mark.parametrize(("path", "name", "kind", "low", "high"), BOUNDED, ids=lambda v: str(v))
