@@ -94,6 +94,21 @@ def csv_cell(text: str) -> float | str | None:
     return value if math.isfinite(value) else text
 
 
+def metric(metrics: Mapping[str, Any], tag: str, stat: str, source: str) -> Q | None:
+    """One statistic of a metric block as a measured `Q`, unchecked; None when it is absent.
+
+    For `AIPerfRun.metric`: statistics no reader check was written for, read as exported.
+    """
+    block = metrics.get(tag)
+    if not isinstance(block, Mapping):
+        return None
+    value = number(block.get(stat))
+    if value is None:
+        return None
+    unit = str(block.get("unit", ""))
+    return Q.measured(value, unit, f"{source}: {tag}.{stat}")
+
+
 class Blocks:
     """Typed access to metric blocks; a block we use that has the wrong shape is an error."""
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deepep_calc.calibrate.aiperf.metrics import number
+from deepep_calc.calibrate.aiperf.metrics import metric
 from deepep_calc.calibrate.aiperf.names import display_name, source_label
 from deepep_calc.quantity import Q
 
@@ -87,11 +87,4 @@ class AIPerfRun:
 
     def metric(self, tag: str, stat: str = "avg") -> Q | None:
         """Any other statistic of the export as a measured `Q` (for fitters that need more)."""
-        block = self.metrics.get(tag)
-        if not isinstance(block, Mapping):
-            return None
-        value = number(block.get(stat))
-        if value is None:
-            return None
-        unit = str(block.get("unit", ""))
-        return Q.measured(value, unit, f"{self.source}: {tag}.{stat}")
+        return metric(self.metrics, tag, stat, self.source)
