@@ -4,8 +4,8 @@ Why this shape: AIPerf has changed its export over releases, and each generation
 module of its own (`flat`, `records`, `csv_export`) that only locates metric blocks and the
 header, returning an `Export`; `build.build_run` then types and checks it the same way for all.
 A JSON generation is a pair `claims(path, doc)` / `read(path, doc)`, tried oldest layout first;
-adding one is a module and a row in `JSON_LAYOUTS`. (AIPerf's per-request JSONL is not a summary
-export; `MAX_FILE_BYTES` turns it away.)
+adding one is a module and a row in `JSON_LAYOUTS`. AIPerf's per-request JSONL is not a summary
+export and has no reader: a large one is refused by size, a small one as invalid JSON.
 """
 
 from __future__ import annotations
