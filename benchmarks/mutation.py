@@ -76,9 +76,9 @@ TARGETS: tuple[Target, ...] = (
     ),
     Target(
         "aiperf-metrics",
-        "src/deepep_calc/calibrate/aiperf.py",
+        "src/deepep_calc/calibrate/aiperf/metrics.py",
         ("tests/test_aiperf_metrics.py",),
-        ("_number", "block", "stat", "_check_range", "count", "metric", "_csv_tag", "_csv_cell"),
+        ("number", "block", "stat", "_check_range", "count", "metric", "csv_tag", "csv_cell"),
     ),
     # Target("verdict", "src/deepep_calc/verdict.py", ("tests/test_verdict.py",)),
 )

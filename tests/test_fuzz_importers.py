@@ -43,7 +43,7 @@ from deepep_calc import Scenario, cli
 from deepep_calc.calibrate.aiperf import AIPerfRun, load_aiperf
 from deepep_calc.calibrate.kernel_log import SAMPLE_LOG, KernelLog, load_kernel_log
 from deepep_calc.calibrate.profile import load_profile
-from deepep_calc.catalog.hf_config import load_hf_config
+from deepep_calc.catalog.hf import load_hf_config
 from deepep_calc.errors import CalcError
 from deepep_calc.kernel import kernel_query
 from deepep_calc.quantity import Q

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from deepep_calc.catalog import hf_config
-from deepep_calc.catalog.hf_config import (
+from deepep_calc.catalog import hf as hf_config
+from deepep_calc.catalog.hf import (
     MAX_CONFIG_BYTES,
     SUPPORTED_MODEL_TYPES,
     load_hf_config,

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 import deepep_calc
-from deepep_calc.catalog.hf_config import MAX_CONFIG_BYTES
+from deepep_calc.catalog.hf import MAX_CONFIG_BYTES
 from deepep_calc.commands.web import GRACE_S
 from deepep_calc.web.guard import JSON_LIMIT, host_name, loopback_hosts
 from web_fixtures import app, client, free_port  # noqa: F401  (fixtures)

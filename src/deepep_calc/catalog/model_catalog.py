@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from deepep_calc.catalog.hf_config import load_hf_config, validation_summary
+from deepep_calc.catalog.hf import load_hf_config, validation_summary
 from deepep_calc.catalog.models import ModelSpec
 from deepep_calc.errors import CalcError, InputError
 

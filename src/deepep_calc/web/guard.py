@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 from fastapi.exceptions import HTTPException
 
-from ..catalog.hf_config import MAX_CONFIG_BYTES
+from ..catalog.hf import MAX_CONFIG_BYTES
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

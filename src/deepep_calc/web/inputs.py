@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..catalog.hf_config import MAX_CONFIG_BYTES, spec_from_hf_dict
+from ..catalog.hf import MAX_CONFIG_BYTES, spec_from_hf_dict
 from ..catalog.model_catalog import load_models, preset_names
 from ..catalog.models import ModelSpec
 from ..errors import CalcError, FileInputError, InputError

@@ -16,7 +16,7 @@ from starlette.datastructures import UploadFile
 
 from ..catalog.engines import load_engines
 from ..catalog.hardware import load_instances
-from ..catalog.hf_config import MAX_CONFIG_BYTES
+from ..catalog.hf import MAX_CONFIG_BYTES
 from ..catalog.model_catalog import preset_names
 from ..catalog.models import DTYPES
 from ..catalog.transports import load_transports
