@@ -1,7 +1,7 @@
 """The MoE model description the physics consumes, and the bytes of each data type.
 
-A `ModelSpec` is what a preset row in `data/models.toml` or an HF `config.json` (through
-`hf_config.py`) turns into. It holds structure only (sizes and counts); parameter and byte
+A `ModelSpec` is what a preset row in `data/models.toml` or an HF `config.json` (through the
+per-family adapters of `hf/`) turns into. It holds structure only (sizes and counts); parameter and byte
 counts are computed from it in `physics/params.py`, so changing the expert count, hidden size
 or data type changes memory and time, as it should.
 """
