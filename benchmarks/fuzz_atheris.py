@@ -68,8 +68,8 @@ def _loaders() -> dict[str, tuple[Callable[[Path], Any], str]]:
     with atheris.instrument_imports(include=["deepep_calc"]):
         from deepep_calc.calibrate.aiperf import load_aiperf
         from deepep_calc.calibrate.kernel_log import load_kernel_log
-        from deepep_calc.calibrate.profile import load_profile
         from deepep_calc.catalog.hf import load_hf_config
+        from deepep_calc.fit.profile import load_profile
     return {
         "config": (load_hf_config, ".json"),
         "aiperf-json": (load_aiperf, ".json"),

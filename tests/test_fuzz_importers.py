@@ -42,9 +42,9 @@ from cli_runner import run_cli
 from deepep_calc import Scenario, cli
 from deepep_calc.calibrate.aiperf import AIPerfRun, load_aiperf
 from deepep_calc.calibrate.kernel_log import SAMPLE_LOG, KernelLog, load_kernel_log
-from deepep_calc.calibrate.profile import load_profile
 from deepep_calc.catalog.hf import load_hf_config
 from deepep_calc.errors import CalcError
+from deepep_calc.fit.profile import load_profile
 from deepep_calc.kernel import kernel_query
 from deepep_calc.quantity import Q
 from invariant_checks import assert_finite_or_not_feasible, evaluate_or_refuse, fp_strict

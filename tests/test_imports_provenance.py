@@ -20,9 +20,9 @@ from cli_runner import run_cli
 from deepep_calc import cli
 from deepep_calc.calibrate.aiperf import load_aiperf
 from deepep_calc.calibrate.kernel_log import check_transport, load_kernel_log
-from deepep_calc.calibrate.profile import load_profile
 from deepep_calc.catalog.transports import get_transport
 from deepep_calc.errors import FileInputError
+from deepep_calc.fit.profile import load_profile
 
 REPO = Path(__file__).resolve().parents[1]
 REAL = REPO / "tests" / "fixtures" / "aiperf"

@@ -45,6 +45,7 @@ import numpy as np
 
 from .catalog.constants import const
 from .evaluate import Result, compute, table_for
+from .fit.profile import profile_of
 from .fit.table import Table
 from .physics.deepep import KernelShape, kernel_us, scaleout_bw
 from .physics.layout import layout
@@ -169,7 +170,7 @@ class AlphaShift:
 
 def with_kernel_shift(r: Resolved, delta_us: float) -> Resolved:
     """The same scenario with every DeepEP dispatch + combine `delta_us` slower per MoE layer."""
-    return replace(r, profile=AlphaShift(r.profile, delta_us))
+    return replace(r, profile=AlphaShift(profile_of(r), delta_us))
 
 
 def _per_layer_us(result: Result, layers: int) -> Q:

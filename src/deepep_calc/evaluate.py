@@ -18,6 +18,7 @@ import numpy as np
 from .catalog.measured import Cell, load_cells
 from .catalog.models import ModelSpec
 from .fit.build import built_in_table
+from .fit.profile import profile_of
 from .fit.table import Table
 from .physics.layout import layout
 from .physics.memory import Memory, memory
@@ -200,7 +201,8 @@ def measured_cell_for(r: Resolved, arm: str) -> Cell | None:
         return None
     best: Cell | None = None
     best_key: tuple[bool, int, bool] | None = None
-    user_cells = list(r.profile.cells()) if r.profile is not None else []
+    profile = profile_of(r)
+    user_cells = list(profile.cells()) if profile is not None else []
     for cell in [*user_cells, *load_cells().values()]:
         if cell.role not in ROLE_PRIORITY or cell.arm(arm) is None:
             continue
@@ -226,7 +228,8 @@ def deepep_neighbour_cell(r: Resolved) -> Cell | None:
     if measured_cell_for(r, "deepep") is not None:
         return None
     best: Cell | None = None
-    user_cells = list(r.profile.cells()) if r.profile is not None else []
+    profile = profile_of(r)
+    user_cells = list(profile.cells()) if profile is not None else []
     for cell in [*user_cells, *load_cells().values()]:
         if cell.role not in ROLE_PRIORITY or cell.deepep is None or cell.comms_assumed:
             continue
@@ -438,8 +441,9 @@ def arms_for(r: Resolved) -> list[str]:
 def table_for(r: Resolved) -> Table:
     """The built-in fitted table, with a calibration profile's constants where one is given."""
     table = built_in_table()
-    if r.profile is not None:
-        table = r.profile.apply(table, r)
+    profile = profile_of(r)
+    if profile is not None:
+        table = profile.apply(table, r)
     return table
 
 

@@ -63,7 +63,7 @@ def kernel_query(
     shape = KernelShape(tokens, hidden, topk, experts, dispatch_dtype)
     profile = None
     if calibration is not None:
-        from .calibrate.profile import load_profile
+        from .fit.profile import load_profile
 
         profile = load_profile(calibration)
         logged = profile.kernel_measured(t.name, inst.name, ep, shape, comms, qps)

@@ -125,7 +125,7 @@ class Resolved:
     engine: Engine
     transport: Transport
     gpus_per_node: int
-    profile: Any = None  # calibrate.profile.Profile when --calibration is given
+    profile: Any = None  # an override of the --calibration profile (None: read the file it names)
     max_batch: int = 256  # sequences per DP rank the engine runs at once
     max_batch_source: str = ""
     attention_tp: int = 1  # attention tensor-parallel degree inside each DP group (references)
@@ -276,11 +276,7 @@ def resolve(scenario: Scenario) -> Resolved:
     check_transport_reach(transport, s.nodes, instance.name)
     model = _apply_overrides(model, s)
     check_context(model, s.isl, s.osl)
-    profile = None
-    if s.calibration is not None:
-        from .calibrate.profile import load_profile
-
-        profile = load_profile(s.calibration)
+    profile = None  # read by the estimate (`fit.profile.profile_of`): a file is not a catalog row
     if s.max_batch is not None:
         batch, batch_source = s.max_batch, "--max-batch"
     else:

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deepep_calc.calibrate.aiperf import MAX_FILE_BYTES, read_text_file
 from deepep_calc.errors import FileInputError
 from deepep_calc.quantity import Q
+from deepep_calc.textfile import MAX_FILE_BYTES, read_text_file
 
 SAMPLE_LOG = Path(__file__).resolve().parent / "samples" / "deepep_ll_efa_proxy_p5en_ep16.log"
 """A synthesised low-latency log at the published efa-proxy EP16 gate-run figures (p5en)."""

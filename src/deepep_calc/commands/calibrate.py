@@ -185,7 +185,7 @@ def print_files(found: Any) -> None:
 
 def summarise(profile: Any, path: str) -> dict[str, Any]:
     """Everything the table shows, as JSON: each number with its unit, tag and source."""
-    from ..calibrate.profile import CONSTANTS
+    from ..fit.profile_records import CONSTANTS
 
     label = profile.label
     measured = []

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..catalog.measured import Cell, load_cells
 from ..evaluate import Result, compute
+from ..fit.profile import profile_of
 from ..quantity import Q
 from ..scenario import LIMITS, Resolved
 from ..verdict import ARM_LABELS, SYMBOLS, TITLES, classify_codes
@@ -125,7 +126,8 @@ def concurrency_grid(concurrency: int, extra: tuple[int, ...] = ()) -> np.ndarra
 def measured_cells_for(r: Resolved) -> list[Cell]:
     """Measured cells of this engine, model, instance, node count and EP_NUM_COMMS."""
     s = r.scenario
-    user = list(r.profile.cells()) if getattr(r, "profile", None) is not None else []
+    profile = profile_of(r)
+    user = list(profile.cells()) if profile is not None else []
     out = []
     for cell in [*user, *load_cells().values()]:
         if (

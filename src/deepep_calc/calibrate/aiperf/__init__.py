@@ -21,8 +21,7 @@ csv_export -> reader; pairs sits beside reader. This module only re-exports what
 (the underscore names are the ones `tests/test_aiperf_metrics.py` and `calibrate/runs.py` use).
 """
 
-from deepep_calc.calibrate.aiperf.files import MAX_FILE_BYTES, read_text_file, stat_path
-from deepep_calc.calibrate.aiperf.metrics import MAX_METRIC, MIN_POSITIVE
+from deepep_calc.calibrate.aiperf.metrics import MAX_METRIC
 from deepep_calc.calibrate.aiperf.metrics import Blocks as _Blocks
 from deepep_calc.calibrate.aiperf.metrics import csv_cell as _csv_cell
 from deepep_calc.calibrate.aiperf.metrics import csv_tag as _csv_tag
@@ -32,6 +31,7 @@ from deepep_calc.calibrate.aiperf.pairs import ABPair, _length, check_pair, deri
 from deepep_calc.calibrate.aiperf.reader import EXPORT_CSV, EXPORT_JSON, load_aiperf
 from deepep_calc.calibrate.aiperf.run import AIPerfRun
 from deepep_calc.calibrate.aiperf.workload import OSL_TOLERANCE
+from deepep_calc.textfile import MAX_FILE_BYTES, MIN_POSITIVE, read_text_file, stat_path
 
 __all__ = [
     "EXPORT_CSV",

@@ -13,10 +13,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from deepep_calc.calibrate.aiperf.files import one_line
 from deepep_calc.calibrate.aiperf.metrics import csv_cell, csv_tag, number
 from deepep_calc.calibrate.aiperf.run import Export
 from deepep_calc.errors import FileInputError
+from deepep_calc.textfile import one_line
 
 GENERATION = "csv"
 

@@ -16,12 +16,10 @@ from typing import Any
 
 from deepep_calc.errors import FileInputError
 from deepep_calc.quantity import Q
+from deepep_calc.textfile import MIN_POSITIVE
 
 MAX_METRIC = 1e12
 """No AIPerf statistic (ms, tok/s, tokens, requests) comes near this; beyond it the file is damaged."""
-MIN_POSITIVE = 1e-6
-"""Floor of the means the A/B divides by: below it (1 ns per token, a token per 11 days) a ratio
-overflows to inf rather than saying anything."""
 
 # Means that a run which streamed any token cannot report as 0, and that the A/B divides by.
 _POSITIVE = {

@@ -18,10 +18,10 @@ from typing import Any
 
 from deepep_calc.calibrate.aiperf import csv_export, flat, records
 from deepep_calc.calibrate.aiperf.build import build_run
-from deepep_calc.calibrate.aiperf.files import one_line, read_text_file, stat_path
 from deepep_calc.calibrate.aiperf.metrics import json_type
 from deepep_calc.calibrate.aiperf.run import AIPerfRun, Export
 from deepep_calc.errors import FileInputError
+from deepep_calc.textfile import one_line, read_text_file, stat_path
 
 EXPORT_JSON = "profile_export_aiperf.json"
 EXPORT_CSV = "profile_export_aiperf.csv"

@@ -1,0 +1,254 @@
+"""Reading a calibration profile: one-line errors, every check, and the inputs it rests on.
+
+A profile is a TOML file written by `deepep-calc calibrate` (`calibrate/profile.py`): the
+scenario the runs describe, a sha256 fingerprint of every input file, the measured cells
+(replayed exactly by `evaluate --calibration`), the fitted constants with their tags and the
+built-in values they replace, residuals and warnings. It is a record as much as an input:
+reading it tells you which files it rests on and how well the model reproduced them. It lives
+with the fit because that is what it is: the user's runs turned into constants (the schema is
+`fit/profile_records.py`). `profile_of(r)` is the one way the estimate finds a scenario's profile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import FileInputError, InputError, printable
+from ..scenario import Resolved, Scenario
+from ..textfile import MIN_POSITIVE, read_text_file, stat_path
+from .profile_records import (
+    KIND,
+    MAX_PROFILE_BYTES,
+    MAX_PROFILE_NUMBER,
+    SCHEMA_VERSION,
+    Profile,
+)
+
+
+def fingerprint(path: Path) -> tuple[str, int]:
+    """sha256 and size of a file, read in chunks (a profile records exactly what it rests on)."""
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 16), b""):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read a profile (parsed once per name and content); one-line errors otherwise.
+
+    The cache is keyed by the text itself, not by mtime and size: two writes of the same size
+    inside one timestamp tick must not serve the older profile. Symbolic links are followed.
+    """
+    p = Path(path).expanduser()
+    try:
+        p.stat()
+    except FileNotFoundError:
+        dangling = "; it is a symbolic link to a missing target" if p.is_symlink() else ""
+        raise FileInputError(
+            p, f"no such file (expected a profile written by `deepep-calc calibrate`){dangling}"
+        ) from None
+    except (OSError, ValueError):
+        stat_path(p)  # raises the one-line reason (symlink loop, bad name, permission)
+        raise
+    if p.is_dir():
+        raise FileInputError(p, "is a directory; expected a calibration profile (.toml)")
+    text = read_text_file(p, MAX_PROFILE_BYTES)
+    profile = parse_profile(p.resolve().name, text, str(path))
+    verify_inputs(profile, p.resolve().parent)
+    return profile
+
+
+def _out_of_range(value: object, where: str = "") -> str | None:
+    """The dotted key of the first number a profile cannot hold (NaN, inf, beyond 1e12), if any.
+
+    TOML can spell nan and inf, and a hand-edited profile can hold any magnitude; either would
+    flow unchecked into every number `--calibration` produces.
+    """
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return where if not (math.isfinite(value) and abs(value) <= MAX_PROFILE_NUMBER) else None
+    for key, item in items:
+        found = _out_of_range(item, f"{where}.{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
+
+
+@lru_cache(maxsize=32)
+def parse_profile(name: str, text: str, shown: str) -> Profile:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise FileInputError(shown, f"not a TOML file ({' '.join(str(exc).split())})") from None
+    except RecursionError:
+        raise FileInputError(shown, "not a TOML file (nested too deeply)") from None
+    except ValueError:  # the only other parse failure: an integer beyond Python's digit limit
+        raise FileInputError(shown, "not a TOML file (a number with thousands of digits)") from None
+    profile = validate_document(doc, shown)
+    profile._name = printable(name)
+    return profile
+
+
+def _escaped(value: Any) -> Any:
+    """Every string of a parsed profile with control characters escaped: its names, ids and
+    sources reach the terminal (`evaluate`, `kernel`, the calibrate summary), and a shared
+    profile must not be able to drive it."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {k: _escaped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_escaped(v) for v in value]
+    return value
+
+
+def validate_document(doc: dict[str, Any], shown: str) -> Profile:
+    """Every check a profile must pass, applied alike when reading and before writing one."""
+    doc = _escaped(doc)
+    if doc.get("kind") != KIND or "schema_version" not in doc:
+        raise FileInputError(
+            shown, "not a deepep-calc calibration profile (no kind / schema_version at the top)"
+        )
+    if doc["schema_version"] != SCHEMA_VERSION:
+        raise FileInputError(
+            shown,
+            f"schema_version {doc['schema_version']!r} is not supported (this deepep-calc reads "
+            f"{SCHEMA_VERSION}); re-run deepep-calc calibrate",
+        )
+    bad = _out_of_range(doc)
+    if bad is not None:
+        raise FileInputError(
+            shown, f"not a valid calibration profile: {bad} is not a finite number within +-1e12"
+        )
+    inputs = doc.get("inputs")
+    if isinstance(inputs, list):
+        for i, item in enumerate(inputs):
+            missing = [k for k in ("sha256", "size_bytes") if not isinstance(item, dict) or k not in item]
+            if missing:
+                raise FileInputError(
+                    shown,
+                    f"input {i + 1} has no fingerprint ({', '.join(missing)} missing), so the profile "
+                    "cannot say what it rests on; re-run deepep-calc calibrate",
+                )
+    try:
+        # strict: TOML values are typed, so the string "NaN" in a number field is an error, not nan
+        profile = Profile.model_validate(doc, strict=True)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(part) for part in err["loc"]) or "(top level)"
+        raise FileInputError(shown, f"not a valid calibration profile: {loc}: {err['msg']}") from None
+    _check_scenario(profile.scenario, shown)
+    for i, cell in enumerate(profile.measured):
+        for arm in ("deepep", "allgather", "versus"):
+            metrics = cell.arm(arm)
+            for key, value in (metrics.model_dump() if metrics is not None else {}).items():
+                if value is not None and value < MIN_POSITIVE:  # 1000 / 5e-324 is inf
+                    raise FileInputError(
+                        shown,
+                        f"not a valid calibration profile: cells.{i}.{arm}.{key} = {value:g}; "
+                        f"expected at least {MIN_POSITIVE:g}",
+                    )
+    return profile
+
+
+def _check_scenario(s: Scenario, shown: str) -> None:
+    """The profile's [scenario] obeys the rules a typed scenario does (nodes -5 is no scenario).
+
+    Its numbers take the CLI's checks and its instance, engine and transport must be catalog
+    rows; the model is not re-read here (a config.json path may have moved since calibration).
+    """
+    from ..catalog.engines import get_engine
+    from ..catalog.hardware import get_instance
+    from ..catalog.transports import get_transport
+    from ..scenario import check_numbers
+
+    try:
+        check_numbers(s)
+        get_instance(s.instance)
+        get_engine(s.engine)
+        transport = get_transport(s.transport)
+        if s.instance.strip().lower() not in transport.instances:
+            raise InputError("--transport", s.transport, f"a transport available on {s.instance}")
+    except InputError as exc:
+        key = (exc.field or "").lstrip("-").replace("-", "_")
+        raise FileInputError(
+            shown,
+            f"not a valid calibration profile: scenario.{key} = {exc.value!r} is not allowed; "
+            f"expected {exc.allowed}",
+            field=f"scenario.{key}",
+        ) from None
+
+
+def verify_inputs(profile: Profile, folder: Path) -> None:
+    """Check the recorded fingerprint of every input that can be found again.
+
+    A profile's measured cells are only as good as the files they were read from. When such a
+    file is present again (at its recorded path, or beside the profile) with other contents,
+    the profile no longer describes it: refuse, naming the file, rather than replay stale
+    measurements as "measured". Files that are gone are fine: profiles travel without inputs.
+    """
+    for item in profile.inputs:
+        recorded = Path(item.path)
+        places = (
+            [recorded] if recorded.is_absolute() else [recorded, folder / recorded, folder / recorded.name]
+        )
+        seen: list[tuple[Path, str]] = []
+        for place in dict.fromkeys(places):
+            found = _fingerprint_if_file(place)
+            if found is None:
+                continue
+            if found == (item.sha256, item.size_bytes):
+                seen = []
+                break
+            seen.append((place, found[0]))
+        if seen:
+            place, digest = seen[0]
+            raise FileInputError(
+                profile._name or "the profile",
+                f"its {item.role} input {place} has changed since calibration (sha256 "
+                f"{item.sha256[:12]}... recorded, {digest[:12]}... now): re-run deepep-calc calibrate "
+                "on the current files, or restore the originals",
+                field="inputs",
+            )
+
+
+@lru_cache(maxsize=256)
+def _fingerprint_cached(path: str, mtime_ns: int, size: int) -> tuple[str, int]:
+    return fingerprint(Path(path))
+
+
+def _fingerprint_if_file(path: Path) -> tuple[str, int] | None:
+    """sha256 and size of a regular file (cached by path, mtime and size), else None."""
+    try:
+        st = path.stat()
+        if not path.is_file():
+            return None
+        return _fingerprint_cached(str(path.resolve()), st.st_mtime_ns, st.st_size)
+    except (OSError, ValueError):
+        return None
+
+
+def profile_of(r: Resolved) -> Profile | Any | None:
+    """The calibration profile a resolved scenario runs with, or None.
+
+    `Resolved.profile` is an override slot (the break-even search puts a shifted stand-in
+    there); left empty, the profile is the file `--calibration` names, read once per content.
+    """
+    if r.profile is not None:
+        return r.profile
+    return load_profile(r.scenario.calibration) if r.scenario.calibration is not None else None
