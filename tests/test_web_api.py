@@ -462,3 +462,32 @@ def test_wrong_method_is_405_with_allow(client):  # noqa: F811
     resp = clean(client.post("/api/models", content=b"x", headers={"content-type": "text/plain"}))
     assert error_of(resp, 405)["field"] is None
     assert resp.headers["allow"] == "GET"
+
+
+def test_endpoints_against_figures_stated_here(client):  # noqa: F811
+    """The parity tests above compare the API with the functions it calls; this one holds the
+    endpoints to figures written down independently, from the shared fact files: the A/B
+    headline (19.62 vs 27.57 tok/s per user, 545.04 vs 794.56 tok/s aggregate, facts/measured),
+    the efa-proxy gate run on 2x p5en EP16 (dispatch 185.4 + combine 258.2 us, facts/kernels),
+    DeepSeek-V3's and Qwen3-30B-A3B's shapes (facts/models) and the instances' HBM (facts/hardware)."""
+    card = post(client, "/api/evaluate", {}).json()
+    assert card["verdict"]["code"] == "dense"
+    for arm, per_user, aggregate in (("deepep", 19.62, 545.04), ("allgather", 27.57, 794.56)):
+        figures = card["arms"][arm]
+        assert (figures["per_user_tok_s"]["value"], figures["per_user_tok_s"]["tag"]) == (
+            per_user,
+            "measured",
+        )
+        assert (figures["aggregate_tok_s"]["value"], figures["aggregate_tok_s"]["tag"]) == (
+            aggregate,
+            "measured",
+        )
+    kernel = post(client, "/api/kernel", {}).json()
+    assert (kernel["dispatch_us"]["value"], kernel["combine_us"]["value"]) == (185.4, 258.2)
+    assert kernel["total_us"]["value"] == pytest.approx(443.6) and kernel["total_us"]["tag"] == "derived"
+    models = {m["name"]: m for m in clean(client.get("/api/models")).json()}
+    shape = ("hidden", "layers", "experts", "topk")
+    assert tuple(models["deepseek-v3"][k] for k in shape) == (7168, 61, 256, 8)
+    assert tuple(models["qwen3-30b-a3b-fp8"][k] for k in shape) == (2048, 48, 128, 8)
+    hbm = {i["name"]: i["hbm_gb"] for i in clean(client.get("/api/instances")).json()}
+    assert (hbm["p5"], hbm["p5en"], hbm["p6-b200"]) == (80.0, 141.0, 180.0)
