@@ -150,6 +150,7 @@ def test_parse_numeric(text: str, expected: list[int]) -> None:
 def test_parse_other_kinds() -> None:
     assert parse_values("cuda_graphs", "false,true") == [False, True]
     assert parse_values("cuda_graphs", "eager,graphs") == [False, True]
+    assert parse_values("cuda_graphs", "yes,no") == [True, False]
     assert parse_values("alternative", "tp,allgather") == ["tp", "allgather"]
     assert parse_values("slo_tok_s", "10:20:+5") == [10.0, 15.0, 20.0]
     assert parse_values("model", None) == ["qwen3-30b-a3b-fp8"]
@@ -186,7 +187,7 @@ def _no_work(*_: Any) -> Any:
         ["--nodes", "1,2,5000"],
         ["--transport", "efa-proxy,efa-gda,warp-drive"],
         ["--model", "deepseek-v3,no-such-model"],
-        ["--instance", "p5,p5en", "--transport", "efa-gda"],  # efa-gda does not exist on p5
+        ["--instance", "p5", "--transport", "efa-proxy,efa-gda"],  # efa-gda: on no instance of the grid
         ["--gpus-per-node", "8,16"],
         ["--alternative", "allgather,dense"],
     ],

@@ -121,17 +121,32 @@ with np.errstate(over="ignore"):
 _LOG10_2 = float(np.log10(2.0))
 
 
+FAST_DIGITS = 14  # up to here the integer significand and its power of ten are exact doubles
+MAX_EXACT_POWER = 22  # 10**22 is the largest power of ten a double holds exactly
+
+
+def _printf_rounded(values: np.ndarray, digits: int) -> np.ndarray:
+    """The slow, exact path: what printf's `%.{digits-1}e` reads back as."""
+    return np.array([float(f"{v:.{digits - 1}e}") for v in values.tolist()], dtype=float)
+
+
 def round_significant(values: np.ndarray, digits: int) -> np.ndarray:
     """Each float rounded to `digits` significant digits (a new array; nan, inf and 0 kept).
 
     The result is the double nearest the rounded decimal (an integer times or over an exact
     power of ten), so a shortest-repr printer (Arrow's, Python's) prints at most `digits`
     digits. The decimal exponent comes from frexp and one comparison, not log10: this runs on
-    every float column of a million-row CSV.
+    every float column of a million-row CSV. Values whose power of ten is not an exact double
+    (beyond 1e22 either way) and more than `FAST_DIGITS` digits take printf's exact path.
     """
     x = np.asarray(values, dtype=float)
     if digits >= 17:
         return x
+    if digits > FAST_DIGITS:
+        out = x.copy()
+        finite = np.isfinite(x) & (x != 0)
+        out[finite] = _printf_rounded(x[finite], digits)
+        return out
     a = np.abs(x)
     _, b = np.frexp(a)  # a = f * 2**b with f in [0.5, 1)
     e = np.floor((b - 1) * _LOG10_2).astype(np.int64)  # decimal exponent, at most one too low
@@ -147,6 +162,9 @@ def round_significant(values: np.ndarray, digits: int) -> np.ndarray:
             big = ~up
             step = _POW10[np.clip(-k[big], -308, 308) + _POW10_OFFSET]
             out[big] = np.round(x[big] / step) * step
+    inexact = (np.abs(k) > MAX_EXACT_POWER) & np.isfinite(x) & (a != 0)
+    if inexact.any():
+        out[inexact] = _printf_rounded(x[inexact], digits)
     keep = ~np.isfinite(out) | (a == 0)
     if keep.any():
         out[keep] = x[keep]
