@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from ..cli import SCENARIO_KEYS, emit_json, scenario_from, scenario_options
+from ..cli import MODE_FLAGS, SCENARIO_FLAGS, ListOf, emit_json, scenario_from, scenario_options
 from .completion import LISTS
 
 SWEEP_HELP = {
@@ -20,7 +20,8 @@ SWEEP_HELP = {
     "engine": "engines, comma-separated",
     "transport": "transports of the DeepEP arm, comma-separated",
     "alternative": "allgather,tp",
-    "cuda_graphs": "false (eager), true (CUDA graphs) or both: false,true",
+    "cuda_graphs": "CUDA graphs: bare, true, false or both: true,false",
+    "eager": "eager decode (the measured mode): bare, true, false or both: true,false",
     "weight_dtype": "weight dtypes, comma-separated",
     "kv_dtype": "KV-cache dtypes, comma-separated",
     "calibration": "calibration profiles, comma-separated",
@@ -34,16 +35,22 @@ def register(app: click.Group) -> None:
 
 
 def sweep_field_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Every scenario field as a string option, so lists and ranges parse (in `sweep.py`)."""
-    for name in reversed(SCENARIO_KEYS):
+    """evaluate's scenario flags, same names and value words, each taking a list (`ListOf`):
+    the text reaches `sweep.py`, which parses lists and ranges and names a bad item."""
+    for name, typ, _help, _default in reversed(SCENARIO_FLAGS):
+        field = name[2:].replace("-", "_")
+        extra: dict[str, Any] = {}
+        if name in MODE_FLAGS:  # bare like evaluate's: --cuda-graphs means true
+            extra = {"is_flag": False, "flag_value": "true"}
         f = click.option(
-            f"--{name.replace('_', '-')}",
             name,
-            type=str,
+            field,
+            type=ListOf(typ),
             default=None,
-            metavar="LIST",
-            help=SWEEP_HELP.get(name, NUMERIC_HELP),
-            shell_complete=LISTS.get(name),
+            metavar="[LIST]" if name in MODE_FLAGS else "LIST",
+            help=SWEEP_HELP.get(field, NUMERIC_HELP),
+            shell_complete=LISTS.get(field),
+            **extra,
         )(f)
     return f
 
