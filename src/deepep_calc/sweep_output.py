@@ -183,7 +183,13 @@ def _rounded(value: Any, kind: str, digits: int | None) -> Any:
 
 class TableWriter:
     """Streams chunks into the output's temporary file (or its stream); `close()` finishes the
-    file for the commit, `abort()` drops it. Write failures name the target, in one line."""
+    file for the commit, `abort()` drops it. Write failures name the target, in one line.
+
+    Writing runs on one background thread, one chunk behind the model: Arrow's writers and
+    NumPy's rounding release the GIL, so on two cores the next chunk is computed while the last
+    one is formatted. At most one chunk waits; a failure surfaces at the next `write` or at
+    `close`, before anything is committed, and `abort` waits for the thread before discarding.
+    """
 
     def __init__(
         self, out: Output, plan: SweepPlan, precision: int | None = None, keep_invalid: bool = False
@@ -193,6 +199,8 @@ class TableWriter:
         self.precision = precision  # significant digits of floats (None: every bit)
         self.keep_invalid = keep_invalid
         self.columns = columns(keep_invalid)
+        self.pool: Any = None
+        self.pending: Any = None
         self.sink: Any = out.temp_path() if out.is_file else _Unclosed(out.stream())
         try:
             self._open()
@@ -213,14 +221,34 @@ class TableWriter:
         raise NotImplementedError
 
     def write(self, chunk: Chunk) -> None:
+        """Hand the chunk to the writer thread, after the previous one is written."""
+        self._wait()
+        if self.pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sweep-writer")
+        self.pending = self.pool.submit(self._write, chunk)
+
+    def _wait(self) -> None:
+        """Block until the chunk in flight is written; its failure is raised here, in one line."""
+        pending, self.pending = self.pending, None
+        if pending is None:
+            return
         try:
-            self._write(chunk)
+            pending.result()
         except OSError as exc:
             raise self.out.failed(exc) from None
+
+    def _stop(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+            self.pool = None
 
     def close(self) -> None:
         """The last chunk is written: finish the file (footer, flush, fsync) for the commit."""
         try:
+            self._wait()
+            self._stop()
             self._close()
         except OSError as exc:
             raise self.out.failed(exc) from None
@@ -228,6 +256,10 @@ class TableWriter:
             self.out.staged()
 
     def abort(self) -> None:
+        with contextlib.suppress(BaseException):  # the chunk in flight is thrown away with the file
+            self._wait()
+        with contextlib.suppress(Exception):
+            self._stop()
         with contextlib.suppress(Exception):  # the file is thrown away: a close error changes nothing
             self._close()
         self.out.discard()
