@@ -150,6 +150,7 @@ def test_parse_numeric(text: str, expected: list[int]) -> None:
 def test_parse_other_kinds() -> None:
     assert parse_values("cuda_graphs", "false,true") == [False, True]
     assert parse_values("cuda_graphs", "eager,graphs") == [False, True]
+    assert parse_values("cuda_graphs", "yes,no") == [True, False]
     assert parse_values("alternative", "tp,allgather") == ["tp", "allgather"]
     assert parse_values("slo_tok_s", "10:20:+5") == [10.0, 15.0, 20.0]
     assert parse_values("model", None) == ["qwen3-30b-a3b-fp8"]
@@ -186,7 +187,7 @@ def _no_work(*_: Any) -> Any:
         ["--nodes", "1,2,5000"],
         ["--transport", "efa-proxy,efa-gda,warp-drive"],
         ["--model", "deepseek-v3,no-such-model"],
-        ["--instance", "p5,p5en", "--transport", "efa-gda"],  # efa-gda does not exist on p5
+        ["--instance", "p5", "--transport", "efa-proxy,efa-gda"],  # efa-gda: on no instance of the grid
         ["--gpus-per-node", "8,16"],
         ["--alternative", "allgather,dense"],
     ],
@@ -227,7 +228,7 @@ def test_bad_targets_fail_before_work(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_parquet_without_pyarrow_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sweep_output, "have_pyarrow", lambda: False)
     monkeypatch.setattr(sweep_mod, "evaluate_chunk", _no_work)
-    with pytest.raises(CalcError, match=r"pip install 'deepep-calc\[parquet\]'"):
+    with pytest.raises(CalcError, match=r"Parquet needs pyarrow.*pip install pyarrow"):
         run_sweep(plan_sweep({}), output=str(tmp_path / "rows.parquet"), progress=False)
     assert list(tmp_path.iterdir()) == []
 
@@ -282,14 +283,23 @@ def _parse_csv_value(text: str, kind: str) -> Any:
     return text
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: Any, b: Any, digits: int = 17) -> bool:
+    """Equal, floats to `digits` significant digits (half a unit in the last digit kept)."""
     if isinstance(a, float) and isinstance(b, float):
-        return a == b or (math.isnan(a) and math.isnan(b))
+        if math.isnan(a) or math.isnan(b) or math.isinf(a) or math.isinf(b) or digits >= 17:
+            return a == b or (math.isnan(a) and math.isnan(b))
+        return abs(a - b) <= 0.5 * 10.0 ** (1 - digits) * abs(b) * (1 + 1e-9)
     return a == b
 
 
-@pytest.mark.parametrize("arrow", [True, False])
-def test_csv_round_trip(arrow: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _digits(text: str) -> int:
+    """Significant digits of a float as written: 0.00123 -> 3, 1234570 -> 6, 1.5e+20 -> 2."""
+    return len(text.lstrip("-").split("e")[0].replace(".", "").strip("0"))
+
+
+@pytest.mark.parametrize(("arrow", "precision"), [(True, 6), (False, 6), (True, 3), (False, 17), (True, 17)])
+def test_csv_round_trip(arrow: bool, precision: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every CSV cell equals the model's value to the stated precision, with either writer."""
     if not arrow:
         monkeypatch.setattr(sweep_output, "have_pyarrow", lambda: False)
     spec = {
@@ -300,7 +310,7 @@ def test_csv_round_trip(arrow: bool, tmp_path: Path, monkeypatch: pytest.MonkeyP
     }
     plan = plan_sweep(spec)
     target = tmp_path / "rows.csv"
-    summary = run_sweep(plan, output=str(target), chunk_rows=5, progress=False)
+    summary = run_sweep(plan, output=str(target), chunk_rows=5, progress=False, precision=precision)
     assert summary.rows == plan.rows == 2 * 2 * 4
     expected = _rows(plan)
     kinds = dict(columns())
@@ -308,13 +318,19 @@ def test_csv_round_trip(arrow: bool, tmp_path: Path, monkeypatch: pytest.MonkeyP
         reader = csv.reader(fh)
         header = next(reader)
         assert header == [name for name, _ in columns()]
+        lines = list(reader)
         got = [
-            {h: _parse_csv_value(v, kinds[h]) for h, v in zip(header, line, strict=True)} for line in reader
+            {h: _parse_csv_value(v, kinds[h]) for h, v in zip(header, line, strict=True)} for line in lines
         ]
     assert len(got) == len(expected)
     for g, e in zip(got, expected, strict=True):
         for k in header:
-            assert _same(g[k], e[k]), (k, g[k], e[k])
+            assert _same(g[k], e[k], precision), (k, g[k], e[k])
+    if precision < 17:  # no float is written with more digits than asked
+        floats = [i for i, h in enumerate(header) if kinds[h] == "float"]
+        texts = [line[i] for line in lines for i in floats if line[i] not in ("", "nan", "inf", "-inf")]
+        assert texts
+        assert all(_digits(t) <= precision for t in texts), [t for t in texts if _digits(t) > precision]
     assert sum(summary.verdicts.values()) == plan.rows
 
 

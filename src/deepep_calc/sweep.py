@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from .errors import InputError
+from .errors import CalcError, InputError
 from .scenario import (
     BOOL_FIELDS,
     DEFAULTS,
@@ -42,8 +42,8 @@ from .scenario import (
     resolve,
 )
 
-CHUNK_ROWS = 200_000  # rows per vectorised pass: ~100 MB of intermediates at most
-MAX_ROWS = 50_000_000  # beyond this a sweep is a mistake, not a question
+CHUNK_ROWS = 50_000  # rows per vectorised pass: as fast as 200k rows at a third of the peak RSS
+MAX_ROWS = 50_000_000  # valid rows; beyond this a sweep is a mistake, not a question
 MAX_COMBINATIONS = 20_000  # resolved one by one: keep the Python-level loop small
 MAX_AXIS_VALUES = 1_000_000
 
@@ -57,8 +57,25 @@ RESULT_METRICS = ("ratio_deepep_vs_alternative", "tax_ms_per_token")
 VERDICT_CODES = ("dense", "deepep", "capacity")
 ARM_NAMES = ("deepep", "allgather", "tp", "replica", "none")  # "none": nothing fits in that row
 
-_TRUE = {"true", "1", "yes", "on", "graphs", "cuda-graphs"}
-_FALSE = {"false", "0", "no", "off", "eager"}
+# The value words of --cuda-graphs (and --eager, inverted): the same words in every command
+# (cli.BOOL_WORDS; tests/test_flag_spelling.py checks the two agree).
+# `true`/`false` answer the flag they follow; the mode words name the mode whichever flag
+# carries them (`--cuda-graphs eager` is eager), so old sweeps keep working.
+TRUE_WORDS = ("true", "yes", "on", "1")
+FALSE_WORDS = ("false", "no", "off", "0")
+MODE_WORDS = {"graphs": True, "cuda-graphs": True, "eager": False}
+BOOL_WORDS = (*TRUE_WORDS, *FALSE_WORDS, *MODE_WORDS)
+BOOL_ALLOWED = "true or false (or the mode: graphs, eager)"
+
+
+def graphs_word(flag_name: str, word: str) -> bool:
+    """Whether `word`, given to `--cuda-graphs` or `--eager`, means CUDA graphs on."""
+    low = word.strip().lower()
+    if low in MODE_WORDS:
+        return MODE_WORDS[low]
+    if low in TRUE_WORDS or low in FALSE_WORDS:
+        return (low in TRUE_WORDS) == (flag_name == "--cuda-graphs")
+    raise InputError(flag_name, word.strip(), BOOL_ALLOWED)
 
 
 def flag(name: str) -> str:
@@ -131,10 +148,7 @@ def parse_values(name: str, text: str | None) -> list[Any]:
     out: list[Any] = []
     for part in parts:
         if name in BOOL_FIELDS:
-            low = part.lower()
-            if low not in _TRUE | _FALSE:
-                raise InputError(flag(name), part, "true/false (or graphs/eager)")
-            out.append(low in _TRUE)
+            out.append(graphs_word(flag(name), part))
         elif name in INT_FIELDS or name in FLOAT_FIELDS:
             kind = int if name in INT_FIELDS else float
             if ":" in part:
@@ -158,10 +172,16 @@ def parse_values(name: str, text: str | None) -> list[Any]:
 
 @dataclass(frozen=True)
 class Combination:
-    """One categorical choice: its scalar scenario, resolved, and its place on the axes."""
+    """One categorical choice: its scalar scenario, resolved, and its place on the axes.
+
+    A combination that is invalid by construction (efa-gda on p5, an expert count no EP group
+    splits) has no `resolved` and says why in `skipped`; its rows are counted, not computed.
+    """
 
     index: tuple[int, ...]  # position on each categorical axis
-    resolved: Resolved
+    resolved: Resolved | None
+    fields: dict[str, Any] = field(default_factory=dict)  # the categorical values as given
+    skipped: str | None = None  # why this combination cannot run (None: it runs)
 
 
 @dataclass
@@ -169,7 +189,8 @@ class SweepPlan:
     axes: dict[str, list[Any]]  # every scenario field -> its values, in field order
     numeric: tuple[str, ...]  # fields evaluated as arrays (scenario.VARIABLE)
     categorical: tuple[str, ...]  # fields resolved per combination
-    combinations: list[Combination] = field(default_factory=list)
+    combinations: list[Combination] = field(default_factory=list)  # the valid ones
+    skipped: list[Combination] = field(default_factory=list)  # invalid by construction
 
     @property
     def numeric_shape(self) -> tuple[int, ...]:
@@ -181,27 +202,73 @@ class SweepPlan:
 
     @property
     def rows(self) -> int:
+        """Valid rows: the ones the model computes (and the row limit counts)."""
         return self.rows_per_combination * len(self.combinations)
+
+    @property
+    def skipped_rows(self) -> int:
+        return self.rows_per_combination * len(self.skipped)
+
+    def skipped_reasons(self) -> dict[str, int]:
+        """Reason -> number of combinations skipped for it, in first-seen order."""
+        out: dict[str, int] = {}
+        for comb in self.skipped:
+            out[str(comb.skipped)] = out.get(str(comb.skipped), 0) + 1
+        return out
+
+    def every_combination(self) -> list[Combination]:
+        """Valid and skipped combinations in grid order (for --keep-invalid)."""
+        return sorted([*self.combinations, *self.skipped], key=lambda c: c.index)
 
     @property
     def varied(self) -> tuple[str, ...]:
         return tuple(f for f in FIELDS if len(self.axes[f]) > 1)
 
 
+def _graph_modes(raw: Mapping[str, str | None]) -> dict[str, str | None]:
+    """Fold `--eager LIST` into `cuda_graphs` (the same words, inverted), refusing a contradiction."""
+    raw = dict(raw)
+    eager = raw.pop("eager", None)
+    if eager is None:
+        return raw
+    parts = [p.strip() for p in str(eager).split(",")]
+    if any(not p for p in parts):
+        raise InputError("--eager", eager, "a comma list with no empty items")
+    modes = list(dict.fromkeys(graphs_word("--eager", p) for p in parts))
+    given = raw.get("cuda_graphs")
+    if given is not None and set(parse_values("cuda_graphs", given)) != set(modes):
+        raise InputError("--eager", eager, f"the same modes as --cuda-graphs {given}, or only one of the two")
+    raw["cuda_graphs"] = ",".join("true" if m else "false" for m in modes)
+    return raw
+
+
+def _reason(exc: CalcError) -> str:
+    """A skip reason: the error line without the value-by-value wording of a refusal."""
+    if isinstance(exc, InputError) and exc.value is not None:
+        return f"{exc.field} {exc.value}: needs {exc.allowed}"
+    return exc.message
+
+
 def plan_sweep(raw: Mapping[str, str | None]) -> SweepPlan:
-    """Parse every flag, check every value and resolve every combination, before any work."""
+    """Parse every flag, check every value and resolve every combination, before any work.
+
+    A combination invalid by construction is skipped (and counted); a value is refused only
+    when no combination that uses it is valid, with the error of its first combination.
+    """
+    raw = _graph_modes(raw)
     unknown = [k for k in raw if k not in FIELDS]
     if unknown:
         raise InputError("sweep field", unknown[0], f"one of {', '.join(FIELDS)}")
     axes: dict[str, list[Any]] = {}
-    grows = 1
-    for name in FIELDS:  # refuse as soon as the axes parsed so far are over the row limit
-        axes[name] = parse_values(name, raw.get(name))
-        grows *= len(axes[name])
-        if grows > MAX_ROWS:
-            raise InputError("sweep", f"{grows:,} rows or more", f"at most {MAX_ROWS:,} rows")
     numeric = tuple(f for f in FIELDS if f in VARIABLE)
     categorical = tuple(f for f in FIELDS if f not in VARIABLE)
+    per = 1
+    for name in FIELDS:  # refuse as soon as the numeric axes parsed so far are over the row limit
+        axes[name] = parse_values(name, raw.get(name))
+        if name in VARIABLE:
+            per *= len(axes[name])
+            if per > MAX_ROWS:
+                raise InputError("sweep", f"{per:,} rows or more", f"at most {MAX_ROWS:,} rows")
     for name in numeric:
         arr = np.asarray(axes[name], dtype=bool if name in BOOL_FIELDS else float)
         if name not in BOOL_FIELDS:
@@ -212,19 +279,40 @@ def plan_sweep(raw: Mapping[str, str | None]) -> SweepPlan:
         raise InputError(
             "sweep", f"{n_comb:,} combinations", f"at most {MAX_COMBINATIONS:,} categorical combinations"
         )
-    rows = n_comb * math.prod(len(axes[f]) for f in numeric)
-    if rows > MAX_ROWS:
-        raise InputError("sweep", f"{rows:,} rows", f"at most {MAX_ROWS:,} rows")
     plan = SweepPlan(axes, numeric, categorical)
     first_numeric = {f: axes[f][0] for f in numeric}
     from .evaluate import check_splittable
 
+    errors: list[tuple[tuple[int, ...], CalcError]] = []
     for index in itertools.product(*(range(n) for n in cat_sizes)):
         fields = {f: axes[f][i] for f, i in zip(categorical, index, strict=True)}
-        resolved = resolve(_scenario({**fields, **first_numeric}))
-        check_splittable(resolved)  # a layout no arm can split is refused, as `evaluate` refuses it
-        plan.combinations.append(Combination(index, resolved))
+        try:
+            resolved = resolve(_scenario({**fields, **first_numeric}))
+            check_splittable(resolved)  # a layout no arm can split, as `evaluate` refuses it
+        except CalcError as exc:
+            errors.append((index, exc))
+            plan.skipped.append(Combination(index, None, fields, _reason(exc)))
+            continue
+        plan.combinations.append(Combination(index, resolved, fields))
+    _refuse_values_invalid_everywhere(plan, errors)
+    if plan.rows > MAX_ROWS:
+        raise InputError("sweep", f"{plan.rows:,} rows", f"at most {MAX_ROWS:,} rows")
     return plan
+
+
+def _refuse_values_invalid_everywhere(
+    plan: SweepPlan, errors: list[tuple[tuple[int, ...], CalcError]]
+) -> None:
+    """Raise the first error of a categorical value that no valid combination uses."""
+    if not errors:
+        return
+    if not plan.combinations:
+        raise errors[0][1]
+    for pos, name in enumerate(plan.categorical):
+        used = {c.index[pos] for c in plan.combinations}
+        for i in range(len(plan.axes[name])):
+            if i not in used:
+                raise next(exc for index, exc in errors if index[pos] == i)
 
 
 def _scenario(fields: dict[str, Any]) -> Scenario:
@@ -256,7 +344,8 @@ def evaluate_chunk(resolved: Resolved, columns: dict[str, np.ndarray]) -> dict[s
     """One vectorised pass: the sweep's metric columns for these rows (arrays or scalars + tags).
 
     Returns column name -> array (or a scalar that holds for every row), and `<column>_tag`
-    -> the provenance tag, which is one value for the whole pass.
+    -> the provenance tag, which is one value for the whole pass. `verdict` and
+    `recommended_arm` are int8 positions in `VERDICT_CODES` and `ARM_NAMES`.
     """
     from .evaluate import compute
     from .verdict import classify_codes
@@ -275,8 +364,10 @@ def evaluate_chunk(resolved: Resolved, columns: dict[str, np.ndarray]) -> dict[s
         q = getattr(result, metric)
         out[metric] = q.value
         out[f"{metric}_tag"] = str(q.tag)
-    out["verdict"] = codes
-    out["recommended_arm"] = rec
+    # Codes become small integers here, once per pass: counts, the map and the writers all
+    # work on them, and names are attached only when a file is written.
+    out["verdict"] = code_index(codes, VERDICT_CODES)
+    out["recommended_arm"] = code_index(rec, ARM_NAMES)
     return out
 
 
@@ -287,7 +378,11 @@ class Chunk:
     stop: int
     numeric: dict[str, np.ndarray]
     numeric_index: tuple[np.ndarray, ...]
-    metrics: dict[str, Any]
+    metrics: dict[str, Any]  # empty for a skipped combination's rows (--keep-invalid)
+
+    @property
+    def skipped(self) -> str | None:
+        return self.combination.skipped
 
     @property
     def rows(self) -> int:
@@ -300,16 +395,23 @@ class Chunk:
 
 
 def iter_chunks(
-    plan: SweepPlan, chunk_rows: int = CHUNK_ROWS, evaluator: Callable[..., dict[str, Any]] | None = None
+    plan: SweepPlan,
+    chunk_rows: int = CHUNK_ROWS,
+    evaluator: Callable[..., dict[str, Any]] | None = None,
+    keep_invalid: bool = False,
 ) -> Iterator[Chunk]:
-    """Evaluate the plan combination by combination, `chunk_rows` grid rows at a time."""
+    """Evaluate the plan combination by combination, `chunk_rows` grid rows at a time.
+
+    With `keep_invalid`, skipped combinations yield chunks too (in grid order), with no metrics.
+    """
     per = plan.rows_per_combination
-    for comb in plan.combinations:
+    run = evaluator or evaluate_chunk
+    for comb in plan.every_combination() if keep_invalid else plan.combinations:
         for start in range(0, per, chunk_rows):
             stop = min(start + chunk_rows, per)
             cols, idx = numeric_columns(plan, start, stop)
-            run = evaluator or evaluate_chunk
-            yield Chunk(comb, start, stop, cols, idx, run(comb.resolved, cols))
+            metrics = {} if comb.resolved is None else run(comb.resolved, cols)
+            yield Chunk(comb, start, stop, cols, idx, metrics)
 
 
 # Running a sweep -----------------------------------------------------------------------------
@@ -326,6 +428,10 @@ class SweepSummary:
     output: str | None
     map: str | None
     varied: dict[str, list[Any]]
+    skipped_combinations: int = 0
+    skipped_rows: int = 0
+    skipped_reasons: dict[str, int] = field(default_factory=dict)  # reason -> combinations
+    kept_invalid: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -339,7 +445,34 @@ class SweepSummary:
             "output": self.output,
             "map": self.map,
             "varied": self.varied,
+            "skipped": {
+                "combinations": self.skipped_combinations,
+                "rows": self.skipped_rows,
+                "reasons": self.skipped_reasons,
+                "written": self.kept_invalid and self.output is not None,
+            },
         }
+
+    def skipped_line(self) -> str | None:
+        """One line for stderr: how many combinations were skipped, counted per reason."""
+        if not self.skipped_combinations:
+            return None
+        reasons = "; ".join(f"{n} × {why}" for why, n in self.skipped_reasons.items())
+        kept = ", written with their reason" if self.kept_invalid and self.output else ""
+        return (
+            f"skipped {self.skipped_combinations:,} invalid combination(s) "
+            f"({self.skipped_rows:,} rows{kept}): {reasons}"
+        )
+
+
+MAX_PRECISION = 17  # significant digits that round-trip every float64
+
+
+def check_precision(precision: int) -> int:
+    """--precision: significant digits of CSV floats, 1 to 17 (17 round-trips exactly)."""
+    if isinstance(precision, bool) or not isinstance(precision, int) or not 1 <= precision <= MAX_PRECISION:
+        raise InputError("--precision", precision, f"a whole number from 1 to {MAX_PRECISION}")
+    return precision
 
 
 def run_sweep(
@@ -350,19 +483,24 @@ def run_sweep(
     y: str | None = None,
     chunk_rows: int = CHUNK_ROWS,
     progress: bool = True,
+    precision: int = 6,
+    keep_invalid: bool = False,
 ) -> SweepSummary:
     """Evaluate every row; stream them to `output` and fill the verdict map; all-or-nothing files.
 
     Both targets are checked before the first row is computed (format, directory, permissions,
     not an input of the sweep, not one file twice); both files are committed together at the
-    end, or neither (`deepep_calc.files`).
+    end, or neither (`deepep_calc.files`). CSV floats carry `precision` significant digits
+    (Parquet keeps full doubles). `keep_invalid` writes the skipped combinations' rows too,
+    with a `skipped_reason` and null metrics.
     """
     from .files import check_distinct, check_output, commit, scenario_inputs
     from .sweep_output import check_table_target, open_table_writer
     from .verdict_map import MapGrid, check_map_target, render_map
 
-    if chunk_rows <= 0:
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows <= 0:
         raise InputError("--chunk-rows", chunk_rows, "a whole number greater than 0")
+    check_precision(precision)
     inputs = scenario_inputs(plan.axes["model"], plan.axes["calibration"])
     table_out = map_out = None
     map_fmt = "html"
@@ -375,28 +513,27 @@ def run_sweep(
         map_out = check_output(map_path, "--map", inputs=inputs)
         grid = MapGrid(plan, x or "nodes", y or "concurrency")
     outputs = check_distinct([table_out, map_out])
-    verdicts = dict.fromkeys(VERDICT_CODES, 0)
-    recommended = dict.fromkeys(ARM_NAMES, 0)
-    n_chunks = len(plan.combinations) * max(1, math.ceil(plan.rows_per_combination / chunk_rows))
+    keep = keep_invalid and table_out is not None
+    verdicts = np.zeros(len(VERDICT_CODES), dtype=np.int64)
+    recommended = np.zeros(len(ARM_NAMES), dtype=np.int64)
+    per_comb = max(1, math.ceil(plan.rows_per_combination / chunk_rows))
+    n_chunks = len(plan.combinations) * per_comb
+    total = plan.rows + (plan.skipped_rows if keep else 0)
     started = time.perf_counter()
-    bar = _ProgressBar(plan.rows, n_chunks > 1, started) if progress else None
+    bar = _ProgressBar(total, n_chunks > 1, started) if progress else None
     writer = None
     done = 0
     try:
-        writer = open_table_writer(table_out, plan) if table_out is not None else None
-        for chunk in iter_chunks(plan, chunk_rows):
-            counts = np.bincount(code_index(chunk.column("verdict"), VERDICT_CODES), minlength=3)
-            for code, count in zip(VERDICT_CODES, counts, strict=True):
-                verdicts[code] += int(count)
-            counts = np.bincount(
-                code_index(chunk.column("recommended_arm"), ARM_NAMES), minlength=len(ARM_NAMES)
-            )
-            for arm, count in zip(ARM_NAMES, counts, strict=True):
-                recommended[arm] += int(count)
+        if table_out is not None:
+            writer = open_table_writer(table_out, plan, precision=precision, keep_invalid=keep)
+        for chunk in iter_chunks(plan, chunk_rows, keep_invalid=keep):
+            if chunk.skipped is None:
+                verdicts += np.bincount(chunk.column("verdict"), minlength=len(VERDICT_CODES))
+                recommended += np.bincount(chunk.column("recommended_arm"), minlength=len(ARM_NAMES))
+                if grid is not None:
+                    grid.add(chunk)
             if writer is not None:
                 writer.write(chunk)
-            if grid is not None:
-                grid.add(chunk)
             done += chunk.rows
             if bar is not None:
                 bar.update(done)
@@ -420,11 +557,15 @@ def run_sweep(
         len(plan.combinations),
         n_chunks,
         elapsed,
-        {k: v for k, v in verdicts.items() if v},
-        {k: v for k, v in recommended.items() if v},
+        {k: int(v) for k, v in zip(VERDICT_CODES, verdicts, strict=True) if v},
+        {k: int(v) for k, v in zip(ARM_NAMES, recommended, strict=True) if v},
         output,
         map_path,
         {f: plan.axes[f] for f in plan.varied},
+        len(plan.skipped),
+        plan.skipped_rows,
+        plan.skipped_reasons(),
+        keep,
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .errors import CalcError, InputError
-from .sweep import ARM_NAMES, FIELDS, VERDICT_CODES, Chunk, SweepPlan, code_index
+from .sweep import ARM_NAMES, FIELDS, VERDICT_CODES, Chunk, SweepPlan
 
 try:  # one palette with the web page and the HTML report (report/palette.py)
     from .report.palette import VERDICT as COLOURS
@@ -111,8 +111,8 @@ class MapGrid:
             pi = np.ravel_multi_index(parts, self.panel_shape)
         else:
             pi = np.zeros(n, dtype=np.int64)
-        self.code[pi, yi, xi] = code_index(chunk.column("verdict"), VERDICT_CODES)
-        self.arm[pi, yi, xi] = code_index(chunk.column("recommended_arm"), ARM_NAMES)
+        self.code[pi, yi, xi] = chunk.column("verdict")  # int8 codes from the sweep
+        self.arm[pi, yi, xi] = chunk.column("recommended_arm")
         self.ratio[pi, yi, xi] = chunk.column("ratio_deepep_vs_alternative")
 
     # presentation ----------------------------------------------------------------------------

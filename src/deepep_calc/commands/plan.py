@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ..cli import emit_json
+from ..cli import ListOf, emit_json
 from ..plan_evidence import MEASURED_ONLY
 from ..scenario import DEFAULTS
 
@@ -34,13 +34,28 @@ def register(app: click.Group) -> None:
 @click.option("--slo-tok-s", type=float, help="per-user decode floor (tok/s)")
 @click.option("--ttft-ms", type=float, help="time-to-first-token ceiling (ms)")
 @click.option("--budget-per-hour", type=float, help="most $ per hour for the whole deployment")
-@click.option("--instances", metavar="LIST", help="instance types to search [default: the EFA ones]")
+@click.option(
+    "--instances",
+    "--instance",
+    "instances",
+    type=ListOf(click.STRING),
+    metavar="LIST",
+    help="instance types to search, comma-separated [default: the EFA ones]",
+)
 @click.option("--max-nodes", type=int, default=16, show_default=True, help="largest node count searched")
-@click.option("--engines", metavar="LIST", help="engines to search [default: all]")
+@click.option(
+    "--engines",
+    "--engine",
+    "engines",
+    type=ListOf(click.STRING),
+    metavar="LIST",
+    help="engines to search, comma-separated [default: all]",
+)
 @click.option("--max-batch", type=int, help="sequences per DP rank [default: each engine's own]")
 @click.option("--measured-only", is_flag=True, help=MEASURED_ONLY)
 @click.option(
     "--price-per-hour",
+    type=ListOf(click.FLOAT),
     metavar="P | NAME=P,...",
     help="$ per node-hour: one price for every instance searched, or per instance (default: catalog)",
 )

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from ..cli import SCENARIO_KEYS, emit_json, scenario_from, scenario_options
+from ..cli import MODE_FLAGS, SCENARIO_FLAGS, ListOf, emit_json, scenario_from, scenario_options
 from .completion import LISTS
 
 SWEEP_HELP = {
@@ -20,7 +20,8 @@ SWEEP_HELP = {
     "engine": "engines, comma-separated",
     "transport": "transports of the DeepEP arm, comma-separated",
     "alternative": "allgather,tp",
-    "cuda_graphs": "false (eager), true (CUDA graphs) or both: false,true",
+    "cuda_graphs": "CUDA graphs: bare, true, false or both: true,false",
+    "eager": "eager decode (the measured mode): bare, true, false or both: true,false",
     "weight_dtype": "weight dtypes, comma-separated",
     "kv_dtype": "KV-cache dtypes, comma-separated",
     "calibration": "calibration profiles, comma-separated",
@@ -34,16 +35,22 @@ def register(app: click.Group) -> None:
 
 
 def sweep_field_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Every scenario field as a string option, so lists and ranges parse (in `sweep.py`)."""
-    for name in reversed(SCENARIO_KEYS):
+    """evaluate's scenario flags, same names and value words, each taking a list (`ListOf`):
+    the text reaches `sweep.py`, which parses lists and ranges and names a bad item."""
+    for name, typ, _help, _default in reversed(SCENARIO_FLAGS):
+        field = name[2:].replace("-", "_")
+        extra: dict[str, Any] = {}
+        if name in MODE_FLAGS:  # bare like evaluate's: --cuda-graphs means true
+            extra = {"is_flag": False, "flag_value": "true"}
         f = click.option(
-            f"--{name.replace('_', '-')}",
             name,
-            type=str,
+            field,
+            type=ListOf(typ),
             default=None,
-            metavar="LIST",
-            help=SWEEP_HELP.get(name, NUMERIC_HELP),
-            shell_complete=LISTS.get(name),
+            metavar="[LIST]" if name in MODE_FLAGS else "LIST",
+            help=SWEEP_HELP.get(field, NUMERIC_HELP),
+            shell_complete=LISTS.get(field),
+            **extra,
         )(f)
     return f
 
@@ -56,7 +63,20 @@ def sweep_field_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--map", "map_path", metavar="FILE", help="verdict map: .html (plotly) or .png (- for stdout)")
 @click.option("--x", "x_axis", default="nodes", show_default=True, help="map x axis (a scenario field)")
 @click.option("--y", "y_axis", default="concurrency", show_default=True, help="map y axis")
-@click.option("--chunk-rows", type=int, default=200_000, show_default=True, help="rows per vectorised pass")
+@click.option("--chunk-rows", type=int, default=50_000, show_default=True, help="rows per vectorised pass")
+@click.option(
+    "--precision",
+    type=int,
+    default=6,
+    show_default=True,
+    help="significant digits of CSV floats (1-17; 17 round-trips; Parquet keeps every bit)",
+)
+@click.option(
+    "--keep-invalid",
+    is_flag=True,
+    help="also write the rows of combinations that cannot run (efa-gda on p5, ...) with a "
+    "skipped_reason and empty metrics",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 def sweep_cmd(
     output: str | None,
@@ -64,21 +84,39 @@ def sweep_cmd(
     x_axis: str,
     y_axis: str,
     chunk_rows: int,
+    precision: int,
+    keep_invalid: bool,
     as_json: bool,
     **fields: str | None,
 ) -> None:
     """Every combination of lists and ranges of scenario fields, through the vectorised model.
 
+    Combinations that cannot run by construction (a transport an instance lacks, experts no EP
+    group splits) are skipped and counted on stderr; a value no combination can use is refused.
+
     Example: --nodes 1,2,4,8 --concurrency 1:512:x2 --transport efa-proxy,efa-gda -o out.csv
     """
     from ..errors import printable
-    from ..sweep import plan_sweep, run_sweep
+    from ..sweep import check_precision, plan_sweep, run_sweep
 
     to_stdout = "-" in (output, map_path)
     if to_stdout and as_json:
         raise click.UsageError("-o - / --map - write to stdout; drop --json or name a file")
+    check_precision(precision)
     plan = plan_sweep({k: v for k, v in fields.items() if v is not None})
-    summary = run_sweep(plan, output, map_path, x_axis, y_axis, chunk_rows=chunk_rows)
+    summary = run_sweep(
+        plan,
+        output,
+        map_path,
+        x_axis,
+        y_axis,
+        chunk_rows=chunk_rows,
+        precision=precision,
+        keep_invalid=keep_invalid,
+    )
+    line = summary.skipped_line()
+    if line:
+        click.echo(f"deepep-calc: {line}", err=True)
     if as_json:
         emit_json(summary.to_json())
         return

@@ -1,0 +1,234 @@
+"""Sweeps over mixed grids (issue 13, item 5), CSV precision and output modes (issue 12, item 3).
+
+A combination invalid by construction is skipped and counted, written with its reason under
+--keep-invalid; a value no combination can use is refused before any work; the row limit counts
+valid rows. Floats are rounded, not truncated; the fallback writer gives the same columns; every
+file a sweep writes gets the mode a plain open() would (0666 less the umask).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from deepep_calc import sweep as sweep_mod
+from deepep_calc import sweep_output
+from deepep_calc.cli import main
+from deepep_calc.errors import InputError
+from deepep_calc.sweep import plan_sweep, run_sweep
+from deepep_calc.sweep_output import columns, round_significant
+
+# efa-gda does not run on p5: 2 of the 6 (instance, transport) pairs are invalid, per model
+MIXED = {
+    "model": "deepseek-v3,kimi-k2",
+    "instance": "p5,p5en,p6-b200",
+    "transport": "efa-proxy,efa-gda",
+    "nodes": "2,4",
+    "concurrency": "8,64",
+}
+
+
+def _no_work(*_: Any) -> Any:
+    raise AssertionError("the sweep started evaluating before validating")
+
+
+@pytest.fixture(scope="module")
+def mixed() -> Any:
+    return plan_sweep(MIXED)
+
+
+def test_mixed_grid_skips_what_cannot_run(mixed: Any) -> None:
+    assert len(mixed.combinations) + len(mixed.skipped) == 2 * 3 * 2
+    assert mixed.skipped, "efa-gda on p5 is skipped, not refused"
+    assert all(c.fields["instance"] == "p5" and c.fields["transport"] == "efa-gda" for c in mixed.skipped)
+    assert mixed.rows == len(mixed.combinations) * 4
+    assert mixed.skipped_rows == len(mixed.skipped) * 4
+    reasons = mixed.skipped_reasons()
+    assert sum(reasons.values()) == len(mixed.skipped)
+    assert all(r.startswith("--transport efa-gda: needs") and "p5" in r for r in reasons)
+
+
+def test_cli_reports_the_skipped_on_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = [f"--{k.replace('_', '-')}={v}" for k, v in MIXED.items()]
+    main(["sweep", *args, "--json"])
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    err = [line for line in captured.err.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith("deepep-calc: skipped 2 invalid combination(s) (8 rows)")
+    assert "2 × --transport efa-gda" in err[0]
+    assert out["skipped"]["combinations"] == 2 and out["skipped"]["rows"] == 8
+    assert sum(out["skipped"]["reasons"].values()) == 2
+    assert out["skipped"]["written"] is False
+    assert out["rows"] == sum(out["verdicts"].values()) == 10 * 4
+
+
+@pytest.mark.parametrize("arrow", [True, False])
+def test_keep_invalid_writes_the_reason(
+    arrow: bool, mixed: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not arrow:
+        monkeypatch.setattr(sweep_output, "have_pyarrow", lambda: False)
+    target = tmp_path / "rows.csv"
+    summary = run_sweep(mixed, output=str(target), progress=False, keep_invalid=True, chunk_rows=3)
+    assert summary.skipped_combinations == 2 and summary.kept_invalid
+    with open(target, newline="") as fh:
+        reader = csv.DictReader(fh)
+        assert reader.fieldnames == [name for name, _ in columns(keep_invalid=True)]
+        rows = list(reader)
+    assert len(rows) == mixed.rows + mixed.skipped_rows
+    bad = [r for r in rows if r["skipped_reason"]]
+    good = [r for r in rows if not r["skipped_reason"]]
+    assert len(bad) == mixed.skipped_rows and len(good) == mixed.rows
+    for r in bad:
+        assert (r["instance"], r["transport"]) == ("p5", "efa-gda")
+        assert r["nodes"] in ("2", "4") and r["concurrency"] in ("8", "64")
+        assert r["deepep_per_user_tok_s"] == r["verdict"] == r["ratio_deepep_vs_alternative"] == ""
+    assert all(r["verdict"] in ("dense", "deepep", "capacity") for r in good)
+
+
+def test_keep_invalid_parquet_has_nulls(mixed: Any, tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    target = tmp_path / "rows.parquet"
+    run_sweep(mixed, output=str(target), progress=False, keep_invalid=True)
+    table = pq.read_table(target).to_pylist()
+    bad = [r for r in table if r["skipped_reason"] is not None]
+    assert len(bad) == mixed.skipped_rows
+    assert all(r["deepep_step_ms"] is None and r["verdict"] is None for r in bad)
+    assert all(r["deepep_step_ms"] is not None for r in table if r["skipped_reason"] is None)
+
+
+def test_without_keep_invalid_no_reason_column(mixed: Any, tmp_path: Path) -> None:
+    target = tmp_path / "rows.csv"
+    run_sweep(mixed, output=str(target), progress=False)
+    with open(target, newline="") as fh:
+        header = next(csv.reader(fh))
+    assert "skipped_reason" not in header and header == [n for n, _ in columns()]
+
+
+@pytest.mark.parametrize(
+    ("spec", "flag"),
+    [
+        ({"instance": "p5", "transport": "efa-proxy,efa-gda"}, "--transport"),  # efa-gda: nowhere here
+        ({"instance": "p5,p7", "transport": "efa-proxy"}, "--instance"),  # p7: no such instance
+        ({"instance": "p5", "transport": "efa-gda"}, "--transport"),  # the whole grid
+    ],
+)
+def test_values_invalid_everywhere_are_refused(
+    spec: dict[str, str], flag: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sweep_mod, "evaluate_chunk", _no_work)
+    with pytest.raises(InputError) as exc:
+        plan_sweep(spec)
+    assert exc.value.field == flag
+
+
+def test_cli_refusal_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["sweep", "--instance", "p5", "--transport", "efa-proxy,efa-gda", "-o", str(tmp_path / "r.csv")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("deepep-calc: error: --transport: 'efa-gda' is not allowed")
+    assert "p5" in err[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_row_limit_counts_valid_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = {"instance": "p5,p5en", "transport": "efa-proxy,efa-gda", "concurrency": "1:4"}
+    monkeypatch.setattr(sweep_mod, "MAX_ROWS", 12)  # 3 valid combinations x 4 rows; 16 with p5 + efa-gda
+    assert plan_sweep(spec).rows == 12
+    monkeypatch.setattr(sweep_mod, "MAX_ROWS", 11)
+    with pytest.raises(InputError, match="12 rows"):
+        plan_sweep(spec)
+
+
+def test_eager_and_cuda_graphs_lists_fold(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert plan_sweep({"eager": "true"}).axes["cuda_graphs"] == [False]
+    assert plan_sweep({"eager": "false,true"}).axes["cuda_graphs"] == [True, False]
+    with pytest.raises(InputError, match="--eager"):
+        plan_sweep({"eager": "true", "cuda_graphs": "true"})
+
+
+# Precision -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("digits", [1, 3, 6, 10, 16])
+def test_round_significant_matches_printf(digits: int) -> None:
+    """The rounded double is printf's `%.{digits-1}e` value (a tie may land one unit away)."""
+    rng = np.random.default_rng(digits)
+    x = rng.random(20_000) * 10.0 ** rng.integers(-12, 15, 20_000) * rng.choice([-1, 1], 20_000)
+    got = round_significant(x, digits)
+    exact = 0
+    for v, r in zip(x.tolist(), got.tolist(), strict=True):
+        ref = float(f"{v:.{digits - 1}e}")
+        unit = 10.0 ** (math.floor(math.log10(abs(ref))) - digits + 1)
+        assert abs(r - ref) <= unit * (1 + 1e-9), (v, r, ref)
+        exact += r == ref
+        assert len(repr(r).lstrip("-").split("e")[0].replace(".", "").strip("0")) <= digits, (v, r)
+    assert exact >= 0.999 * len(x)
+
+
+def test_round_significant_keeps_specials() -> None:
+    x = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 5e-324, 1.7e308, 999999.5, 9.9999996])
+    got = round_significant(x, 6)
+    assert got[0] == 0 and np.isnan(got[2]) and got[3] == np.inf and got[4] == -np.inf
+    assert got[6] == 1.7e308 and got[7] == 1e6 and got[8] == 10.0
+
+
+@pytest.mark.parametrize("bad", ["0", "18", "-1", "six"])
+def test_precision_is_checked_before_work(
+    bad: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sweep_mod, "evaluate_chunk", _no_work)
+    with pytest.raises(SystemExit) as exc:
+        main(["sweep", "--precision", bad, "-o", str(tmp_path / "rows.csv")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--precision" in err[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_fallback_writer_gives_the_same_columns_and_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = plan_sweep({"model": "deepseek-v3", "nodes": "1,2,4", "concurrency": "1:512:x8", "slo_tok_s": "9"})
+    run_sweep(plan, output=str(tmp_path / "arrow.csv"), progress=False)
+    monkeypatch.setattr(sweep_output, "have_pyarrow", lambda: False)
+    run_sweep(plan, output=str(tmp_path / "stdlib.csv"), progress=False)
+    with open(tmp_path / "arrow.csv", newline="") as a, open(tmp_path / "stdlib.csv", newline="") as b:
+        ra, rb = list(csv.reader(a)), list(csv.reader(b))
+    assert ra[0] == rb[0] == [n for n, _ in columns()]
+    kinds = [k for _, k in columns()]
+    for la, lb in zip(ra[1:], rb[1:], strict=True):
+        for kind, x, y in zip(kinds, la, lb, strict=True):
+            if kind == "float" and x and y:
+                assert float(x) == float(y) or (math.isnan(float(x)) and math.isnan(float(y)))
+            else:
+                assert x == y
+
+
+# File modes ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_outputs_follow_the_umask(umask: int, tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow.parquet")
+    old = os.umask(umask)
+    try:
+        plan = plan_sweep({"nodes": "1,2", "concurrency": "4,8"})
+        for name in ("rows.csv", "rows.parquet"):
+            run_sweep(
+                plan, output=str(tmp_path / name), map_path=str(tmp_path / f"{name}.html"), progress=False
+            )
+    finally:
+        os.umask(old)
+    files = sorted(tmp_path.iterdir())
+    assert [p.name for p in files] == ["rows.csv", "rows.csv.html", "rows.parquet", "rows.parquet.html"]
+    for path in files:
+        assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path.name
