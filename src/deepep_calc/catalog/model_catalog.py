@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import tomllib
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from deepep_calc.catalog._toml import loads_packaged, packaged_text
 from deepep_calc.catalog.hf_config import load_hf_config, validation_summary
 from deepep_calc.catalog.models import ModelSpec
 from deepep_calc.errors import CalcError, InputError
@@ -22,10 +22,12 @@ from deepep_calc.errors import CalcError, InputError
 MODELS_FILE = "models.toml"
 
 
-def parse_models(text: str, origin: str = MODELS_FILE) -> dict[str, ModelSpec]:
-    """Validate TOML text holding `[[model]]` rows; keys are lower-case preset names, in order."""
+def parse_models(text: str, origin: str = MODELS_FILE, where: Any = None) -> dict[str, ModelSpec]:
+    """Validate TOML text holding `[[model]]` rows; keys are lower-case preset names, in order.
+
+    `where`: the packaged file the text was read from, whose parse may be cached (`_toml`)."""
     try:
-        data = tomllib.loads(text)
+        data = tomllib.loads(text) if where is None else loads_packaged(text, where)
     except tomllib.TOMLDecodeError as err:
         raise CalcError(f"catalog {origin}: not valid TOML ({err})") from None
     rows = data.get("model", [])
@@ -62,8 +64,8 @@ def _parse_row(raw: Any, index: int, origin: str, seen: dict[str, ModelSpec]) ->
 
 @lru_cache(maxsize=1)
 def _packaged_models() -> dict[str, ModelSpec]:
-    text = resources.files("deepep_calc.catalog").joinpath("data", MODELS_FILE).read_text("utf-8")
-    return parse_models(text)
+    text, where = packaged_text(MODELS_FILE)
+    return parse_models(text, where=where)
 
 
 def load_models() -> dict[str, ModelSpec]:

@@ -72,10 +72,14 @@ def built_in_table() -> Table:
 
 @lru_cache(maxsize=64)
 def _built_in(key: tuple[tuple[str, float], ...]) -> Table:
-    from .shipped import from_toml, shipped_text
+    from ..catalog._toml import packaged_text
+    from .shipped import FILE, from_toml
 
-    text = shipped_text()
-    shipped = from_toml(text) if text is not None else None
+    try:
+        text, where = packaged_text(FILE)
+    except FileNotFoundError:
+        text, where = None, None
+    shipped = from_toml(text, where) if text is not None else None
     if not key and shipped is not None:
         return shipped
     table = fit_table(kernel_rows(), observations())
