@@ -13,7 +13,6 @@ import hashlib
 import marshal
 import os
 import sys
-import tempfile
 import tomllib
 from functools import cache
 from importlib import resources
@@ -64,6 +63,8 @@ def loads_packaged(text: str, where: Any) -> dict[str, Any]:
 
 
 def _write_cache(cache_file: Path, data: dict[str, Any]) -> None:
+    import tempfile  # only when writing: it imports random and shutil
+
     try:
         blob = marshal.dumps(data)
     except ValueError:  # a type marshal cannot hold (a TOML date): parse it every time

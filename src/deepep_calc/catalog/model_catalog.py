@@ -15,7 +15,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from deepep_calc.catalog._toml import loads_packaged, packaged_text
-from deepep_calc.catalog.hf_config import load_hf_config, validation_summary
 from deepep_calc.catalog.models import ModelSpec
 from deepep_calc.errors import CalcError, InputError
 
@@ -49,6 +48,8 @@ def _parse_row(raw: Any, index: int, origin: str, seen: dict[str, ModelSpec]) ->
     try:
         spec = ModelSpec.model_validate(raw)
     except ValidationError as err:
+        from deepep_calc.catalog.hf_config import validation_summary  # the config.json reader: on demand
+
         loc, msg = validation_summary(err)
         raise CalcError(f"catalog {origin}: model {label!r}: field '{loc}': {msg}", loc) from None
     key = spec.name.lower()
@@ -107,6 +108,8 @@ def resolve_model(name_or_path: str) -> ModelSpec:
             for spec in models.values():
                 if spec.hf_id and spec.hf_id.lower() == text.lower():
                     return spec
+        from deepep_calc.catalog.hf_config import load_hf_config  # 700 lines a preset never needs
+
         return load_hf_config(text)
     raise InputError("--model", name_or_path, f"a preset ({', '.join(models)}) or a path to a config.json")
 
