@@ -105,3 +105,15 @@ def test_pending_step_runs_with_the_inline_models_it_was_made_under() -> None:
 def test_second_evaluation_equals_the_first() -> None:
     first = evaluate(Scenario(model="kimi-k2", nodes=2)).to_json()
     assert_close(evaluate(Scenario(model="kimi-k2", nodes=2)).to_json(), first)
+
+
+def test_a_pending_verdict_pickles_and_copies_settled() -> None:
+    import copy
+    import pickle
+
+    result = evaluate(Scenario(model="deepseek-v3", nodes=2))
+    eager = decide(result, lazy=False)
+    for twin in (pickle.loads(pickle.dumps(result.verdict)), copy.deepcopy(evaluate(Scenario()).verdict)):
+        assert twin._pending is None
+    again = pickle.loads(pickle.dumps(evaluate(Scenario(model="deepseek-v3", nodes=2)).verdict))
+    assert again.advisories == eager.advisories and again.robustness == eager.robustness

@@ -183,6 +183,11 @@ class Verdict:
         self.__dict__["_robustness"] = robustness
         self._pending = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle and deepcopy the settled verdict (the pending step is a closure)."""
+        self.settle()
+        return dict(self.__dict__)
+
     @property
     def symbol(self) -> str:
         return SYMBOLS[self.code]
