@@ -5,21 +5,27 @@ Public API::
     from deepep_calc import evaluate, Scenario
     result = evaluate(Scenario(model="deepseek-v3", instance="p5en", nodes=4))
     result.verdict.code  # "dense" | "capacity" | "deepep"
+
+The names are imported on first use, not with the package: `deepep-calc --help` imports this
+package and should not pay for numpy, pydantic and the model it never runs.
 """
 
 from __future__ import annotations
 
+import sys
+from types import ModuleType
 from typing import Any
-
-from .quantity import Q, Tag
-from .scenario import Scenario
-
-# Imported eagerly on purpose: binding the function here, while the submodule of the same
-# name is first imported, keeps `deepep_calc.evaluate` the function for every later import.
-from .evaluate import Result, evaluate  # isort: skip
 
 __all__ = ["Q", "Result", "Scenario", "Tag", "evaluate", "load_catalog"]
 __version__ = "0.1.0"
+
+# public name -> the submodule that defines it
+_LAZY = {
+    "Q": "quantity",
+    "Tag": "quantity",
+    "Scenario": "scenario",
+    "Result": "evaluate",
+}
 
 
 def load_catalog() -> dict[str, Any]:
@@ -37,3 +43,42 @@ def load_catalog() -> dict[str, Any]:
         "engines": load_engines(),
         "cells": load_cells(),
     }
+
+
+def __getattr__(name: str) -> Any:
+    """`Q`, `Tag`, `Scenario`, `Result` from their modules, imported on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+class _Package(ModuleType):
+    """The package module, with `evaluate` always the function.
+
+    The submodule `deepep_calc.evaluate` has the function's name; importing a submodule sets
+    the package attribute of that name to the module. A property on the module's class takes
+    precedence over that attribute, so `deepep_calc.evaluate` stays the function whichever of
+    the two is imported first (as the eager import of the function used to guarantee).
+    """
+
+    @property
+    def evaluate(self) -> Any:
+        from .evaluate import evaluate
+
+        return evaluate
+
+    @evaluate.setter
+    def evaluate(self, value: Any) -> None:
+        pass  # the import system binding the submodule: `sys.modules` keeps it
+
+
+sys.modules[__name__].__class__ = _Package

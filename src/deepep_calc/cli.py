@@ -12,15 +12,20 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .commands.completion import SINGLE as COMPLETE
 from .errors import CalcError
-from .scenario import DEFAULTS, Scenario
+from .scenario import DEFAULTS, FIELDS
 
-SCENARIO_KEYS = tuple(Scenario.model_fields)
+if TYPE_CHECKING:
+    from .scenario import Scenario
+
+# The light field list, not `Scenario.model_fields`: building the pydantic class is most of
+# what `--help` would otherwise cost (tests/test_speed_imports.py).
+SCENARIO_KEYS = FIELDS
 
 
 # The value words of --cuda-graphs and --eager, in every command (sweep.py parses the same
@@ -159,6 +164,8 @@ def graph_mode(cuda_graphs: bool | None, eager: bool | None) -> bool:
 
 def scenario_from(kwargs: dict[str, Any]) -> Scenario:
     """Pop the scenario flags out of a command's keyword arguments."""
+    from .scenario import Scenario
+
     graphs = graph_mode(kwargs.pop("cuda_graphs", None), kwargs.pop("eager", None))
     fields = {k: kwargs.pop(k) for k in list(kwargs) if k in SCENARIO_KEYS}
     fields["cuda_graphs"] = graphs
@@ -185,6 +192,7 @@ def app(ctx: click.Context, as_json: bool) -> None:
             raise click.UsageError(f"--json goes after the command: deepep-calc {name} --json")
         return
     from .evaluate import evaluate
+    from .scenario import Scenario
 
     result = evaluate(Scenario())
     if as_json:

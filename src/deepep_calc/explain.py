@@ -221,8 +221,7 @@ def _model_identity(result: Any) -> list[str]:
 
 def advisories(result: Any, v: Verdict, fixes: list[Any]) -> list[str]:
     """Things worth doing or knowing that do not change the verdict's code."""
-    from .evaluate import compute, duration
-    from .scenario import resolve
+    from .evaluate import duration
 
     r = result.resolved
     s = r.scenario
@@ -230,7 +229,7 @@ def advisories(result: Any, v: Verdict, fixes: list[Any]) -> list[str]:
     facts = load_facts()
     t = r.transport
     if t.comms_sensitive and s.comms < 8 and s.nodes > 1 and result.arms["deepep"].feasible:
-        better = compute(resolve(s.model_copy(update={"comms": 8}))).arms["deepep"]
+        better = deepep_whatif(result, {"comms": 8})
         out.append(
             f"Set EP_NUM_COMMS=8: the DeepEP step falls from {tagged(result.arms['deepep'].step_ms)} "
             f"to {tagged(better.step_ms)} (measured on vLLM: ITL halves, 203 -> 100 ms)."
@@ -272,16 +271,30 @@ def advisories(result: Any, v: Verdict, fixes: list[Any]) -> list[str]:
     return out
 
 
-def _qp_advisory(result: Any, measured_gain: float) -> str:
-    """Raising the QP cap, with the model's effect here beside the one measured elsewhere."""
+# Whether a what-if on a DeepEP-only knob reuses the other arms (the fast path); the plain path
+# recomputes every arm and exists so tests/test_speed_equivalence.py can hold the two equal.
+REUSE_OTHER_ARMS = True
+
+
+def deepep_whatif(result: Any, update: dict[str, Any]) -> Any:
+    """The DeepEP arm of this scenario with `update` applied to knobs only DeepEP reads
+    (EP_NUM_COMMS, EP_EFA_MAX_QPS): the allgather, TP and replica arms never read them, so
+    they and the arm-independent pieces (layout, memory, device times) are taken as they are.
+    """
     from .evaluate import compute
     from .scenario import resolve
 
+    r = resolve(result.scenario.model_copy(update=update))
+    return compute(r, reuse=result if REUSE_OTHER_ARMS else None).arms["deepep"]
+
+
+def _qp_advisory(result: Any, measured_gain: float) -> str:
+    """Raising the QP cap, with the model's effect here beside the one measured elsewhere."""
     s = result.scenario
     uncapped = UNCAPPED_QPS
     dee = result.arms["deepep"]
     here = dee.model_aggregate_tok_s or dee.aggregate_tok_s
-    there = compute(resolve(s.model_copy(update={"max_qps": uncapped}))).arms["deepep"].aggregate_tok_s
+    there = deepep_whatif(result, {"max_qps": uncapped}).aggregate_tok_s
     gain = there.scalar / here.scalar - 1.0
     elsewhere = (
         f"uncapping it ({uncapped} vs 2) gave +{measured_gain * 100:.1f} % throughput [measured] on "

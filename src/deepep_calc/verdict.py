@@ -29,6 +29,8 @@ make within the model's error instead of sounding certain. The code is unchanged
 
 from __future__ import annotations
 
+import contextvars
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,6 +115,44 @@ class Comparison:
         }
 
 
+class _Unset:
+    """The default a `_Settled` field hands the dataclass machinery (never a value)."""
+
+
+_UNSET = _Unset()
+
+
+class _Settled:
+    """A Verdict field worked out on its first read, not when the verdict is made.
+
+    The advisories and the robustness line need what-if passes of the model (the flip search,
+    the QP and comms advisories): most of one evaluation's time. Only the faces that show them
+    (JSON, the card, the page, reports) read them, so `decide` leaves a pending step on the
+    verdict and the first read of either field runs it; the values are those an eager `decide`
+    gives (tests/test_speed_equivalence.py).
+    """
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self.factory = factory
+        self.slot = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        if obj is None:
+            return _UNSET  # the dataclass default: __set__ turns it into a fresh value
+        obj.settle()
+        return obj.__dict__[self.slot]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        if value is _UNSET:
+            value = self.factory()
+        elif obj.__dict__.get("_pending") is not None:
+            obj.settle()  # an explicit value replaces the settled one, never the reverse
+        obj.__dict__[self.slot] = value
+
+
 @dataclass
 class Verdict:
     """One scenario's verdict: code, the arm to run, the words, and the figures behind them."""
@@ -121,14 +161,32 @@ class Verdict:
     headline: str
     recommended_arm: str
     reasons: list[str]
-    advisories: list[str] = field(default_factory=list)
+    advisories: _Settled = _Settled(list)  # type: ignore[assignment]  # list[str]
     flags: dict[str, Any] = field(default_factory=dict)
-    robustness: str = ""
+    robustness: _Settled = _Settled(str)  # type: ignore[assignment]  # str
     status: str = "ok"
     close_call: bool = False
     compared: Comparison | None = None
     caveats: list[str] = field(default_factory=list)
     fixes: list[dict[str, Any]] = field(default_factory=list)
+
+    _pending: Callable[[], tuple[list[str], str]] | None = field(default=None, repr=False, compare=False)
+
+    def settle(self) -> None:
+        """Run the pending advisories / flip search once (see `_Settled`)."""
+        pending = self.__dict__.get("_pending")
+        if pending is None:
+            return
+        advisories, robustness = pending()
+        # values first, then clear: a reader on another thread sees the pending step or the values
+        self.__dict__["_advisories"] = advisories
+        self.__dict__["_robustness"] = robustness
+        self._pending = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle and deepcopy the settled verdict (the pending step is a closure)."""
+        self.settle()
+        return dict(self.__dict__)
 
     @property
     def symbol(self) -> str:
@@ -291,9 +349,13 @@ def band_crosses(ratio: Q | None, threshold: float) -> bool:
 # The verdict of one scenario ------------------------------------------------------------------
 
 
-def decide(result: Any) -> Verdict:
-    """Classify one scenario and word it: headline, reasons, advisories, fixes, flags."""
-    from .explain import advisories, caveats, engine_flags, flip_advisory, reasons
+def decide(result: Any, lazy: bool = True) -> Verdict:
+    """Classify one scenario and word it: headline, reasons, advisories, fixes, flags.
+
+    `lazy`: leave the advisories and robustness (the what-if passes) to their first read, run
+    in the context this call ran in (inline uploaded models, for one); `False` runs them now.
+    """
+    from .explain import caveats, engine_flags, reasons
     from .remedy import fixes_for
 
     a = assess(result)
@@ -316,17 +378,26 @@ def decide(result: Any) -> Verdict:
     v.fixes = [f.to_json() for f in fixes]
     v.headline = headline(result, v, contending, fixes)
     v.reasons = reasons(result, v)
-    v.advisories = advisories(result, v, fixes)
-    flip = flip_advisory(result, code) if status != "nothing_fits" else ""
-    if flip:
-        v.advisories.append(flip)
-        v.robustness = f"fragile: {flip}"
-    elif status == "nothing_fits":
-        v.robustness = "untested: nothing fits as asked"
-    else:
-        v.robustness = "robust: no single change of transport, comms, graphs, concurrency or nodes flips it"
     v.flags = engine_flags(result, arm)
+    context = contextvars.copy_context()
+    v._pending = lambda: context.copy().run(_advise, result, v, fixes)  # one copy per run: thread-safe
+    if not lazy:
+        v.settle()
     return v
+
+
+def _advise(result: Any, v: Verdict, fixes: list[Any]) -> tuple[list[str], str]:
+    """The advisories and the robustness line of a verdict (the what-if passes)."""
+    from .explain import advisories, flip_advisory
+
+    out = advisories(result, v, fixes)
+    flip = flip_advisory(result, v.code) if v.status != "nothing_fits" else ""
+    if flip:
+        out.append(flip)
+        return out, f"fragile: {flip}"
+    if v.status == "nothing_fits":
+        return out, "untested: nothing fits as asked"
+    return out, "robust: no single change of transport, comms, graphs, concurrency or nodes flips it"
 
 
 # Headline ------------------------------------------------------------------------------------

@@ -9,23 +9,24 @@ from __future__ import annotations
 
 import tomllib
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from deepep_calc.catalog.hf import load_hf_config, validation_summary
+from deepep_calc.catalog._toml import loads_packaged, packaged_text
 from deepep_calc.catalog.models import ModelSpec
 from deepep_calc.errors import CalcError, InputError
 
 MODELS_FILE = "models.toml"
 
 
-def parse_models(text: str, origin: str = MODELS_FILE) -> dict[str, ModelSpec]:
-    """Validate TOML text holding `[[model]]` rows; keys are lower-case preset names, in order."""
+def parse_models(text: str, origin: str = MODELS_FILE, where: Any = None) -> dict[str, ModelSpec]:
+    """Validate TOML text holding `[[model]]` rows; keys are lower-case preset names, in order.
+
+    `where`: the packaged file the text was read from, whose parse may be cached (`_toml`)."""
     try:
-        data = tomllib.loads(text)
+        data = tomllib.loads(text) if where is None else loads_packaged(text, where)
     except tomllib.TOMLDecodeError as err:
         raise CalcError(f"catalog {origin}: not valid TOML ({err})") from None
     rows = data.get("model", [])
@@ -47,6 +48,8 @@ def _parse_row(raw: Any, index: int, origin: str, seen: dict[str, ModelSpec]) ->
     try:
         spec = ModelSpec.model_validate(raw)
     except ValidationError as err:
+        from deepep_calc.catalog.hf import validation_summary  # the config.json reader: on demand
+
         loc, msg = validation_summary(err)
         raise CalcError(f"catalog {origin}: model {label!r}: field '{loc}': {msg}", loc) from None
     key = spec.name.lower()
@@ -62,8 +65,8 @@ def _parse_row(raw: Any, index: int, origin: str, seen: dict[str, ModelSpec]) ->
 
 @lru_cache(maxsize=1)
 def _packaged_models() -> dict[str, ModelSpec]:
-    text = resources.files("deepep_calc.catalog").joinpath("data", MODELS_FILE).read_text("utf-8")
-    return parse_models(text)
+    text, where = packaged_text(MODELS_FILE)
+    return parse_models(text, where=where)
 
 
 def load_models() -> dict[str, ModelSpec]:
@@ -105,6 +108,8 @@ def resolve_model(name_or_path: str) -> ModelSpec:
             for spec in models.values():
                 if spec.hf_id and spec.hf_id.lower() == text.lower():
                     return spec
+        from deepep_calc.catalog.hf import load_hf_config  # the adapters: a preset never needs them
+
         return load_hf_config(text)
     raise InputError("--model", name_or_path, f"a preset ({', '.join(models)}) or a path to a config.json")
 

@@ -12,25 +12,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from ..catalog.constants import override_key
-from ..catalog.transports import load_transports
-from ..quantity import Q
-from .engines import FALLBACK, fit_serving, initial_engines
-from .kernels import (
-    KernelRow,
-    fallback_transport,
-    fit_instance_factors,
-    fit_nvlink,
-    fit_transport,
-    kernel_rows,
-)
-from .observations import Obs, observations
 from .table import Table, TransportFit
+
+if TYPE_CHECKING:
+    from .kernels import KernelRow
+    from .observations import Obs
+
+# The solvers (`engines`, `kernels`, `observations`) are imported where a fit runs: a process
+# that reads the shipped table never runs one, and importing them costs a CLI run ~10 %.
 
 
 def fit_kernels(rows: Sequence[KernelRow]) -> Table:
     """NVLink constants, instance factors and every transport's alpha / beta from `rows`."""
+    from ..catalog.transports import load_transports
+    from ..quantity import Q
+    from .engines import FALLBACK, initial_engines
+    from .kernels import fallback_transport, fit_instance_factors, fit_nvlink, fit_transport
+
     nvl_alpha, eff, _ = fit_nvlink(rows)
     factors = fit_instance_factors(rows, nvl_alpha)
     table = Table(
@@ -61,6 +62,8 @@ def fit_kernels(rows: Sequence[KernelRow]) -> Table:
 
 def fit_table(rows: Sequence[KernelRow], obs: Sequence[Obs]) -> Table:
     """The whole fit: kernels from kernel references, then engines from serving observations."""
+    from .engines import fit_serving
+
     return fit_serving(obs, fit_kernels(rows))
 
 
@@ -72,11 +75,18 @@ def built_in_table() -> Table:
 
 @lru_cache(maxsize=64)
 def _built_in(key: tuple[tuple[str, float], ...]) -> Table:
-    from .shipped import from_toml, shipped_text
+    from ..catalog._toml import packaged_text
+    from .shipped import FILE, from_toml
 
-    text = shipped_text()
-    shipped = from_toml(text) if text is not None else None
+    try:
+        text, where = packaged_text(FILE)
+    except FileNotFoundError:
+        text, where = None, None
+    shipped = from_toml(text, where) if text is not None else None
     if not key and shipped is not None:
         return shipped
+    from .kernels import kernel_rows
+    from .observations import observations
+
     table = fit_table(kernel_rows(), observations())
     return replace(table, bands=shipped.bands if shipped is not None else {})

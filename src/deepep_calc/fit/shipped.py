@@ -78,8 +78,15 @@ def to_toml(table: Table) -> str:
     return header + tomli_w.dumps(doc)
 
 
-def from_toml(text: str) -> Table:
-    doc = tomllib.loads(text)
+def from_toml(text: str, where: Any = None) -> Table:
+    """The table a shipped text holds; `where`, the packaged file it was read from, lets the
+    parse come from the catalogs' marshal cache (`catalog/_toml.py`)."""
+    if where is None:
+        doc = tomllib.loads(text)
+    else:
+        from ..catalog._toml import loads_packaged
+
+        doc = loads_packaged(text, where)
     if doc.get("fit_version") != FIT_VERSION:
         raise ValueError(f"{FILE} is for fit_version {doc.get('fit_version')}, not {FIT_VERSION}")
     hw = doc["hardware"]

@@ -1,0 +1,98 @@
+"""Start-up stays lazy: `--help` and `import deepep_calc` load neither numpy nor pydantic, and
+the public surface is what it was before the names became lazy (issue 12, item 1).
+
+Each check runs in a fresh interpreter (a subprocess), since this test process has long
+imported everything; speed itself is measured in benchmarks/speed.py, never here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HEAVY = ("numpy", "pydantic", "deepep_calc.evaluate", "deepep_calc._scenario")
+
+
+def _modules_after(code: str) -> dict[str, bool]:
+    probe = textwrap.dedent(code) + textwrap.dedent(
+        f"""
+        import json, sys
+        print(json.dumps({{m: m in sys.modules for m in {HEAVY!r}}}))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["evaluate", "--help"], ["sweep", "--help"]])
+def test_help_imports_no_numpy_or_pydantic(argv: list[str]) -> None:
+    loaded = _modules_after(
+        f"""
+        import contextlib, io
+        from deepep_calc.cli import main
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+            main({argv!r})
+        """
+    )
+    assert loaded == dict.fromkeys(HEAVY, False)
+
+
+def test_import_package_is_light() -> None:
+    assert _modules_after("import deepep_calc") == dict.fromkeys(HEAVY, False)
+
+
+def test_public_api_unchanged() -> None:
+    import deepep_calc
+    from deepep_calc import Q, Result, Scenario, Tag, evaluate, load_catalog
+
+    assert deepep_calc.__all__ == ["Q", "Result", "Scenario", "Tag", "evaluate", "load_catalog"]
+    assert callable(evaluate) and evaluate.__name__ == "evaluate"
+    assert deepep_calc.evaluate is evaluate  # the function, though a submodule has its name
+    assert Result.__name__ == "Result" and Scenario.__name__ == "Scenario"
+    assert Q.__name__ == "Q" and Tag.MEASURED > Tag.ASSUMED
+    assert set(load_catalog()) == {"models", "instances", "transports", "engines", "cells"}
+    assert isinstance(evaluate(Scenario()), Result)
+
+
+def test_evaluate_is_the_function_whichever_import_comes_first() -> None:
+    code = """
+        import deepep_calc.evaluate
+        import deepep_calc
+        from deepep_calc import evaluate
+        assert callable(deepep_calc.evaluate) and deepep_calc.evaluate is evaluate
+        assert type(sys.modules["deepep_calc.evaluate"]).__name__ == "module"
+        print(evaluate().verdict.code)
+    """
+    probe = "import sys\n" + textwrap.dedent(code)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "dense"
+
+
+def test_unknown_names_still_raise() -> None:
+    import deepep_calc
+    from deepep_calc import scenario
+
+    with pytest.raises(AttributeError):
+        _ = deepep_calc.no_such_name  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        _ = scenario.no_such_name
+    with pytest.raises(ImportError):
+        exec("from deepep_calc.scenario import no_such_name")
+
+
+def test_light_field_list_matches_the_model() -> None:
+    from deepep_calc.cli import SCENARIO_KEYS
+    from deepep_calc.scenario import FIELDS, Scenario
+
+    assert SCENARIO_KEYS == FIELDS == tuple(Scenario.model_fields)
+
+
+def test_scenario_names_come_from_one_place() -> None:
+    from deepep_calc import _scenario, scenario
+
+    assert scenario.Scenario is _scenario.Scenario and scenario.resolve is _scenario.resolve
+    assert _scenario.DEFAULTS is scenario.DEFAULTS and _scenario.LIMITS is scenario.LIMITS
