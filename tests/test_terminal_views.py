@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -181,10 +182,18 @@ def test_breakeven_answers_are_never_wrapped(
 ) -> None:
     text = render(capsys, monkeypatch, 80, "breakeven")
     answers = json.loads(render(capsys, monkeypatch, 80, "breakeven", "--json"))["answers"]
+    from deepep_calc.breakeven import Answer
+    from deepep_calc.quantity import Q, Tag
+    from deepep_calc.report.breakeven_view import answer_cell
+
+    def q(j: dict[str, Any]) -> Q:
+        return Q(j["value"], j["unit"], Tag.parse(j["tag"]), j["source"])
+
     for a in answers:
-        if a["value"] is not None:
-            shown = term.number(a["value"]["value"], 1 if a["value"]["unit"] in ("us", "comms", "QPs") else 0)
-            assert one_line(text, f"{shown} {a['value']['unit']} ○"), shown
+        value = q(a["value"]) if a["value"] is not None else None
+        check = {k: q(v) for k, v in a["check"].items()}
+        shown = answer_cell(Answer(a["key"], a["question"], value, a["note"], check, a["short"])).plain
+        assert one_line(text, f"→ {shown}"), shown
 
 
 def test_marker_legend_explains_every_marker() -> None:
