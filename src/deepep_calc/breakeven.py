@@ -316,6 +316,7 @@ def concurrency_cross(r: Resolved, win: bool) -> Answer:
         else f"Concurrency at which DeepEP's aggregate reaches {alt}'s"
     )
     goal = f"beats {alt} by more than {noise.scalar:.0%}" if win else f"reaches {alt}'s aggregate"
+    short = f"short of the {threshold:.2f}× a win needs" if win else f"short of a tie ({threshold:.2f}×)"
     held = held_concurrency(r)
     top = int(min(LIMITS["concurrency"], max(held.scalar, 1.0)))
     served = _last_served(r, top)
@@ -330,8 +331,7 @@ def concurrency_cross(r: Resolved, win: bool) -> Answer:
         if served is not None and served == top:
             note = (
                 f"Never while both arms answer within the prompt ceiling, which they do up to concurrency "
-                f"{served:,}: there DeepEP reaches {ratio.scalar:.3f}× {alt}'s aggregate, short of "
-                f"{threshold:.2f}×."
+                f"{served:,}: there DeepEP reaches {ratio.scalar:.3f}× {alt}'s aggregate, {short}."
             )
         elif not bool(np.all(dee.feasible)):
             note = f"Never: DeepEP is not feasible here ({_why(r, dee)})."
@@ -341,7 +341,7 @@ def concurrency_cross(r: Resolved, win: bool) -> Answer:
             note = (
                 f"Never up to concurrency {top:,}, the most sequences both arms hold in KV cache at once "
                 f"(the card's max concurrency): there DeepEP reaches {ratio.scalar:.3f}× {alt}'s aggregate, "
-                f"short of {threshold:.2f}×."
+                f"{short}."
             )
         return Answer(key, question, None, note, check, short="never")
     at = model(r, concurrency=np.array([found, max(found - 1, 1)]))
