@@ -69,3 +69,24 @@ def test_close_call_ratio_band_matches_the_headline(page) -> None:
     ratio_row = p.locator("#compare-table tr").first
     assert ratio_row.locator(".band").inner_text() == f"({m.group(1)})"
     assert _visible_inside(p, "#compare-table .band")
+
+
+def test_bands_survive_a_live_update(browser, live_server) -> None:  # noqa: F811
+    """The page's JavaScript redraws the tables from the API with the bands the server computed
+    (details.bands): after an edit they read exactly as the server renders them."""
+    p = browser.new_page(viewport=SIZES["phone"])
+    watch = Watch(p)
+    p.goto(live_server.url + CLOSE_CALL)
+    p.wait_for_selector("body[data-ready]")
+    server = [p.locator(s).inner_text() for s in ("#arms-table", "#compare-table", "#provenance-table")]
+    p.goto(live_server.url + "/")
+    p.wait_for_selector("body[data-ready]")
+    before = int(p.evaluate("document.body.dataset.updates || '0'"))
+    p.click("#form-toggle")
+    p.select_option("#f-transport", "efa-gda")
+    _poll(p, f"Number(document.body.dataset.updates || 0) > {before} && !document.body.dataset.busy")
+    live = [p.locator(s).inner_text() for s in ("#arms-table", "#compare-table", "#provenance-table")]
+    assert live == server
+    assert p.locator("#compare-table .band").count() >= 2
+    watch.assert_local(live_server.url)
+    p.close()

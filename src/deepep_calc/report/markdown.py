@@ -96,7 +96,7 @@ def render_markdown(result: Result) -> str:
 
     out += ["## Provenance", "", "| number | value | tag | source |", "|---|---:|---|---|"]
     for r in details["provenance"]:
-        value = f"{r['value']} {r['unit']}".strip() + (f" ({r['band']})" if r["band"] else "")
+        value = f"{r['value']} {r['unit']}".strip() + (f" {r['band']}" if r["band"] else "")
         out.append(f"| {_cell(r['where'])} | {_cell(value)} | {r['tag']} | {_cell(r['source'])} |")
     tags = "; ".join(f"**{t}**: {meaning}" for t, meaning in view.TAG_MEANING.items())
     out += ["", _sentence(f"Tags: {tags}")]

@@ -124,6 +124,7 @@ def provenance_rows(data: dict[str, Any]) -> list[dict[str, str]]:
     rows: list[dict[str, str]] = []
 
     def add(where: str, q: dict[str, Any], digits: int = 2) -> None:
+        band = band_range(q, digits)
         rows.append(
             {
                 "where": where,
@@ -131,7 +132,7 @@ def provenance_rows(data: dict[str, Any]) -> list[dict[str, str]]:
                 "unit": unit_shown(q["unit"]),
                 "tag": q["tag"],
                 "source": q["source"],
-                "band": band_range(q, digits),
+                "band": f"({band})" if band else "",  # display-ready, as band_strings
             }
         )
 
@@ -200,21 +201,26 @@ def compare_rows(data: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None,
 
 
 def band_strings(data: dict[str, Any]) -> dict[str, Any]:
-    """Every band the arms and comparison tables show, as display strings (`''` for none).
+    """Every band the arms and comparison tables show, as display strings: `(760.3–901.7)`, or
+    `''` for a figure with none.
 
-    For a renderer that draws the tables from the result's JSON (the page's JavaScript): it
-    places these strings beside the numbers and computes nothing. Keys follow ARM_ROWS paths
-    and the rows of `compare_rows`.
+    For the renderer that draws the tables from the result's JSON (the page's JavaScript): it
+    places these strings beside the numbers, as `_macros.html:num` does, and computes nothing.
+    Keys follow ARM_ROWS paths and the rows of `compare_rows`.
     """
+
+    def shown(q: Any, digits: int) -> str:
+        band = band_range(q, digits)
+        return f"({band})" if band else ""
+
     compared = compared_row(data)
     return {
         "arms": {
-            arm: {path: band_range(dig(a, path), digits) for _, path, digits in ARM_ROWS}
+            arm: {path: shown(dig(a, path), digits) for _, path, digits in ARM_ROWS}
             for arm, a in data["arms"].items()
         },
-        "compared": {arm: band_range(q, 1) for arm, q in compared.items()} if compared else None,
-        "compare": [band_range(q, digits) for _, q, digits, _ in compare_rows(data)],
-        "legend": BAND_LEGEND,
+        "compared": {arm: shown(q, 1) for arm, q in compared.items()} if compared else None,
+        "compare": [shown(q, digits) for _, q, digits, _ in compare_rows(data)],
     }
 
 
@@ -285,6 +291,7 @@ def page_layout() -> dict[str, Any]:
         "arm_rows": ARM_ROWS,
         "compare_rows": COMPARE_ROWS,
         "tag_meaning": TAG_MEANING,
+        "band_title": f"model error band: {BAND_LEGEND}",
         "compared_key": _COMPARED_KEY,
         "saving_label": SAVING_LABEL,
         "longer_label": LONGER_LABEL,
