@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import numpy as np
@@ -96,20 +97,26 @@ def test_capacity_isl_search_stops_at_the_context_window() -> None:
     """The default model holds any input its window allows on one node: never, within limits."""
     answer = capacity_field(_r(Scenario()), "isl")
     assert answer.value is None
-    assert answer.note == "never within limits (input length up to 40,832)"  # 40,960 - OSL 128
+    # 40,960 - OSL 128
+    assert answer.note.startswith("Never: one node holds any input length up to 40,832 tokens")
 
 
-def test_concurrency_never_within_limits_is_said_honestly() -> None:
-    """Beyond ~22k requests both arms only queue past the prompt ceiling (issue 10, item 6):
-    the answer says how far they can serve and the ratio there, not a ratio of dead arms."""
+def test_concurrency_never_names_the_cards_max_concurrency() -> None:
+    """Issue 13 item 7: "never within limits (concurrency 1 to 10,000,000)" sat beside a card whose
+    max concurrency was far lower. The search stops at the card's figure (the smaller of the two
+    compared arms') and the sentence names it, with the ratio there."""
+    from deepep_calc import evaluate
+
     answer = concurrency_cross(_r(Scenario()), win=False)
-    assert answer.value is None
-    assert answer.note.startswith("never while both arms can serve: they answer within the prompt")
-    m = re.search(r"up to concurrency ([\d,]+), where the ratio is ([\d.]+)", answer.note)
+    assert answer.value is None and answer.short == "never"
+    m = re.search(
+        r"^Never up to concurrency ([\d,]+), .*card's max concurrency.*reaches ([\d.]+)×", answer.note
+    )
     assert m and float(m.group(2)) < 1
-    last = int(m.group(1).replace(",", ""))
-    res = model(_r(Scenario()), concurrency=[last, last + 1])
-    assert list(np.broadcast_to(res.arms["deepep"].feasible, (2,))) == [True, False]
+    card = evaluate(Scenario()).arms
+    shown = min(card["deepep"].memory.max_concurrency.scalar, card["allgather"].memory.max_concurrency.scalar)
+    assert int(m.group(1).replace(",", "")) == int(shown)
+    assert answer.check["max_concurrency"].scalar == shown
 
 
 def test_capacity_isl_is_where_one_node_runs_out() -> None:
@@ -153,10 +160,11 @@ def test_comms_proxy_lane_share_equals_fixed_share() -> None:
     r = _r(Scenario(engine="sglang"))
     fit = built_in_table().engine("sglang", False)
     answer = comms_proxy(r)
-    k = answer.value if answer.value is not None else answer.check["solution"]
+    k = answer.check["solution"]  # the exact root; the value is the whole setting above it
     assert fit.proxy_lane_us.scalar / k.scalar == pytest.approx(fit.proxy_fixed_us.scalar, rel=1e-9)
+    assert answer.value is not None and answer.value.scalar == math.ceil(k.scalar)
     vllm = comms_proxy(_r(Scenario(engine="vllm")))
-    assert vllm.value is None and "never within limits" in vllm.note  # the vLLM fit pins the fixed part to 0
+    assert vllm.value is None and vllm.note.startswith("Never up to EP_NUM_COMMS=")  # vLLM: no fixed part
     assert comms_proxy(_r(GDA)).value is None  # GPU-initiated: not applicable
     graphs = comms_proxy(_r(Scenario(engine="vllm", cuda_graphs=True)))
     assert graphs.value is None and "CUDA graphs" in graphs.note
@@ -165,7 +173,8 @@ def test_comms_proxy_lane_share_equals_fixed_share() -> None:
 def test_comms_bandwidth_reaches_line_rate() -> None:
     r = _r(Scenario())
     answer = comms_bandwidth(r)
-    k = answer.value.scalar
+    k = answer.check["solution"].scalar
+    assert answer.value.scalar == math.ceil(k)  # whole comms, rounded up: the line rate is reached there
     line = r.instance.net_gb_s_per_gpu(r.gpus_per_node).scalar
     bw_at = scaleout_bw(r.transport, r.instance, r.gpus_per_node, k).scalar
     bw_below = scaleout_bw(r.transport, r.instance, r.gpus_per_node, 0.9 * k).scalar
@@ -243,6 +252,57 @@ def test_capacity_is_memory_not_a_queue() -> None:
     """One node's memory holds any concurrency once the engine caps its batch: queueing past the
     prompt ceiling makes nothing fit (the verdict says so), but it never forces sharding."""
     answer = capacity_field(_r(Scenario()), "concurrency")
-    assert answer.value is None and answer.note.startswith("never within limits")
+    assert answer.value is None and answer.note.startswith("Never: one node holds any concurrency")
     crowded = capacity_nodes(_r(Scenario(concurrency=1_000_000)))
-    assert crowded.note == "never forced: one node holds this load"
+    assert crowded.note.startswith("Never forced: one node holds this load")
+
+
+_BAD_WORDING = re.compile(r"\b1 (nodes|requests|tokens|comms)\b|\d\.\d+ comms\b|within limits")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (),
+        ("--model", "deepseek-v3", "--nodes", "4", "--transport", "efa-gda"),
+        ("--engine", "sglang"),
+        ("--model", "kimi-k2", "--nodes", "2", "--concurrency", "256", "--isl", "4096"),
+    ],
+    ids=["default", "gda", "sglang", "kimi"],
+)
+def test_cli_breakeven_reads_as_sentences(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]
+) -> None:
+    """Issue 13 item 7: every answer is a value with its unit and tag marker (or a word), and a
+    sentence; whole knobs print whole and say they were rounded; singular and plural agree."""
+    from cli_runner import run_cli
+
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = run_cli(capsys, "breakeven", *args)
+    assert code == 0, err
+    assert not _BAD_WORDING.search(out), _BAD_WORDING.search(out)
+    answers = [line.strip()[2:] for line in out.splitlines() if line.lstrip().startswith("→ ")]
+    assert len(answers) == 10
+    for answer in answers:
+        if answer.split()[0] in ("never", "always", "not") or answer == "never issue-bound":
+            continue
+        assert re.fullmatch(
+            r"([\d,.]+ (µs|nodes?|requests?|tokens?)|EP_(NUM_COMMS|EFA_MAX_QPS)=\d+) [●◐○]", answer
+        ), answer
+    code, raw, err = run_cli(capsys, "breakeven", *args, "--json")
+    notes = [a["note"] for a in json.loads(raw)["answers"]]
+    assert all(n[0].isupper() and n.endswith(".") for n in notes), notes
+    assert "rounded in the direction that keeps the sentence true" in out
+    assert "● measured  ◐ derived  ○ assumed" in out
+
+
+def test_whole_settings_are_rounded_up_and_say_so() -> None:
+    """EP_NUM_COMMS 14.8 is not a setting: the answer is 15, where the curve has reached line rate."""
+    answer = comms_bandwidth(_r(Scenario()))
+    assert answer.value is not None and answer.value.scalar == 15
+    assert answer.check["solution"].scalar == pytest.approx(14.8, abs=0.05)
+    assert answer.note.startswith("From EP_NUM_COMMS=15 (14.8 rounded up)")
+    nodes = ep_nodes(_r(Scenario()))
+    assert nodes.note.startswith("DeepEP fits from 1 node:")
+    json.dumps(answer.to_json(), allow_nan=False)
+    assert answer.to_json()["short"] == ""

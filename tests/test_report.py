@@ -178,3 +178,48 @@ def test_report_of_the_calibration_scenario_quotes_measured_cells(tmp_path):
     assert "14.7 ms/token [derived]" in md
     path = write_atomic(tmp_path / "x.md", md)
     assert Path(path).read_text() == md
+
+
+# error bands (issue 9: every modelled figure says how sure it is) ------------------------------
+
+CLOSE = Scenario(transport="efa-gda")  # both arms modelled, ratio 1.00 inside a 0.83-1.19x band
+
+
+def _headline_band(headline: str) -> str:
+    m = re.search(r"error band (\d\.\d\d–\d\.\d\d×)", headline)
+    assert m, headline
+    return m.group(1)
+
+
+def test_markdown_shows_bands_and_says_what_they_are(result):
+    from deepep_calc.report.view import BAND_LEGEND, band_range
+
+    md = render_markdown(result)
+    data = result.to_json()
+    agg = data["arms"]["deepep"]["aggregate_tok_s"]
+    assert "low" in agg and f"({band_range(agg, 1)})" in md  # the modelled aggregate with its band
+    assert BAND_LEGEND in md and "10th–90th percentile" in BAND_LEGEND
+    measured = evaluate(Scenario()).to_json()["arms"]["deepep"]["aggregate_tok_s"]
+    assert measured["tag"] == "measured" and band_range(measured, 1) == ""  # a measurement has none
+
+
+def test_close_call_band_in_reports_matches_the_headline():
+    """The compared ratio's band beside the ratio is the one the "too close to call" text quotes."""
+    close = evaluate(CLOSE)
+    assert close.verdict.close_call
+    band = _headline_band(close.verdict.headline)
+    md = render_markdown(close)
+    row = next(line for line in md.splitlines() if line.startswith("| DeepEP / alternative, aggregate"))
+    assert f"({band})" in row
+    page = render_html(close)
+    compare = page.split('id="compare-table"', 1)[1].split("</table>", 1)[0]
+    assert '<span class="band"' in compare and f"({band})" in compare
+    assert 'id="band-legend"' in page
+
+
+def test_html_arms_table_shows_bands(result, html):
+    from deepep_calc.report.view import band_range
+
+    table = html.split('id="arms-table"', 1)[1].split("</table>", 1)[0]
+    step = result.to_json()["arms"]["deepep"]["step_ms"]
+    assert f"({band_range(step, 2)})" in table

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -181,10 +182,18 @@ def test_breakeven_answers_are_never_wrapped(
 ) -> None:
     text = render(capsys, monkeypatch, 80, "breakeven")
     answers = json.loads(render(capsys, monkeypatch, 80, "breakeven", "--json"))["answers"]
+    from deepep_calc.breakeven import Answer
+    from deepep_calc.quantity import Q, Tag
+    from deepep_calc.report.breakeven_view import answer_cell
+
+    def q(j: dict[str, Any]) -> Q:
+        return Q(j["value"], j["unit"], Tag.parse(j["tag"]), j["source"])
+
     for a in answers:
-        if a["value"] is not None:
-            shown = term.number(a["value"]["value"], 1 if a["value"]["unit"] in ("us", "comms", "QPs") else 0)
-            assert one_line(text, f"{shown} {a['value']['unit']} ○"), shown
+        value = q(a["value"]) if a["value"] is not None else None
+        check = {k: q(v) for k, v in a["check"].items()}
+        shown = answer_cell(Answer(a["key"], a["question"], value, a["note"], check, a["short"])).plain
+        assert one_line(text, f"→ {shown}"), shown
 
 
 def test_marker_legend_explains_every_marker() -> None:
@@ -198,3 +207,42 @@ def test_sentence_turns_bracketed_tags_into_markers() -> None:
     text = term.sentence("DeepEP 19.6 tok/s [measured] vs 27.6 tok/s [measured]: a tax of 14.7 ms [derived].")
     assert text.plain == "DeepEP 19.6 tok/s ● vs 27.6 tok/s ●: a tax of 14.7 ms ◐."
     assert term.sentence("no tags [here]").plain == "no tags [here]"
+
+
+# error bands on the card (issue 9) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_card_shows_bands_that_match_the_close_call(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    """A close call quotes the ratio's band; the card's comparison line shows the same band, the
+    headline figures show theirs (inline when wide, on a line below at 80), and a legend says
+    what a band is. Nothing wider than the terminal."""
+    from deepep_calc.report.view import BAND_LEGEND_SHORT, band_range
+
+    text = render(capsys, monkeypatch, width, "evaluate", "--transport", "efa-gda")
+    assert_fits(text, width)
+    doc = json.loads(render(capsys, monkeypatch, width, "evaluate", "--transport", "efa-gda", "--json"))
+    v = doc["verdict"]
+    assert v["close_call"]
+    band = re.search(r"error band (\d\.\d\d–\d\.\d\d×)", v["headline"]).group(1)
+    assert band == band_range(v["compared"]["ratio"], 2)
+    flat = " ".join(text.split())
+    assert f"aggregate 1.00× ○ (band {band})" in flat
+    agg = band_range(doc["arms"]["deepep"]["aggregate_tok_s"], 1)
+    assert one_line(text, f"({agg})")
+    if width >= term.WIDE:
+        assert one_line(text, f"869.2 tok/s ○ ({agg})")
+    assert BAND_LEGEND_SHORT in text and len(BAND_LEGEND_SHORT) <= 76
+
+
+def test_measured_figures_carry_no_band(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At the calibration cell DeepEP and allgather are measured (no band); the replicas are not."""
+    text = render(capsys, monkeypatch, 200, "evaluate")
+    line = next(ln for ln in text.splitlines() if ln.strip("│ ").startswith("aggregate"))
+    assert "545.0 tok/s ●" in line and "545.0 tok/s ● (" not in line
+    assert "794.6 tok/s ●" in line and "794.6 tok/s ● (" not in line
+    assert re.search(r"869\.2 tok/s ○ \(\d", line), line

@@ -31,7 +31,14 @@ qps_kernel         EP_EFA_MAX_QPS beyond which the kernel's issue term (work req
 Integer answers come from a search that first evaluates a geometric + linear grid over the whole
 allowed range in one vectorised pass (so a first crossing is not jumped over), then narrows the
 bracket with further vectorised passes. The model's figures are used throughout (measured-cell
-substitution does not respond to a what-if). "Never within limits" is an answer, not an error.
+substitution does not respond to a what-if). "Never" is an answer, not an error.
+
+How answers read: every note is a sentence a user can act on, with units. Where the knob is whole
+(nodes, concurrency, EP_NUM_COMMS, EP_EFA_MAX_QPS) the value is a whole number, rounded in the
+direction that keeps the sentence true (a threshold "from K" is rounded up) and the note says so;
+the exact solution stays in `check["solution"]`. The concurrency search stops where the card's
+max concurrency does (the most sequences both arms hold in KV cache at once), so "never" names
+the same limit the card prints.
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ from .fit.profile import profile_of
 from .fit.table import Table
 from .physics.deepep import KernelShape, kernel_us, scaleout_bw
 from .physics.layout import layout
-from .quantity import Q, weakest
+from .quantity import Q, qmin, weakest
 from .scenario import LIMITS, Resolved, Scenario, resolve
 from .verdict import ARM_LABELS, classify_codes
 
@@ -61,6 +68,7 @@ class Answer:
     value: Q | None
     note: str
     check: dict[str, Q] = field(default_factory=dict)  # the model at (and beside) the answer
+    short: str = ""  # the answer in a word when there is no value ("never", "not applicable")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -68,6 +76,7 @@ class Answer:
             "question": self.question,
             "value": self.value.to_json() if self.value is not None else None,
             "note": self.note,
+            "short": self.short,
             "check": {k: v.to_json() for k, v in self.check.items()},
         }
 
@@ -188,7 +197,11 @@ def kernel_tie(r: Resolved) -> Answer:
     for name, arm in (("DeepEP", dee), (ARM_LABELS[alt_name], alt)):
         if not bool(np.all(arm.feasible)):
             return Answer(
-                "kernel_tie_us", q, None, f"no tie to find: {name} is not feasible here ({_why(r, arm)})"
+                "kernel_tie_us",
+                q,
+                None,
+                f"No tie to find: {name} is not feasible here ({_why(r, arm)}).",
+                short="not applicable",
             )
 
     def ratio_at(shift: float) -> float:
@@ -201,19 +214,23 @@ def kernel_tie(r: Resolved) -> Answer:
     check = {"now_us": now, "floor_us": floor}
     if abs(r_low - r_high) < 1e-6:
         note = (
-            f"the kernels hide under the engine's CPU path here (now {now.scalar:,.1f} us per layer): "
-            "no kernel latency changes the ratio"
+            f"No kernel latency changes the ratio: the kernels (now {now.scalar:,.1f} µs per layer) "
+            "hide under the engine's CPU path, so faster kernels would not help DeepEP here."
         )
-        return Answer("kernel_tie_us", q, None, note, check)
+        return Answer("kernel_tie_us", q, None, note, check, short="never")
     if r_low < 1.0:
         note = (
-            f"no kernel latency ties: even at {floor.scalar:,.1f} us per layer (no fixed latency; now "
-            f"{now.scalar:,.1f} us) DeepEP stays behind; the rest of its step (engine, proxy) decides"
+            f"No kernel latency ties: even at {floor.scalar:,.1f} µs per layer (no fixed latency; now "
+            f"{now.scalar:,.1f} µs) DeepEP stays behind, so the rest of its step (engine, host proxy) "
+            "decides, not the kernels."
         )
-        return Answer("kernel_tie_us", q, None, note, check)
+        return Answer("kernel_tie_us", q, None, note, check, short="never")
     if r_high > 1.0:
-        note = f"DeepEP stays ahead even at {now.scalar + high:,.0f} us per layer (now {now.scalar:,.1f} us)"
-        return Answer("kernel_tie_us", q, None, note, check)
+        note = (
+            f"DeepEP stays ahead even at {now.scalar + high:,.0f} µs per layer (now {now.scalar:,.1f} µs): "
+            "slower kernels would not change the verdict."
+        )
+        return Answer("kernel_tie_us", q, None, note, check, short="never")
     lo, hi = lowest, high  # ratio falls as the shift grows: bisect for ratio = 1
     for _ in range(60):
         mid = 0.5 * (lo + hi)
@@ -229,12 +246,14 @@ def kernel_tie(r: Resolved) -> Answer:
         "ratio_at_solution": _at(model(with_kernel_shift(r, shift)).ratio_deepep_vs_alternative),
     }
     note = (
-        f"now {now.scalar:,.1f} us per layer; DeepEP ties at {tie.scalar:,.1f} us ({delta.scalar:+,.1f} us)"
+        f"DeepEP ties {ARM_LABELS[alt_name]} at {tie.scalar:,.1f} µs of dispatch + combine per MoE layer "
+        f"(now {now.scalar:,.1f} µs, {delta.scalar:+,.1f} µs): faster kernels than that put DeepEP "
+        "ahead, slower ones behind."
     )
     if tie.scalar < floor.scalar:
         note += (
-            f"; below the {floor.scalar:,.1f} us that the bandwidth and issue terms alone take at this "
-            "shape: no fixed-latency saving reaches it"
+            f" That is below the {floor.scalar:,.1f} µs the bandwidth and issue terms alone take at this "
+            "shape: no fixed-latency saving reaches it."
         )
     return Answer("kernel_tie_us", q, tie, note, check)
 
@@ -272,6 +291,21 @@ def _ratio_pred(r: Resolved, threshold: float) -> Callable[[np.ndarray], np.ndar
     return pred
 
 
+def _plural(n: float, word: str, digits: int = 0) -> str:
+    """`1 node`, `2 nodes`, `1,234 requests`: the count and its noun, singular when it is one."""
+    text = f"{n:,.{digits}f}"
+    return f"{text} {word}" if text == "1" else f"{text} {word}s"
+
+
+def held_concurrency(r: Resolved) -> Q:
+    """The card's max concurrency for the two compared arms: the most sequences both hold in KV
+    cache at once. The concurrency search stops here so that its "never" names the card's limit
+    (past it the engine only queues what it cannot hold)."""
+    res = model(r)
+    arms = [res.arms[n].memory.max_concurrency for n in ("deepep", r.scenario.alternative)]
+    return _at(qmin(*arms)).as_("requests", "smaller of the two arms' max concurrency (KV cache)")
+
+
 def concurrency_cross(r: Resolved, win: bool) -> Answer:
     noise = const("noise_band")
     threshold = 1.0 + noise.scalar if win else 1.0
@@ -282,50 +316,65 @@ def concurrency_cross(r: Resolved, win: bool) -> Answer:
         if win
         else f"Concurrency at which DeepEP's aggregate reaches {alt}'s"
     )
-    limit = LIMITS["concurrency"]
-    found = first_true(_ratio_pred(r, threshold), 1, limit)
+    goal = f"beats {alt} by more than {noise.scalar:.0%}" if win else f"reaches {alt}'s aggregate"
+    short = f"short of the {threshold:.2f}× a win needs" if win else f"short of a tie ({threshold:.2f}×)"
+    held = held_concurrency(r)
+    top = int(min(LIMITS["concurrency"], max(held.scalar, 1.0)))
+    served = _last_served(r, top)
+    if served is not None:
+        top = min(top, served)
+    found = first_true(_ratio_pred(r, threshold), 1, top)
     if found is None:
-        probe = model(r, concurrency=np.array([limit]))
-        note = f"never within limits (concurrency 1 to {limit:,})"
+        probe = model(r, concurrency=np.array([top]))
+        ratio = _at(probe.ratio_deepep_vs_alternative)
         dee, other = probe.arms["deepep"], probe.arms[r.scenario.alternative]
-        served = _last_served(r)
-        if served is not None and served < limit:  # beyond it the arms only queue: probe there
-            probe = model(r, concurrency=np.array([served]))
-            ratio = _at(probe.ratio_deepep_vs_alternative)
+        check = {"ratio_at_limit": ratio, "max_concurrency": held}
+        if served is not None and served == top:
             note = (
-                f"never while both arms can serve: they answer within the prompt ceiling up to "
-                f"concurrency {served:,}, where the ratio is {ratio.scalar:.3f}"
+                f"Never while both arms answer within the prompt ceiling, which they do up to concurrency "
+                f"{served:,}: there DeepEP reaches {ratio.scalar:.3f}× {alt}'s aggregate, {short}."
             )
-            return Answer(key, question, None, note, {"ratio_at_limit": ratio})
-        if not bool(np.all(dee.feasible)):
-            note += f": DeepEP is not feasible ({_why(r, dee)})"
+        elif not bool(np.all(dee.feasible)):
+            note = f"Never: DeepEP is not feasible here ({_why(r, dee)})."
         elif not bool(np.all(other.feasible)):
-            note += f": {alt} is not feasible ({_why(r, other)})"
+            note = f"Never: {alt} is not feasible here ({_why(r, other)})."
         else:
-            note += f": at {limit:,} the ratio is {_at(probe.ratio_deepep_vs_alternative).scalar:.3f}"
-        return Answer(key, question, None, note, {"ratio_at_limit": _at(probe.ratio_deepep_vs_alternative)})
+            note = (
+                f"Never up to concurrency {top:,}, the most sequences both arms hold in KV cache at once "
+                f"(the card's max concurrency): there DeepEP reaches {ratio.scalar:.3f}× {alt}'s aggregate, "
+                f"{short}."
+            )
+        return Answer(key, question, None, note, check, short="never")
     at = model(r, concurrency=np.array([found, max(found - 1, 1)]))
     ratio_at, ratio_below = _at(at.ratio_deepep_vs_alternative, 0), _at(at.ratio_deepep_vs_alternative, 1)
     tokens = float(np.asarray(layout(r.vary(concurrency=[found]), "deepep").seqs_per_rank).reshape(-1)[0])
     value = Q(float(found), "requests", ratio_at.tag, f"search on the model ratio >= {threshold:g}")
-    note = f"at concurrency {found:,} ({tokens:,.0f} tokens per rank) the ratio is {ratio_at.scalar:.3f}"
     if found == 1:
-        note = f"already at concurrency 1: the ratio is {ratio_at.scalar:.3f}"
+        note = f"Already at concurrency 1 DeepEP {goal}: the ratio is {ratio_at.scalar:.3f}×."
     else:
-        note += f"; at {found - 1:,} it is {ratio_below.scalar:.3f}"
+        note = (
+            f"From concurrency {found:,} ({_plural(tokens, 'token')} per rank) DeepEP {goal}: the ratio is "
+            f"{ratio_at.scalar:.3f}× there and {ratio_below.scalar:.3f}× at {found - 1:,} (the smallest "
+            "whole concurrency where it holds)."
+        )
     tokens_q = Q(tokens, "tokens/rank", ratio_at.tag, "concurrency / EP ranks (engine batch cap applies)")
     return Answer(
         key,
         question,
         value,
         note,
-        {"ratio_at": ratio_at, "ratio_below": ratio_below, "tokens_per_rank": tokens_q},
+        {
+            "ratio_at": ratio_at,
+            "ratio_below": ratio_below,
+            "tokens_per_rank": tokens_q,
+            "max_concurrency": held,
+        },
     )
 
 
-def _last_served(r: Resolved) -> int | None:
-    """Largest concurrency at which DeepEP and the alternative are both feasible, when what stops
-    them beyond it is the queue (they fit and split at every concurrency); else None."""
+def _last_served(r: Resolved, top: int) -> int | None:
+    """Largest concurrency up to `top` at which DeepEP and the alternative are both feasible, when
+    what stops them beyond it is the queue (they fit and split at every concurrency); else None."""
     alt = r.scenario.alternative
 
     def broken(conc: np.ndarray) -> np.ndarray:
@@ -333,7 +382,7 @@ def _last_served(r: Resolved) -> int | None:
         both = np.asarray(res.arms["deepep"].feasible) & np.asarray(res.arms[alt].feasible)
         return ~np.broadcast_to(both, conc.shape)
 
-    first_bad = first_true(broken, 1, LIMITS["concurrency"])
+    first_bad = first_true(broken, 1, max(top, 1))
     if first_bad is None or first_bad <= 1:
         return None
     res = model(r, concurrency=np.array([first_bad]))
@@ -377,7 +426,17 @@ def capacity_field(r: Resolved, name: str) -> Answer:
     found = first_true(pred, 1, limit)
     unit = "tokens" if name == "isl" else "requests"
     if found is None:
-        return Answer(key, question, None, f"never within limits ({label} up to {limit:,})")
+        _, res = _codes(r, **{name: np.array([limit])})
+        check = {f"{k}_at_limit": v for k, v in _memory_check(res, "replica", 0).items()}
+        if name == "isl":
+            why = "the model's context window less the output length" if r.model.max_context else "the limit"
+            note = f"Never: one node holds any input length up to {limit:,} tokens ({why})."
+        else:
+            note = (
+                f"Never: one node holds any concurrency up to {limit:,} requests, because the engine caps "
+                "its running batch; past the card's max concurrency the rest wait in the queue."
+            )
+        return Answer(key, question, None, note, check, short="never")
     _, res = _codes(r, **{name: np.array([found, max(found - 1, 1)])})
     check = {
         **{f"{k}_at": v for k, v in _memory_check(res, "replica", 0).items()},
@@ -390,14 +449,16 @@ def capacity_field(r: Resolved, name: str) -> Answer:
             key,
             question,
             value,
-            f"forced already at {label} 1: the weights alone need more than one node",
+            f"Forced already at {label} 1: the weights alone need more than one node, so shard experts "
+            "across nodes (EP).",
             check,
         )
     return Answer(
         key,
         question,
         value,
-        f"one node holds it up to {label} {found - 1:,}; from {found:,} experts must be sharded across nodes",
+        f"One node holds it up to {label} {found - 1:,}; from {_plural(found, unit[:-1])} on, experts must "
+        "be sharded across nodes (EP).",
         check,
     )
 
@@ -417,10 +478,11 @@ def capacity_nodes(r: Resolved) -> Answer:
             "capacity_nodes",
             question,
             None,
-            f"forced at every node count up to {limit:,}: one node needs "
+            f"Forced at every node count up to {limit:,}: a single-node replica needs "
             f"{check['memory_gb_per_gpu'].scalar:,.0f} GB per GPU against "
-            f"{check['usable_gb'].scalar:,.0f} usable",
+            f"{check['usable_gb'].scalar:,.0f} GB usable, so shard experts across nodes (EP).",
             check,
+            short="always",
         )
     _, res = _codes(r, nodes=np.array([found, max(found - 1, 1)]))
     check = {
@@ -429,10 +491,10 @@ def capacity_nodes(r: Resolved) -> Answer:
     }
     value = Q(float(found), "nodes", weakest(*check.values()), "search on single-node replica memory")
     note = (
-        "never forced: one node holds this load"
+        "Never forced: one node holds this load, so single-node replicas work at any node count."
         if found == 1
-        else f"below {found} nodes each replica carries too many sequences; "
-        f"from {found} single-node replicas fit"
+        else f"Below {_plural(found, 'node')} each replica carries too many sequences; "
+        f"from {_plural(found, 'node')} on, single-node replicas fit."
     )
     return Answer("capacity_nodes", question, value, note, check)
 
@@ -446,34 +508,55 @@ def ep_nodes(r: Resolved) -> Answer:
 
     found = first_true(pred, 1, limit)
     if found is None:
-        return Answer("ep_nodes", question, None, f"does not fit on any node count up to {limit:,}")
+        return Answer(
+            "ep_nodes",
+            question,
+            None,
+            f"Does not fit on any node count up to {limit:,}: pick a smaller model or more HBM per GPU.",
+            short="never",
+        )
     res = model(r, nodes=np.array([found]))
     check = _memory_check(res, "deepep", 0)
     value = Q(float(found), "nodes", weakest(*check.values()), "search on DeepEP arm memory per GPU")
     world = found * r.gpus_per_node
-    note = f"{check['memory_gb_per_gpu'].scalar:,.1f} GB per GPU of {check['usable_gb'].scalar:,.1f} usable"
+    note = (
+        f"DeepEP fits from {_plural(found, 'node')}: {check['memory_gb_per_gpu'].scalar:,.1f} GB per GPU "
+        f"of {check['usable_gb'].scalar:,.1f} GB usable."
+    )
     if r.model.experts % world:
         note += (
-            f"; {r.model.experts} experts do not split evenly over EP{world}: "
-            "pick a node count that divides them"
+            f" {r.model.experts} experts do not split evenly over EP{world}: "
+            "pick a node count that divides them."
         )
     return Answer("ep_nodes", question, value, note, check)
 
 
 # (d) where the transport stops being issue-bound --------------------------------------------
 
+_NA = "not applicable"
+
 
 def comms_proxy(r: Resolved) -> Answer:
     t = r.transport
     question = "EP_NUM_COMMS beyond which the host proxy stops being issue-bound"
     if not (t.host_proxied and t.comms_sensitive):
-        why = "GPU-initiated: no host proxy" if not t.host_proxied else "its proxy does not use EP_NUM_COMMS"
-        return Answer("comms_proxy", question, None, f"not applicable to {t.name} ({why})")
+        why = (
+            "is GPU-initiated (no host proxy)"
+            if not t.host_proxied
+            else "has a proxy that ignores EP_NUM_COMMS"
+        )
+        return Answer("comms_proxy", question, None, f"Not applicable: {t.name} {why}.", short=_NA)
     if r.scenario.nodes <= 1:
-        return Answer("comms_proxy", question, None, "not applicable: one node, no scale-out proxy")
+        return Answer(
+            "comms_proxy", question, None, "Not applicable: one node, no scale-out proxy.", short=_NA
+        )
     if r.scenario.cuda_graphs:
         return Answer(
-            "comms_proxy", question, None, "not applicable under CUDA graphs: no proxied host cost is charged"
+            "comms_proxy",
+            question,
+            None,
+            "Not applicable under CUDA graphs: no proxied host cost is charged.",
+            short=_NA,
         )
     fit = table_for(r).engine(r.engine.name, False)
     lane, fixed = fit.proxy_lane_us, fit.proxy_fixed_us
@@ -483,26 +566,34 @@ def comms_proxy(r: Resolved) -> Answer:
             "comms_proxy",
             question,
             None,
-            f"never within limits: the {r.engine.name} fit puts the whole proxy cost in the part "
-            "EP_NUM_COMMS divides, so every added comm still shortens the step",
+            f"Never up to EP_NUM_COMMS={LIMITS['comms']}: the {r.engine.name} fit puts the whole proxy cost "
+            "in the part EP_NUM_COMMS divides, so every added comm still shortens the step.",
             check,
+            short="never",
         )
     k = (lane / fixed).as_("comms", f"proxy_lane_us / proxy_fixed_us ({r.engine.name} fit)")
-    if k.scalar > LIMITS["comms"]:
-        note = f"never within limits: the lane share stays larger up to EP_NUM_COMMS {LIMITS['comms']}"
-        return Answer("comms_proxy", question, None, note, {**check, "solution": k})
+    check = {**check, "solution": k}
+    whole = math.ceil(k.scalar)  # the first whole setting at which lane / K <= fixed
+    if whole > LIMITS["comms"]:
+        note = (
+            f"Never up to EP_NUM_COMMS={LIMITS['comms']}: the part more comms divide stays the larger, "
+            "so every added comm still shortens the proxy's step."
+        )
+        return Answer("comms_proxy", question, None, note, check, short="never")
     if k.scalar <= 1:
         note = (
-            f"not issue-bound at any setting: even at EP_NUM_COMMS=1 the divisible part "
-            f"({lane.scalar:,.0f} us) is below the fixed part ({fixed.scalar:,.0f} us) per layer"
+            f"Not issue-bound at any setting: even at EP_NUM_COMMS=1 the part more comms divide "
+            f"({lane.scalar:,.0f} µs per layer) is below the fixed part ({fixed.scalar:,.0f} µs), so "
+            f"EP_NUM_COMMS barely moves the proxy's step (now {r.scenario.comms})."
         )
-        return Answer("comms_proxy", question, None, note, {**check, "solution": k})
-    else:
-        note = (
-            f"beyond EP_NUM_COMMS={math.ceil(k.scalar)} the fixed {fixed.scalar:,.0f} us per layer outweighs "
-            f"the {lane.scalar:,.0f} us / K that more comms divide (now {r.scenario.comms})"
-        )
-    return Answer("comms_proxy", question, k, note, check)
+        return Answer("comms_proxy", question, None, note, check, short="never issue-bound")
+    value = Q(float(whole), "comms", k.tag, f"{k.source}, rounded up to a whole setting")
+    note = (
+        f"From EP_NUM_COMMS={whole} ({k.scalar:,.1f} rounded up) the fixed {fixed.scalar:,.0f} µs per layer "
+        f"outweighs the {lane.scalar:,.0f} µs / K that more comms divide, so more comms than that barely "
+        f"help (now {r.scenario.comms})."
+    )
+    return Answer("comms_proxy", question, value, note, check)
 
 
 def comms_bandwidth(r: Resolved) -> Answer:
@@ -510,10 +601,16 @@ def comms_bandwidth(r: Resolved) -> Answer:
     question = "EP_NUM_COMMS beyond which more comms add no scale-out bandwidth"
     if not t.comms_sensitive:
         return Answer(
-            "comms_bandwidth", question, None, f"not applicable: {t.name}'s bandwidth does not depend on it"
+            "comms_bandwidth",
+            question,
+            None,
+            f"Not applicable: {t.name}'s bandwidth does not depend on EP_NUM_COMMS.",
+            short=_NA,
         )
     if r.scenario.nodes <= 1:
-        return Answer("comms_bandwidth", question, None, "not applicable: one node, no scale-out traffic")
+        return Answer(
+            "comms_bandwidth", question, None, "Not applicable: one node, no scale-out traffic.", short=_NA
+        )
     assert t.bw_k1_gb_s is not None and t.bw_comms_exponent is not None
     line = inst.net_gb_s_per_gpu(r.gpus_per_node)
     k1 = Q.derived(t.bw_k1_gb_s, "GB/s", t.bw_source)
@@ -524,13 +621,21 @@ def comms_bandwidth(r: Resolved) -> Answer:
         f"(line rate / k1)^(1/{t.bw_comms_exponent:g}): the measured curve reaches {line.scalar:,.1f} GB/s",
     )
     bw = scaleout_bw(t, inst, r.gpus_per_node, k.scalar)
-    check = {"line_gb_s": line, "bandwidth_at": _at(bw)}
-    if k.scalar > LIMITS["comms"]:
-        return Answer("comms_bandwidth", question, None, "never within limits", {**check, "solution": k})
+    check = {"line_gb_s": line, "bandwidth_at": _at(bw), "solution": k}
+    whole = math.ceil(k.scalar)  # the first whole setting at which the curve has reached line rate
+    if whole > LIMITS["comms"]:
+        note = (
+            f"Never up to EP_NUM_COMMS={LIMITS['comms']}: the measured curve stays below the "
+            f"{line.scalar:,.1f} GB/s line rate, so more comms keep adding bandwidth."
+        )
+        return Answer("comms_bandwidth", question, None, note, check, short="never")
+    value = Q(float(whole), "comms", k.tag, f"{k.source}; rounded up to a whole setting")
     note = (
-        f"k1 x K^{t.bw_comms_exponent:g} reaches the {line.scalar:,.1f} GB/s line rate at K = {k.scalar:,.1f}"
+        f"From EP_NUM_COMMS={whole} ({k.scalar:,.1f} rounded up) the measured curve k1 × K^"
+        f"{t.bw_comms_exponent:g} reaches the {line.scalar:,.1f} GB/s per-GPU line rate; more comms add "
+        f"no bandwidth (now {r.scenario.comms})."
     )
-    return Answer("comms_bandwidth", question, k, note, check)
+    return Answer("comms_bandwidth", question, value, note, check)
 
 
 def _kernel_pair(r: Resolved, qps: np.ndarray) -> tuple[dict[str, Q], dict[str, Q]]:
@@ -569,10 +674,16 @@ def qps_kernel(r: Resolved) -> Answer:
     question = "EP_EFA_MAX_QPS beyond which the kernel stops being issue-bound"
     if not t.comms_sensitive:
         return Answer(
-            "qps_kernel", question, None, f"not applicable: the QP cap does not enter {t.name}'s issue model"
+            "qps_kernel",
+            question,
+            None,
+            f"Not applicable: the QP cap does not enter {t.name}'s issue model.",
+            short=_NA,
         )
     if r.scenario.nodes * r.gpus_per_node <= r.gpus_per_node:
-        return Answer("qps_kernel", question, None, "not applicable: one node, no scale-out issue path")
+        return Answer(
+            "qps_kernel", question, None, "Not applicable: one node, no scale-out issue path.", short=_NA
+        )
     top = float(t.reference.qps)
     if bool(issue_bound(r, np.array([top]))[0]):
         real, free = _kernel_pair(r, np.array([top]))
@@ -580,12 +691,20 @@ def qps_kernel(r: Resolved) -> Answer:
             "qps_kernel",
             question,
             None,
-            "issue-bound at every QP count the model distinguishes "
-            f"(lanes saturate at {t.reference.qps} QPs, the reference's setting)",
+            "Issue-bound at every QP count the model distinguishes: the lanes saturate at "
+            f"{t.reference.qps} QPs (the reference's setting), so posting work requests sets the kernel "
+            f"time throughout (now EP_EFA_MAX_QPS={r.scenario.max_qps}).",
             {"kernel_us": _at(real["total"]), "issue_free_us": _at(free["total"])},
+            short="always issue-bound",
         )
     if not bool(issue_bound(r, np.array([1.0]))[0]):
-        return Answer("qps_kernel", question, None, "not issue-bound even at 1 QP at this shape")
+        return Answer(
+            "qps_kernel",
+            question,
+            None,
+            "Not issue-bound even at 1 QP at this shape: the QP cap does not set the kernel time.",
+            short="never issue-bound",
+        )
     lo, hi = 1.0, top
     for _ in range(5):  # each pass cuts the bracket 64 ways: 64^5 >> the precision we print
         cand = np.linspace(lo, hi, 65)
@@ -594,16 +713,23 @@ def qps_kernel(r: Resolved) -> Answer:
         lo, hi = float(cand[j - 1]), float(cand[j])
     real, free = _kernel_pair(r, np.array([hi, 0.8 * hi]))
     tag = weakest(real["total"], free["total"])
-    value = Q(hi, "QPs", tag, "bisection: kernel issue term vs wire / NVLink time (physics/deepep.py)")
+    whole = math.ceil(hi)  # the first whole QP count past the crossing
+    value = Q(
+        float(whole),
+        "QPs",
+        tag,
+        "bisection: kernel issue term vs wire / NVLink time (physics/deepep.py); rounded up",
+    )
     check = {
         "kernel_us_at": _at(real["total"], 0),
         "issue_free_us_at": _at(free["total"], 0),
         "kernel_us_below": _at(real["total"], 1),
         "issue_free_us_below": _at(free["total"], 1),
+        "solution": Q(hi, "QPs", tag, "bisection, before rounding"),
     }
     note = (
-        f"below {hi:.1f} QPs posting work requests is the bottleneck; from {math.ceil(hi)} "
-        f"the wire or NVLink is (now EP_EFA_MAX_QPS={r.scenario.max_qps})"
+        f"From EP_EFA_MAX_QPS={whole} ({hi:.1f} rounded up) the wire or NVLink, not posting work requests, "
+        f"sets the kernel time; below it the issue path is the bottleneck (now {r.scenario.max_qps})."
     )
     return Answer("qps_kernel", question, value, note, check)
 

@@ -150,52 +150,15 @@ def sweep_cmd(
 @scenario_options
 @click.option("--json", "as_json", is_flag=True, help="print the answers as JSON")
 def breakeven_cmd(as_json: bool, **kwargs: Any) -> None:
-    """Where this scenario's verdict would change: solved, with tags."""
+    """Where this scenario's verdict would change: each answer solved, as a sentence with units and tags."""
     from ..breakeven import breakeven
+    from ..report.breakeven_view import print_breakeven
 
     answers = breakeven(scenario_from(kwargs))
     if as_json:
         emit_json({"answers": [a.to_json() for a in answers]})
         return
     print_breakeven(answers)
-
-
-def _answer_digits(a: Any) -> int:
-    return 1 if a.value is not None and a.value.unit in ("us", "comms", "QPs") else 0
-
-
-def print_breakeven(answers: list[Any]) -> None:
-    """Each question, its answer (a number with unit and marker, never wrapped) and how it stands.
-
-    On 80 columns a three-column table would squeeze the prose into slivers, so each answer is
-    a short block; a wide terminal gets the table.
-    """
-    from rich.padding import Padding
-    from rich.text import Text
-
-    from ..report import term
-
-    c = term.console()
-    if term.wide(c):
-        table = term.table(
-            term.text_col("question"),
-            term.num_col("answer"),
-            term.text_col("how it stands"),
-            title="Break-even",
-        )
-        for a in answers:
-            table.add_row(a.question, term.qcell(a.value, _answer_digits(a), unit=True), a.note)
-            table.add_section()
-        c.print(table)
-    else:
-        c.print(Text("Break-even", style="bold"))
-        for a in answers:
-            c.print(Padding(Text(a.question, style="bold"), (1, 0, 0, 0), expand=False))
-            answer = Text("  → ").append_text(term.qcell(a.value, _answer_digits(a), unit=True))
-            c.print(answer, no_wrap=True, crop=False)
-            c.print(Padding(Text(a.note, style="dim"), (0, 0, 0, 4), expand=False))
-    c.print(Text(""))
-    c.print(term.legend())
 
 
 def print_sensitivity(rows: list[Any]) -> None:

@@ -1,7 +1,8 @@
 """`deepep-calc report --md`: the verdict, the arms and the provenance as Markdown.
 
 For pasting into an issue or a design document. Every number carries its tag in brackets,
-as on the terminal card, and the provenance table gives each one's source.
+as on the terminal card, a modelled one its error band in parentheses, and the provenance table
+gives each one's source.
 """
 
 from __future__ import annotations
@@ -26,8 +27,12 @@ def _sentence(text: str) -> str:
 
 
 def _q(q: dict[str, Any], digits: int) -> str:
+    """`869.2 tok/s [assumed] (760.3–901.7)`: value, unit, tag and, when modelled, its band."""
     unit = view.unit_shown(q["unit"])
-    return f"{view.fmt(q['value'], digits)}{' ' + unit if unit else ''} [{q['tag']}]"
+    band = view.band_range(q, digits)
+    return f"{view.fmt(q['value'], digits)}{' ' + unit if unit else ''} [{q['tag']}]" + (
+        f" ({band})" if band else ""
+    )
 
 
 def render_markdown(result: Result) -> str:
@@ -68,7 +73,7 @@ def render_markdown(result: Result) -> str:
         f"| {label} | {_q(q, digits) if q else 'n/a: ' + _cell(note)} |"
         for label, q, digits, note in view.compare_rows(data)
     ]
-    out.append("")
+    out += ["", view.BAND_LEGEND, ""]
 
     flags = v["flags"]
     out += [f"## Run it ({flags['engine']}, {flags['arm'] or 'nothing fits as asked'})", ""]
@@ -91,7 +96,7 @@ def render_markdown(result: Result) -> str:
 
     out += ["## Provenance", "", "| number | value | tag | source |", "|---|---:|---|---|"]
     for r in details["provenance"]:
-        value = f"{r['value']} {r['unit']}".strip()
+        value = f"{r['value']} {r['unit']}".strip() + (f" {r['band']}" if r["band"] else "")
         out.append(f"| {_cell(r['where'])} | {_cell(value)} | {r['tag']} | {_cell(r['source'])} |")
     tags = "; ".join(f"**{t}**: {meaning}" for t, meaning in view.TAG_MEANING.items())
     out += ["", _sentence(f"Tags: {tags}")]

@@ -1,4 +1,9 @@
-"""The terminal card: verdict, the arms side by side, the tax, memory, a tag on every number."""
+"""The terminal card: verdict, the arms side by side, the tax, memory, a tag on every number.
+
+A modelled headline figure also shows its error band, `(760.3–901.7)`: on a narrow terminal
+on a dim line under the number (so an 80-column card keeps three arms side by side), from
+`term.WIDE` columns inline after it and on every banded row.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from ..quantity import Q
 from ..verdict import ARM_LABELS
 from . import term
 from .labels import step_label
+from .view import BAND_LEGEND_SHORT, band_range
 
 TAG_STYLE = term.TAG_STYLE
 VERDICT_STYLE = {
@@ -48,9 +54,20 @@ def step_words(ratio: Q, tax: Q) -> str:
 
 
 WIDE = 100  # below this many columns the card drops the step parts and KV capacity rows
+BANDED_ROWS = ("per-user decode", "aggregate", "compared on")
+"""Rows whose bands a narrow card shows (on a second line); a wide one shows every band inline."""
 
 
-def _arms_table(result: Any, v: Any, wide: bool = True) -> Table:
+def banded_text(q: Q | None, digits: int, inline: bool) -> Text:
+    """A number with its marker and, when modelled, its band: inline, or on a dim line below."""
+    out = qtext(q, digits)
+    band = band_range(q, digits)
+    if band:
+        out.append(f" ({band})" if inline else f"\n({band})", style="dim")
+    return out
+
+
+def _arms_table(result: Any, v: Any, wide: bool = True, inline_bands: bool = False) -> Table:
     r = result.resolved
     table = Table(show_header=True, header_style="bold", expand=False, box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("")
@@ -64,12 +81,18 @@ def _arms_table(result: Any, v: Any, wide: bool = True) -> Table:
             " ★" if name == v.recommended_arm else ""
         )
         table.add_column(label, style=style, justify="right")
+
+    def shown(label: str, q: Q | None, digits: int) -> Text:
+        if inline_bands or label in BANDED_ROWS:
+            return banded_text(q, digits, inline_bands)
+        return qtext(q, digits)
+
     rows = [
-        ("per-user decode", lambda a: qtext(a.per_user_tok_s)),
-        ("decode step", lambda a: qtext(a.step_ms, 2)),
-        ("aggregate", lambda a: qtext(a.aggregate_tok_s)),
-        ("TTFT", lambda a: qtext(a.ttft_ms, 0)),
-        ("cost", lambda a: qtext(a.usd_per_mtok, 2)),
+        ("per-user decode", lambda a: shown("per-user decode", a.per_user_tok_s, 1)),
+        ("decode step", lambda a: shown("decode step", a.step_ms, 2)),
+        ("aggregate", lambda a: shown("aggregate", a.aggregate_tok_s, 1)),
+        ("TTFT", lambda a: shown("TTFT", a.ttft_ms, 0)),
+        ("cost", lambda a: shown("cost", a.usd_per_mtok, 2)),
         ("memory / GPU", lambda a: qtext(a.memory_gb_per_gpu)),
         ("KV headroom", lambda a: qtext(a.memory.headroom_gb)),
     ]
@@ -84,7 +107,7 @@ def _arms_table(result: Any, v: Any, wide: bool = True) -> Table:
     if c is not None and any(c.aggregate[n] is not a.aggregate_tok_s for n, a in result.arms.items()):
         table.add_row(
             Text("compared on", style="bold"),
-            *[qtext(c.aggregate[n]) for n in result.arms],
+            *[banded_text(c.aggregate[n], 1, inline_bands) for n in result.arms],
         )
     for part in next(iter(result.arms.values())).breakdown_ms if wide else ():
         table.add_row(
@@ -114,14 +137,30 @@ def _summary(result: Any, v: Any) -> Text:
         out.append(c.note if c is not None else "not compared")
         return out
     basis = "measured on both arms" if c.basis == "measured" else "model figures of both arms"
-    parts = [f"aggregate {c.ratio.scalar:.2f}× [{c.ratio.tag}]"]
+    parts = [f"aggregate {c.ratio.scalar:.2f}× [{c.ratio.tag}]{_band_words(c.ratio)}"]
     if c.per_user_ratio is not None:
-        parts.append(f"per user {c.per_user_ratio.scalar:.2f}× [{c.per_user_ratio.tag}]")
+        parts.append(
+            f"per user {c.per_user_ratio.scalar:.2f}× [{c.per_user_ratio.tag}]{_band_words(c.per_user_ratio)}"
+        )
     if c.tax_ms_per_token is not None:
         parts.append(step_words(c.ratio, c.tax_ms_per_token))
     out.append_text(term.sentence(" · ".join(parts)))
     out.append(f" ({basis}; DeepEP wins above {c.threshold:.2f}×)", style="dim")
     return out
+
+
+def _band_words(ratio: Q) -> str:
+    """` (band 0.83–1.19×)`: the ratio's band as the close-call headline words it, or ''."""
+    band = band_range(ratio, 2)
+    return f" (band {band})" if band else ""
+
+
+def _any_band(result: Any) -> bool:
+    qs = [a.aggregate_tok_s for a in result.arms.values()] + [a.per_user_tok_s for a in result.arms.values()]
+    c = result.verdict.compared
+    if c is not None:
+        qs += [*c.aggregate.values(), c.ratio, c.per_user_ratio]
+    return any(q is not None and q.banded for q in qs)
 
 
 def _bullets(lines: list[str]) -> Table:
@@ -158,7 +197,7 @@ def print_result(result: Any, console: Console | None = None) -> None:
     body: list[Any] = [
         term.sentence(v.headline, style="bold"),
         scen,
-        _arms_table(result, v, wide),
+        _arms_table(result, v, wide, inline_bands=console.width >= term.WIDE),
         _summary(result, v),
     ]
     if not wide:
@@ -172,6 +211,8 @@ def print_result(result: Any, console: Console | None = None) -> None:
         body.append(Text(f"Verdict is {v.robustness}", style="italic"))
     legend = term.legend()
     body.append(legend)
+    if _any_band(result):
+        body.append(Text(BAND_LEGEND_SHORT, style="dim"))
     console.print(Panel(Group(*body), title=head, title_align="left"))
     print_run_block(v.flags, console)
 

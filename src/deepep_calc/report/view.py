@@ -12,8 +12,11 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
+
+import numpy as np
 
 from ..scenario import DEFAULTS
 from ..verdict import ARM_LABELS, SYMBOLS, TITLES
@@ -58,6 +61,12 @@ VERDICT_BLURB = {
     "large enough that allgather bytes dominate.",
 }
 CODES = ("dense", "capacity", "deepep")
+BAND_LEGEND = (
+    "(low–high): the model's error band, the 10th–90th percentile of out-of-sample model / "
+    "reference ratios for that kind of figure (docs/model.md); measured figures carry none."
+)
+BAND_LEGEND_SHORT = "(lo–hi) band: 10th–90th pct of out-of-sample model/reference, docs/model.md"
+"""The same legend in 73 columns, for the 80-column card."""
 
 
 def fmt(value: Any, digits: int) -> str:
@@ -71,6 +80,27 @@ def fmt(value: Any, digits: int) -> str:
     if v != v:
         return "n/a"
     return f"{v:,.{digits}f}"
+
+
+def _first(x: Any) -> float:
+    return float(np.asarray(x, dtype=float).reshape(-1)[0])
+
+
+def band_range(q: Any, digits: int = 1) -> str:
+    """`760.3–901.7` (`0.84–1.20×` for a ratio): a figure's band, or '' when it has none.
+
+    Why one function: the close-call headline words the ratio's band as `0.84–1.20×`
+    (verdict.py); every face prints bands through this, so the band beside the ratio is the one
+    the headline quotes. `q` is a `Q` or its JSON; a measured figure has no band.
+    """
+    if q is None:
+        return ""
+    low, high = (q.get("low"), q.get("high")) if isinstance(q, Mapping) else (q.low, q.high)
+    if low is None or high is None:
+        return ""
+    unit = q["unit"] if isinstance(q, Mapping) else q.unit
+    text = f"{fmt(_first(low), digits)}–{fmt(_first(high), digits)}"
+    return f"{text}×" if unit in ("x", "1", "ratio") else text
 
 
 def unit_shown(unit: str) -> str:
@@ -94,6 +124,7 @@ def provenance_rows(data: dict[str, Any]) -> list[dict[str, str]]:
     rows: list[dict[str, str]] = []
 
     def add(where: str, q: dict[str, Any], digits: int = 2) -> None:
+        band = band_range(q, digits)
         rows.append(
             {
                 "where": where,
@@ -101,6 +132,7 @@ def provenance_rows(data: dict[str, Any]) -> list[dict[str, str]]:
                 "unit": unit_shown(q["unit"]),
                 "tag": q["tag"],
                 "source": q["source"],
+                "band": f"({band})" if band else "",  # display-ready, as band_strings
             }
         )
 
@@ -166,6 +198,30 @@ def compare_rows(data: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None,
             label = LONGER_LABEL  # a ratio above 1 never sits beside a plain "tax"
         rows.append((label, q, digits, compared["note"] if q is None and compared else ""))
     return rows
+
+
+def band_strings(data: dict[str, Any]) -> dict[str, Any]:
+    """Every band the arms and comparison tables show, as display strings: `(760.3–901.7)`, or
+    `''` for a figure with none.
+
+    For the renderer that draws the tables from the result's JSON (the page's JavaScript): it
+    places these strings beside the numbers, as `_macros.html:num` does, and computes nothing.
+    Keys follow ARM_ROWS paths and the rows of `compare_rows`.
+    """
+
+    def shown(q: Any, digits: int) -> str:
+        band = band_range(q, digits)
+        return f"({band})" if band else ""
+
+    compared = compared_row(data)
+    return {
+        "arms": {
+            arm: {path: shown(dig(a, path), digits) for _, path, digits in ARM_ROWS}
+            for arm, a in data["arms"].items()
+        },
+        "compared": {arm: shown(q, 1) for arm, q in compared.items()} if compared else None,
+        "compare": [shown(q, digits) for _, q, digits, _ in compare_rows(data)],
+    }
 
 
 def compared_row(data: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
@@ -235,6 +291,7 @@ def page_layout() -> dict[str, Any]:
         "arm_rows": ARM_ROWS,
         "compare_rows": COMPARE_ROWS,
         "tag_meaning": TAG_MEANING,
+        "band_title": f"model error band: {BAND_LEGEND}",
         "compared_key": _COMPARED_KEY,
         "saving_label": SAVING_LABEL,
         "longer_label": LONGER_LABEL,
@@ -273,6 +330,7 @@ def templates() -> Any:
         lstrip_blocks=True,
     )
     env.filters["fmt"] = fmt
+    env.filters["band"] = band_range
     env.filters["unit"] = unit_shown
     env.filters["script_json"] = script_json
     env.filters["flag_lines"] = flag_lines
@@ -282,6 +340,7 @@ def templates() -> Any:
         ARM_ROWS=ARM_ROWS,
         COMPARE_ROWS=COMPARE_ROWS,
         TAG_MEANING=TAG_MEANING,
+        BAND_LEGEND=BAND_LEGEND,
         css_vars=palette.css_variables(),
         dig=dig,
         compare_rows=compare_rows,

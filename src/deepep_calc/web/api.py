@@ -19,6 +19,7 @@ from fastapi.responses import Response
 
 from ..evaluate import Result
 from ..report.view import (
+    band_strings,
     cli_command,
     flag_lines,
     model_summary,
@@ -123,6 +124,7 @@ def details_of(result: Any) -> dict[str, Any]:
         "cli": None if uploaded else cli_command(result.scenario),
         "charts": all_charts(result),
         "provenance": provenance_rows(data),
+        "bands": band_strings(data),
     }
 
 

@@ -42,11 +42,13 @@
       return h("span", { "class": "tag tag-" + seg.tag, title: seg.tag + ": " + layout.tag_meaning[seg.tag] }, [seg.tag]);
     });
   }
-  function num(q, digits) {
+  // band: the display string details.bands carries for this figure (report/view.py:band_strings)
+  function num(q, digits, band) {
     var parts = [h("span", { "class": "v" }, [fmt(q.value, digits)])];
     var u = unitShown(q.unit);
     if (u) parts.push(" ", h("span", { "class": "u" }, [u]));
     parts.push(" ", badge(q));
+    if (band) parts.push(" ", h("span", { "class": "band", title: layout.band_title }, [band]));
     return h("span", { "class": "num", title: q.source }, parts);
   }
   function dig(obj, path) { return path.split(".").reduce(function (o, k) { return o[k]; }, obj); }
@@ -123,8 +125,10 @@
     }) : [h("p", { "class": "muted" }, ["Nothing runs as asked: apply one of the changes in the headline and evaluate again."])]);
   }
 
-  function renderArms(data) {
+  function renderArms(data, bands) {
     var arms = Object.keys(data.arms);
+    var none = { arms: {}, compared: null, compare: [] };
+    bands = bands || none;
     var head = [h("th", { scope: "col" })].concat(arms.map(function (arm) {
       var kids = [armLabel(data, arm)];
       if (arm === data.verdict.recommended_arm) kids.push(" ", h("span", { "class": "star", title: "recommended" }, ["★"]));
@@ -135,13 +139,13 @@
       var label = [row[0]];
       if (u) label.push(h("span", { "class": "row-unit" }, [" (" + u + ")"]));
       return h("tr", null, [h("th", { scope: "row" }, label)].concat(arms.map(function (arm) {
-        return h("td", null, [num(dig(data.arms[arm], row[1]), row[2])]);
+        return h("td", null, [num(dig(data.arms[arm], row[1]), row[2], (bands.arms[arm] || {})[row[1]])]);
       })));
     });
     var compared = comparedRow(data);
     if (compared) {
       rows.push(h("tr", { "class": "compared" }, [h("th", { scope: "row" }, ["Compared aggregate (like with like)"])].concat(arms.map(function (arm) {
-        return h("td", null, [num(compared[arm], 1)]);
+        return h("td", null, [num(compared[arm], 1, bands.compared && bands.compared[arm])]);
       }))));
     }
     rows.push(h("tr", null, [h("th", { scope: "row" }, ["Feasible"])].concat(arms.map(function (arm) {
@@ -153,8 +157,8 @@
     }))));
     var table = document.getElementById("arms-table");
     table.replaceChildren(h("thead", null, [h("tr", null, head)]), h("tbody", null, rows));
-    fill("compare-table", [h("tbody", null, compareRows(data).map(function (row) {
-      var cell = row[1] ? num(row[1], row[2]) : h("span", { "class": "muted" }, ["n/a: " + row[3]]);
+    fill("compare-table", [h("tbody", null, compareRows(data).map(function (row, i) {
+      var cell = row[1] ? num(row[1], row[2], bands.compare[i]) : h("span", { "class": "muted" }, ["n/a: " + row[3]]);
       return h("tr", null, [h("th", { scope: "row" }, [row[0]]), h("td", null, [cell])]);
     }))]);
   }
@@ -172,7 +176,9 @@
     if (cli) { cli.textContent = details.cli || "(an uploaded config.json has no CLI name: save it and pass its path)"; }
     fill("provenance-count", [String(details.provenance.length)]);
     var body = details.provenance.map(function (r) {
-      return h("tr", null, [h("td", null, [r.where]), h("td", { "class": "r" }, [r.value + " " + r.unit]),
+      var value = [r.value + " " + r.unit];
+      if (r.band) value.push(" ", h("span", { "class": "band" }, [r.band]));
+      return h("tr", null, [h("td", null, [r.where]), h("td", { "class": "r" }, value),
         h("td", null, [h("span", { "class": "tag tag-" + r.tag }, [r.tag])]), h("td", { "class": "src" }, [r.source])]);
     });
     var table = document.getElementById("provenance-table");
@@ -259,7 +265,7 @@
         if (!document.getElementById("result-body")) { form.submit(); return; }
         clearErrors();
         renderVerdict(pair[0], pair[1]);
-        renderArms(pair[0]);
+        renderArms(pair[0], pair[1] ? pair[1].bands : null);
         if (pair[1]) renderDetails(pair[1]);
         syncUrl(data);
         updates += 1;
