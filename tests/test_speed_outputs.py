@@ -2,7 +2,10 @@
 
 The fixtures under tests/fixtures/speed/ were written by `python tests/fixtures/speed/make.py`
 run on main at df8d327, before any speed change (lazy verdict advisories, lazy imports, catalog
-and fit caches, one API cache key). Each case is a `deepep-calc evaluate` argument list
+and fit caches, one API cache key), and regenerated once after the speed work had passed against
+them, for two deliberate text changes merged beside it: the bands under modelled figures on the
+card, and the reason that no longer blames a host proxy the model charges nothing under CUDA
+graphs. Each case is a `deepep-calc evaluate` argument list
 (`make.CASES`): its `--json` output and its 80-column terminal view, the no-argument card (text
 and `--json`), and the bytes `POST /api/evaluate` answers (`make.API_CASES`). A model change
 that moves a number on purpose regenerates them in its own commit.
