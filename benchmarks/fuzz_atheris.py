@@ -28,7 +28,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests" / "fixtures"
 AIPERF = TESTS / "aiperf"
-SAMPLE_LOG = REPO / "src" / "deepep_calc" / "calibrate" / "samples" / "deepep_ll_efa_proxy_p5en_ep16.log"
+SAMPLE_LOG = REPO / "src" / "deepep_calc" / "files" / "samples" / "deepep_ll_efa_proxy_p5en_ep16.log"
 DEFAULT_RUNS = 20_000
 
 
@@ -66,9 +66,9 @@ def _loaders() -> dict[str, tuple[Callable[[Path], Any], str]]:
     import atheris
 
     with atheris.instrument_imports(include=["deepep_calc"]):
-        from deepep_calc.calibrate.aiperf import load_aiperf
-        from deepep_calc.calibrate.kernel_log import load_kernel_log
         from deepep_calc.catalog.hf import load_hf_config
+        from deepep_calc.files.aiperf import load_aiperf
+        from deepep_calc.files.kernel_log import load_kernel_log
         from deepep_calc.fit.profile import load_profile
     return {
         "config": (load_hf_config, ".json"),
@@ -84,7 +84,7 @@ def fuzz(target: str, flags: list[str]) -> None:
     import atheris
 
     load, suffix = _loaders()[target]  # first: instrumentation only covers modules imported after it
-    from deepep_calc.errors import CalcError
+    from deepep_calc.base.errors import CalcError
 
     scratch = Path(tempfile.mkdtemp(prefix=f"fuzz-{target}-"))
     corpus = scratch / "corpus"

@@ -75,9 +75,9 @@ def free_port() -> int:
 
 def valid_pool() -> list[dict[str, Any]]:
     """Scenarios the model answers (a transport offered on the instance, etc.), checked in-process."""
-    from deepep_calc.errors import CalcError
-    from deepep_calc.evaluate import evaluate
-    from deepep_calc.scenario import Scenario
+    from deepep_calc.base.errors import CalcError
+    from deepep_calc.decide.answer import evaluate
+    from deepep_calc.question.scenario import Scenario
 
     pool = []
     for model in POOL_MODELS:
@@ -441,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
         missed.append("the server logged a traceback")
     report["missed"] = missed
     if args.json:
-        from deepep_calc.files import write_atomic  # the tool's own safe-write rules
+        from deepep_calc.files.safe_write import write_atomic  # the tool's own safe-write rules
 
         write_atomic(args.json, json.dumps(report, indent=2) + "\n", "--json")
     for line in missed:

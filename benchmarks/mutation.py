@@ -60,7 +60,7 @@ class Target:
 
 # The module table. To add a module (verdict.py, once its rules settle), add one row.
 TARGETS: tuple[Target, ...] = (
-    Target("quantity", "src/deepep_calc/quantity.py", ("tests/test_quantity.py",)),
+    Target("quantity", "src/deepep_calc/base/quantity.py", ("tests/test_quantity.py",)),
     Target("params", "src/deepep_calc/physics/params.py", ("tests/physics/test_params.py",)),
     Target("compute", "src/deepep_calc/physics/compute.py", ("tests/physics/test_compute.py",)),
     Target("deepep", "src/deepep_calc/physics/deepep.py", ("tests/physics/test_deepep.py",)),
@@ -70,17 +70,17 @@ TARGETS: tuple[Target, ...] = (
     Target("serving", "src/deepep_calc/physics/serving.py", ("tests/physics/test_serving.py",)),
     Target(
         "cells",
-        "src/deepep_calc/evaluate.py",
+        "src/deepep_calc/estimate/evaluate.py",
         ("tests/test_measured_cells.py",),
         ("measured_cell_for", "_is_cell_scenario", "_same_batching", "_native_dtype", "_apply_cell"),
     ),
     Target(
         "aiperf-metrics",
-        "src/deepep_calc/calibrate/aiperf/metrics.py",
+        "src/deepep_calc/files/aiperf/metrics.py",
         ("tests/test_aiperf_metrics.py",),
         ("number", "block", "stat", "_check_range", "count", "metric", "csv_tag", "csv_cell"),
     ),
-    # Target("verdict", "src/deepep_calc/verdict.py", ("tests/test_verdict.py",)),
+    # Target("verdict", "src/deepep_calc/decide/verdict.py", ("tests/test_verdict.py",)),
 )
 
 SKIP_TARGET_OPS = ("BitAnd", "BitOr", "BitXor", "LShift", "RShift")

@@ -54,9 +54,9 @@ def main() -> None:
     ap.add_argument("--case", choices=sorted(CASES))
     args = ap.parse_args()
 
-    from deepep_calc.evaluate import evaluate
-    from deepep_calc.plan import plan_request, run_plan
-    from deepep_calc.scenario import Scenario
+    from deepep_calc.decide.answer import evaluate
+    from deepep_calc.question.scenario import Scenario
+    from deepep_calc.whatif.plan.search import plan_request, run_plan
 
     evaluate(Scenario())  # warm the catalogs and the fit
     base = timed(lambda: evaluate(Scenario()), max(args.runs * 3, 10))

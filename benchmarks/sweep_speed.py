@@ -51,7 +51,8 @@ def baseline_s() -> float:
 
 def run_mode(mode: str, repeat: int) -> dict[str, object]:
     """Child: plan once, then `repeat` timed sweeps, each followed by one baseline."""
-    from deepep_calc.sweep import plan_sweep, run_sweep
+    from deepep_calc.whatif.sweep.grid import plan_sweep
+    from deepep_calc.whatif.sweep.run import run_sweep
 
     t0 = time.perf_counter()
     plan = plan_sweep(SPEC)

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from deepep_calc import Scenario, evaluate
-from deepep_calc.errors import CalcError
-from deepep_calc.evaluate import Result
+from deepep_calc.base.errors import CalcError
+from deepep_calc.estimate.evaluate import Result
 
 
 @contextmanager

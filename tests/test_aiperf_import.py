@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from deepep_calc.calibrate.aiperf import (
+from deepep_calc.base.errors import FileInputError, InputError
+from deepep_calc.base.quantity import Tag
+from deepep_calc.files.aiperf import (
     AIPerfRun,
     check_pair,
     derive_pair,
@@ -22,8 +24,6 @@ from deepep_calc.calibrate.aiperf import (
     normalise_model,
     parse_export_name,
 )
-from deepep_calc.errors import FileInputError, InputError
-from deepep_calc.quantity import Tag
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "aiperf"
 EXTRA = Path(__file__).resolve().parent / "fixtures" / "aiperf_extra"

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from deepep_calc.calibrate.aiperf import (
+from deepep_calc.base.errors import FileInputError
+from deepep_calc.base.quantity import Tag
+from deepep_calc.files.aiperf import (
     MAX_METRIC,
     MIN_POSITIVE,
     _Blocks,
@@ -21,8 +23,6 @@ from deepep_calc.calibrate.aiperf import (
     _number,
     load_aiperf,
 )
-from deepep_calc.errors import FileInputError
-from deepep_calc.quantity import Tag
 
 EXPORT: dict[str, Any] = {
     "schema_version": "1.5",

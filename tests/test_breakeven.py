@@ -9,7 +9,10 @@ import re
 import numpy as np
 import pytest
 
-from deepep_calc.breakeven import (
+from deepep_calc.base.quantity import Q
+from deepep_calc.catalog.constants import const
+from deepep_calc.cli import main
+from deepep_calc.decide.breakeven import (
     breakeven,
     capacity_field,
     capacity_nodes,
@@ -24,14 +27,11 @@ from deepep_calc.breakeven import (
     qps_kernel,
     with_kernel_shift,
 )
-from deepep_calc.catalog.constants import const
-from deepep_calc.cli import main
-from deepep_calc.evaluate import table_for
+from deepep_calc.decide.verdict import classify_codes
+from deepep_calc.estimate.evaluate import table_for
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.physics.deepep import KernelShape, kernel_us, scaleout_bw
-from deepep_calc.quantity import Q
-from deepep_calc.scenario import Resolved, Scenario, resolve
-from deepep_calc.verdict import classify_codes
+from deepep_calc.question.scenario import Resolved, Scenario, resolve
 
 GDA = Scenario(model="deepseek-v3", nodes=4, transport="efa-gda")
 IB = Scenario(

@@ -25,8 +25,8 @@ ARGS = [
     "--disable-component-update",
     "--no-first-run",
 ]
-VIOLET = "rgb(111, 66, 193)"  # report/palette.py GPU_INITIATED
-ORANGE = "rgb(217, 72, 15)"  # report/palette.py HOST_PROXIED
+VIOLET = "rgb(111, 66, 193)"  # base/palette.py GPU_INITIATED
+ORANGE = "rgb(217, 72, 15)"  # base/palette.py HOST_PROXIED
 
 
 def _unavailable(reason: str) -> None:
@@ -227,9 +227,9 @@ def test_form_works_with_javascript_off(browser, live_server):  # noqa: F811
 
 
 def test_html_report_opens_offline_from_disk(browser, tmp_path):
-    from deepep_calc.evaluate import evaluate
+    from deepep_calc.decide.answer import evaluate
+    from deepep_calc.question.scenario import Scenario
     from deepep_calc.report.html import write_html
-    from deepep_calc.scenario import Scenario
 
     path = write_html(evaluate(Scenario(model="kimi-k2")), tmp_path / "report.html")
     context = browser.new_context(viewport={"width": 1300, "height": 1000})

@@ -156,8 +156,8 @@ def test_plan_form_works_with_javascript_off(browser, live_server):  # noqa: F81
 
 
 def test_plan_html_file_opens_offline_and_links_to_serve(browser, tmp_path):
-    from deepep_calc.plan import plan_request, run_plan
     from deepep_calc.report.plan_html import render_plan_html
+    from deepep_calc.whatif.plan.search import plan_request, run_plan
 
     plan = run_plan(
         plan_request(

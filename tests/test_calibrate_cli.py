@@ -21,7 +21,7 @@ from deepep_calc import cli
 REPO = Path(__file__).resolve().parents[1]
 REAL = Path(__file__).resolve().parent / "fixtures" / "aiperf"
 EXTRA = Path(__file__).resolve().parent / "fixtures" / "aiperf_extra"
-SAMPLE_LOG = REPO / "src" / "deepep_calc" / "calibrate" / "samples" / "deepep_ll_efa_proxy_p5en_ep16.log"
+SAMPLE_LOG = REPO / "src" / "deepep_calc" / "files" / "samples" / "deepep_ll_efa_proxy_p5en_ep16.log"
 PREFIX = "qwen3-30b-a3b-fp8_ep16_2xp5en"
 TRT_DENSE = REAL / f"trtllm-0.21_{PREFIX}_dense-allgather_c4_isl120.json"
 TRT_DEEPEP = REAL / f"trtllm-0.21_{PREFIX}_deepep-epnc1_c4_isl120.json"

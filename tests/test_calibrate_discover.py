@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from cli_runner import run_cli
-from deepep_calc.calibrate.aiperf import parse_export_name
-from deepep_calc.calibrate.discover import discover, skip_reason
-from deepep_calc.errors import FileInputError
+from deepep_calc.base.errors import FileInputError
+from deepep_calc.files.aiperf import parse_export_name
+from deepep_calc.files.discover import discover, skip_reason
 
 TESTS = Path(__file__).resolve().parent
 REAL = TESTS / "fixtures" / "aiperf"

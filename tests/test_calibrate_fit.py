@@ -15,21 +15,21 @@ from pathlib import Path
 
 import pytest
 
-from deepep_calc.calibrate.aiperf import load_aiperf
+from deepep_calc.base.errors import FileInputError, InputError
+from deepep_calc.base.quantity import Q, Tag
 from deepep_calc.calibrate.fit import fit_engine, fit_kernel
-from deepep_calc.calibrate.kernel_log import SAMPLE_LOG, load_kernel_log
 from deepep_calc.calibrate.profile import build_profile, input_records, to_toml, write_text_atomic
 from deepep_calc.calibrate.runs import assemble, build_cells
 from deepep_calc.catalog.hardware import get_instance
 from deepep_calc.catalog.measured import ArmMetrics, Cell
 from deepep_calc.catalog.transports import get_transport
-from deepep_calc.errors import FileInputError, InputError
+from deepep_calc.files.aiperf import load_aiperf
+from deepep_calc.files.kernel_log import SAMPLE_LOG, load_kernel_log
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.fit.profile import load_profile
 from deepep_calc.physics.deepep import kernel_us
 from deepep_calc.physics.step import EngineConstants, decode_step
-from deepep_calc.quantity import Q, Tag
-from deepep_calc.scenario import Scenario, resolve
+from deepep_calc.question.scenario import Scenario, resolve
 
 REPO = Path(__file__).resolve().parents[1]
 REAL = Path(__file__).resolve().parent / "fixtures" / "aiperf"

@@ -3,7 +3,7 @@
 import pytest
 
 from deepep_calc import Scenario, evaluate
-from deepep_calc.quantity import Tag
+from deepep_calc.base.quantity import Tag
 
 CAL = dict(
     model="qwen3-30b-a3b-fp8",
@@ -57,7 +57,7 @@ def test_the_fit_is_not_exactly_determined_for_trtllm() -> None:
     cost (4 cells, 1 unknown), DeepEP arms the proxied host cost (7 runs, 2 unknowns), so the
     model misses each measured step by a little instead of hitting every one by construction."""
     from deepep_calc.fit.observations import observations
-    from deepep_calc.validate import validate
+    from deepep_calc.whatif.validate import validate
 
     trt = {o.id for o in observations() if o.engine == "trtllm" and o.step_ms is not None}
     rows = [r for r in validate().rows if r.kind == "step" and r.reference in trt]
@@ -70,8 +70,8 @@ def test_the_fit_is_not_exactly_determined_for_trtllm() -> None:
 def test_model_prediction_near_calibration_stays_flat() -> None:
     """Without the measured substitution the model lands within 4 % of the flat lines at every
     regime (concurrency 32, ISL 2048): the step is a fixed cost, as measured."""
-    from deepep_calc.evaluate import compute
-    from deepep_calc.scenario import resolve
+    from deepep_calc.estimate.evaluate import compute
+    from deepep_calc.question.scenario import resolve
 
     for conc, isl in ((32, 120), (16, 2048)):
         res = compute(resolve(Scenario(**CAL, concurrency=conc, isl=isl)).vary(concurrency=[conc]))

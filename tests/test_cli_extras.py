@@ -13,7 +13,8 @@ import pytest
 from click.shell_completion import BashComplete
 
 from cli_runner import run_cli
-from deepep_calc import Scenario, cli, evaluate
+from deepep_calc import Scenario, evaluate
+from deepep_calc.cli import program
 from deepep_calc.report.markdown import render_markdown
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,9 +81,9 @@ def test_fragile_robustness_line_keeps_one_full_stop() -> None:
 
 
 def complete(*words: str) -> list[str]:
-    cli._load_extensions()
+    program._load_extensions()
     *args, incomplete = words
-    comp = BashComplete(cli.app, {}, "deepep-calc", "_DEEPEP_CALC_COMPLETE")
+    comp = BashComplete(program.app, {}, "deepep-calc", "_DEEPEP_CALC_COMPLETE")
     return [item.value for item in comp.get_completions(list(args), incomplete)]
 
 
@@ -97,7 +98,7 @@ def test_completion_of_catalog_names() -> None:
 def test_completion_of_lists_and_paths() -> None:
     assert complete("sweep", "--instance", "p5,p6-b3") == ["p5,p6-b300"]
     assert complete("sweep", "--transport", "efa-proxy,nv") == ["efa-proxy,nvlink"]
-    comp = BashComplete(cli.app, {}, "deepep-calc", "_DEEPEP_CALC_COMPLETE")
+    comp = BashComplete(program.app, {}, "deepep-calc", "_DEEPEP_CALC_COMPLETE")
     items = comp.get_completions(["evaluate", "--model"], "./configs/")
     assert [i.type for i in items] == ["file"]  # a path: the shell completes files
 

@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deepep_calc import Scenario, evaluate
-from deepep_calc.errors import CalcError
-from deepep_calc.quantity import Tag
+from deepep_calc.base.errors import CalcError
+from deepep_calc.base.quantity import Tag
 
 ints = st.one_of(
     st.integers(-5, 5), st.integers(1, 64), st.integers(1, 20_000_000), st.sampled_from([0, 1, 2])

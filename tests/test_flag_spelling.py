@@ -9,12 +9,13 @@ from typing import Any
 import click
 import pytest
 
-from deepep_calc import cli
-from deepep_calc import sweep as sweep_mod
-from deepep_calc.cli import GraphMode, ListOf, app, scenario_from
-from deepep_calc.errors import InputError
+from deepep_calc.base.errors import InputError
+from deepep_calc.cli import options
+from deepep_calc.cli.options import GraphMode, ListOf, scenario_from
+from deepep_calc.cli.program import _load_extensions, app
+from deepep_calc.whatif.sweep import grid as sweep_mod
 
-cli._load_extensions()
+_load_extensions()
 COMMANDS = ("evaluate", "report", "breakeven", "sensitivity", "sweep", "plan")
 LIST_COMMANDS = ("sweep", "plan")  # flags that take a list of evaluate's words
 
@@ -95,10 +96,10 @@ def test_plan_spells_its_scenario_flags_as_evaluate_does() -> None:
 
 
 def test_one_set_of_mode_words() -> None:
-    """cli.py (one value) and sweep.py (lists) accept the same words with the same meaning."""
-    assert set(cli.TRUE_WORDS) == set(sweep_mod.TRUE_WORDS)
-    assert set(cli.FALSE_WORDS) == set(sweep_mod.FALSE_WORDS)
-    assert cli.MODE_WORDS == sweep_mod.MODE_WORDS
+    """cli/options.py (one value) and sweep.py (lists) accept the same words with the same meaning."""
+    assert set(options.TRUE_WORDS) == set(sweep_mod.TRUE_WORDS)
+    assert set(options.FALSE_WORDS) == set(sweep_mod.FALSE_WORDS)
+    assert options.MODE_WORDS == sweep_mod.MODE_WORDS
     for flag in ("--cuda-graphs", "--eager"):
         for word in GraphMode(flag).words:
             assert GraphMode(flag).convert(word, None, None) == sweep_mod.graphs_word(flag, word)

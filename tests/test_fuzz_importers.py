@@ -40,13 +40,13 @@ from hypothesis import strategies as st
 
 from cli_runner import run_cli
 from deepep_calc import Scenario, cli
-from deepep_calc.calibrate.aiperf import AIPerfRun, load_aiperf
-from deepep_calc.calibrate.kernel_log import SAMPLE_LOG, KernelLog, load_kernel_log
+from deepep_calc.base.errors import CalcError
+from deepep_calc.base.quantity import Q
 from deepep_calc.catalog.hf import load_hf_config
-from deepep_calc.errors import CalcError
+from deepep_calc.estimate.kernel import kernel_query
+from deepep_calc.files.aiperf import AIPerfRun, load_aiperf
+from deepep_calc.files.kernel_log import SAMPLE_LOG, KernelLog, load_kernel_log
 from deepep_calc.fit.profile import load_profile
-from deepep_calc.kernel import kernel_query
-from deepep_calc.quantity import Q
 from invariant_checks import assert_finite_or_not_feasible, evaluate_or_refuse, fp_strict
 
 TESTS = Path(__file__).resolve().parent

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from deepep_calc.base.errors import CalcError, FileInputError
 from deepep_calc.catalog import hf as hf_config
 from deepep_calc.catalog.hf import (
     MAX_CONFIG_BYTES,
@@ -17,7 +18,6 @@ from deepep_calc.catalog.hf import (
     spec_from_hf_dict,
 )
 from deepep_calc.catalog.model_catalog import load_models
-from deepep_calc.errors import CalcError, FileInputError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 FIXTURE_NAMES = sorted(p.name for p in FIXTURES.iterdir() if (p / "config.json").is_file())

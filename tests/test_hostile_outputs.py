@@ -29,10 +29,10 @@ import numpy as np
 import pytest
 
 from cli_runner import run_cli
-from deepep_calc import files
-from deepep_calc import sweep as sweep_mod
-from deepep_calc.errors import FileInputError, InputError
-from deepep_calc.sweep import MAX_AXIS_VALUES, parse_values
+from deepep_calc.base.errors import FileInputError, InputError
+from deepep_calc.files import safe_write as files
+from deepep_calc.whatif.sweep import grid as sweep_mod
+from deepep_calc.whatif.sweep.grid import MAX_AXIS_VALUES, parse_values
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "aiperf"  # real AIPerf exports, in the repo
 PREFIX = "qwen3-30b-a3b-fp8_ep16_2xp5en"
@@ -94,7 +94,7 @@ def cli_process(*args: Any, **kw: Any) -> subprocess.CompletedProcess[str]:
     )
 
 
-EVALUATE_MODULE = importlib.import_module("deepep_calc.evaluate")  # the module, not the function
+EVALUATE_MODULE = importlib.import_module("deepep_calc.decide.answer")  # where `evaluate` lives
 
 
 def _no_work(*_: Any) -> Any:
@@ -611,7 +611,7 @@ def test_created_files_get_the_mode_of_a_plain_open(name, args, umask_027, tmp_p
 
 
 def test_stdlib_csv_writer_mode_and_replacement_mode(umask_027, tmp_path, capsys, monkeypatch):
-    from deepep_calc import sweep_output
+    from deepep_calc.whatif.sweep import output as sweep_output
 
     monkeypatch.setattr(sweep_output, "have_pyarrow", lambda: False)
     target = tmp_path / "rows.csv"

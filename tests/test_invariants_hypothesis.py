@@ -30,21 +30,22 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from deepep_calc import Scenario, evaluate
+from deepep_calc.base.errors import CalcError
+from deepep_calc.base.quantity import Q, Tag
 from deepep_calc.catalog.engines import load_engines
 from deepep_calc.catalog.hardware import load_instances
 from deepep_calc.catalog.measured import load_cells
 from deepep_calc.catalog.model_catalog import load_models
 from deepep_calc.catalog.models import DTYPE_BYTES
 from deepep_calc.catalog.transports import load_transports
-from deepep_calc.errors import CalcError
-from deepep_calc.evaluate import Result, compute
+from deepep_calc.decide.verdict import classify, classify_codes
+from deepep_calc.estimate.evaluate import Result, compute
+from deepep_calc.estimate.kernel import LIMITS as KERNEL_LIMITS
+from deepep_calc.estimate.kernel import kernel_query
 from deepep_calc.fit.observations import cell_scenario
-from deepep_calc.kernel import LIMITS as KERNEL_LIMITS
-from deepep_calc.kernel import kernel_query
 from deepep_calc.physics.params import count_params
-from deepep_calc.quantity import Q, Tag
-from deepep_calc.scenario import LIMITS, resolve
-from deepep_calc.verdict import classify, classify_codes
+from deepep_calc.question.fields import LIMITS
+from deepep_calc.question.scenario import resolve
 from invariant_checks import assert_finite_or_not_feasible, evaluate_or_refuse, fp_strict, q_nodes
 
 HF = Path(__file__).resolve().parent / "fixtures" / "hf"

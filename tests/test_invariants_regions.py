@@ -29,11 +29,11 @@ from deepep_calc.catalog.hardware import load_instances
 from deepep_calc.catalog.measured import Cell, load_cells
 from deepep_calc.catalog.model_catalog import load_models
 from deepep_calc.catalog.transports import load_transports
-from deepep_calc.evaluate import ROLE_PRIORITY
+from deepep_calc.decide.verdict import NO_ARM
+from deepep_calc.estimate.evaluate import ROLE_PRIORITY
 from deepep_calc.fit.observations import cell_scenario
 from deepep_calc.physics.params import weight_bytes
-from deepep_calc.scenario import resolve
-from deepep_calc.verdict import NO_ARM
+from deepep_calc.question.scenario import resolve
 from invariant_checks import assert_finite_or_not_feasible, evaluate_or_refuse
 from test_invariants_hypothesis import (
     assert_measured_only_where_replayed,

@@ -18,8 +18,8 @@ import pytest
 from rich.console import Console
 
 from deepep_calc import Scenario, evaluate
-from deepep_calc.explain import engine_flags
-from deepep_calc.launch import run_blocks
+from deepep_calc.decide.explain import engine_flags
+from deepep_calc.decide.launch import run_blocks
 from deepep_calc.report.markdown import render_markdown
 from deepep_calc.report.terminal import print_result
 from web_fixtures import app, client  # noqa: F401  (fixtures)

@@ -13,16 +13,16 @@ from types import SimpleNamespace
 import pytest
 
 from deepep_calc import Scenario, evaluate
+from deepep_calc.base.quantity import Q, Tag
 from deepep_calc.catalog.measured import ArmMetrics, Cell, load_cells
-from deepep_calc.evaluate import (
+from deepep_calc.estimate.evaluate import (
     _apply_cell,
     _is_cell_scenario,
     _native_dtype,
     _same_batching,
     measured_cell_for,
 )
-from deepep_calc.quantity import Q, Tag
-from deepep_calc.scenario import resolve
+from deepep_calc.question.scenario import resolve
 
 CAL = load_cells()["trt-ab-k8-c32"]
 

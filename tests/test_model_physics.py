@@ -12,12 +12,12 @@ import pytest
 from deepep_calc import Scenario, evaluate
 from deepep_calc.catalog.hardware import get_instance
 from deepep_calc.catalog.transports import load_transports
-from deepep_calc.evaluate import compute
+from deepep_calc.estimate.evaluate import compute
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.fit.observations import observations
 from deepep_calc.physics.deepep import KernelShape, kernel_us, traffic
-from deepep_calc.scenario import resolve
-from deepep_calc.validate import serving_prediction
+from deepep_calc.question.scenario import resolve
+from deepep_calc.whatif.validate import serving_prediction
 
 
 def _kernel(name: str, tokens: float) -> float:

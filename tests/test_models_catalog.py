@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from deepep_calc.base.errors import CalcError, InputError
 from deepep_calc.catalog.model_catalog import (
     load_models,
     parse_models,
@@ -13,7 +14,6 @@ from deepep_calc.catalog.model_catalog import (
     resolve_model,
 )
 from deepep_calc.catalog.models import ModelSpec
-from deepep_calc.errors import CalcError, InputError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 

@@ -11,13 +11,15 @@ from typing import Any
 import numpy as np
 import pytest
 
+from deepep_calc.base.errors import CalcError
 from deepep_calc.catalog.transports import load_transports
-from deepep_calc.errors import CalcError
-from deepep_calc.evaluate import compute, evaluate
-from deepep_calc.plan import default_size, plan_request, plan_size, run_plan
-from deepep_calc.plan_evidence import anchored, evidence
-from deepep_calc.plan_select import dominated_by_any
-from deepep_calc.scenario import DEFAULTS, Scenario, resolve
+from deepep_calc.decide.answer import evaluate
+from deepep_calc.estimate.evaluate import compute
+from deepep_calc.question.fields import DEFAULTS
+from deepep_calc.question.scenario import Scenario, resolve
+from deepep_calc.whatif.plan.evidence import anchored, evidence
+from deepep_calc.whatif.plan.search import default_size, plan_request, plan_size, run_plan
+from deepep_calc.whatif.plan.select import dominated_by_any
 
 FIGURES = ("per_user_tok_s", "aggregate_tok_s", "ttft_ms", "usd_per_mtok", "memory_gb_per_gpu")
 
@@ -158,7 +160,7 @@ def test_the_frontier_is_monotone_and_complete_against_brute_force(small, brute)
 
 def test_every_frontier_point_is_non_dominated_in_the_whole_search(small):
     c = small.scan.cols
-    from deepep_calc import plan_select as sel
+    from deepep_calc.whatif.plan import select as sel
 
     eligible = sel.valid(c) & c.fits & c.sustainable
     rows = sel.frontier(c, eligible)
@@ -171,13 +173,13 @@ def test_every_frontier_point_is_non_dominated_in_the_whole_search(small):
 
 def test_vectorised_rows_equal_scalar_evaluations(small):
     """The search's own figures (not only the printed points) are evaluate()'s."""
-    from deepep_calc.plan import config_of
+    from deepep_calc.whatif.plan.search import config_of
 
     s = small.scan
     rng = random.Random(7)
     rows = rng.sample(range(s.search.size), 40)
     t = s.search.table
-    from deepep_calc.plan_space import ARMS
+    from deepep_calc.whatif.plan.space import ARMS
 
     for i in rows:
         config = config_of(small.request, s.search, s.rows, i)

@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl
 import pytest
 
 from cli_runner import run_cli
-from deepep_calc.scenario import Scenario
+from deepep_calc.question.scenario import Scenario
 from web_fixtures import app, client  # noqa: F401  (fixtures)
 
 ARGS = [
@@ -247,14 +247,14 @@ def test_html_target_is_checked_before_the_search_and_follows_the_write_rules(ca
     would mix two documents on one stream and is refused."""
     import os
 
-    import deepep_calc.plan
+    import deepep_calc.whatif.plan.search
 
-    real_run_plan = deepep_calc.plan.run_plan
+    real_run_plan = deepep_calc.whatif.plan.search.run_plan
 
     def no_search(*args, **kwargs):
         raise AssertionError("the search ran before the target was checked")
 
-    monkeypatch.setattr(deepep_calc.plan, "run_plan", no_search)
+    monkeypatch.setattr(deepep_calc.whatif.plan.search, "run_plan", no_search)
     folder = tmp_path / "a-folder"
     folder.mkdir()
     code, out, err = run_cli(capsys, *ARGS, "--html", folder)
@@ -265,7 +265,7 @@ def test_html_target_is_checked_before_the_search_and_follows_the_write_rules(ca
     os.chmod(locked, 0o444)
     code, _, err = run_cli(capsys, *ARGS, "--html", locked)
     assert code == 2 and "read-only" in err and locked.read_text() == "keep me"
-    monkeypatch.setattr(deepep_calc.plan, "run_plan", real_run_plan)
+    monkeypatch.setattr(deepep_calc.whatif.plan.search, "run_plan", real_run_plan)
     code, out, err = run_cli(capsys, *ARGS, "--html", "-")
     assert code == 0 and out.lstrip().lower().startswith("<!doctype html") and "wrote" not in err
     assert out.rstrip().endswith("</html>") and out.lower().count("<!doctype") == 1  # only the page

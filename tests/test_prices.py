@@ -8,8 +8,8 @@ import re
 import pytest
 
 from deepep_calc import Scenario, evaluate
+from deepep_calc.base.quantity import Tag
 from deepep_calc.catalog.hardware import load_instances
-from deepep_calc.quantity import Tag
 
 AWS = [name for name, i in load_instances().items() if i.fabric == "efa"]
 

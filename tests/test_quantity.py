@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from deepep_calc.quantity import Q, Tag, qmap, qmax, qmin, weakest
+from deepep_calc.base.quantity import Q, Tag, qmap, qmax, qmin, weakest
 
 
 def test_measured_arithmetic_is_derived() -> None:

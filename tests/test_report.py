@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from deepep_calc.cli import main
-from deepep_calc.evaluate import evaluate
+from deepep_calc.decide.answer import evaluate
+from deepep_calc.question.scenario import Scenario
 from deepep_calc.report.html import render_html, write_atomic
 from deepep_calc.report.markdown import render_markdown
 from deepep_calc.report.view import provenance_rows
-from deepep_calc.scenario import Scenario
 
 
 class Refs(HTMLParser):
@@ -114,7 +114,6 @@ def test_markdown_escapes_pipes_in_sources(monkeypatch, result):
         return rows
 
     monkeypatch.setattr("deepep_calc.report.view.provenance_rows", with_pipe)
-    monkeypatch.setattr("deepep_calc.web.api.provenance_rows", with_pipe)
     assert "a \\| b" in render_markdown(result)
 
 
@@ -165,7 +164,7 @@ def test_failed_write_leaves_no_file(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken_replace)
-    from deepep_calc.errors import FileInputError
+    from deepep_calc.base.errors import FileInputError
 
     with pytest.raises(FileInputError, match="No space left"):
         write_atomic(target, "text")

@@ -7,17 +7,18 @@ import threading
 
 import pytest
 
+from deepep_calc.base.quantity import Tag
 from deepep_calc.catalog.constants import const, load_constants, override_key, overrides
 from deepep_calc.catalog.hardware import get_instance
 from deepep_calc.catalog.transports import get_transport
 from deepep_calc.cli import main
-from deepep_calc.evaluate import compute, evaluate
+from deepep_calc.decide.answer import evaluate
+from deepep_calc.decide.verdict import classify
+from deepep_calc.estimate.evaluate import compute
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.physics.deepep import KernelShape, kernel_us
-from deepep_calc.quantity import Tag
-from deepep_calc.scenario import Scenario, resolve
-from deepep_calc.sensitivity import cases, fragility, sensitivity
-from deepep_calc.verdict import classify
+from deepep_calc.question.scenario import Scenario, resolve
+from deepep_calc.whatif.sensitivity import cases, fragility, sensitivity
 
 # DeepSeek-V3 on 4x p5en, vLLM graphs, UCCL-EP: DeepEP beats single-node replicas by a few
 # percent, so an assumption at one end of its spread moves it across the noise band.

@@ -23,7 +23,7 @@ import pytest
 
 import deepep_calc
 from deepep_calc.catalog.hf import MAX_CONFIG_BYTES
-from deepep_calc.commands.web import GRACE_S
+from deepep_calc.cli.commands.web import GRACE_S
 from deepep_calc.web.guard import JSON_LIMIT, host_name, loopback_hosts
 from web_fixtures import app, client, free_port  # noqa: F401  (fixtures)
 
@@ -721,7 +721,7 @@ def _boom(kind: type[BaseException]):
 FORCED = [
     ("deepep_calc.web.api", "run", "post", "/api/evaluate", {"nodes": 5, "concurrency": 11}),
     ("deepep_calc.web.api", "details_of", "post", "/api/details", {"nodes": 5, "concurrency": 12}),
-    ("deepep_calc.kernel", "kernel_query", "post", "/api/kernel", {"ep": 32}),
+    ("deepep_calc.estimate.kernel", "kernel_query", "post", "/api/kernel", {"ep": 32}),
     ("deepep_calc.report.catalogs", "models_rows", "get", "/api/models", None),
     ("deepep_calc.web.pages", "run", "get", "/?concurrency=13", None),
     ("deepep_calc.web.pages", "request_from_form", "post", "/", {"nodes": "3"}),
@@ -924,7 +924,7 @@ def test_sigterm_with_a_stalled_client_exits_zero_and_silent(spawn):
 def test_the_listening_socket_lets_asyncio_disable_nagle():
     """asyncio turns on TCP_NODELAY only for sockets whose proto is IPPROTO_TCP; without it every
     keep-alive response waited for a delayed ACK (~40 ms), a tenfold throughput loss."""
-    from deepep_calc.commands.web import bind
+    from deepep_calc.cli.commands.web import bind
 
     sock = bind("127.0.0.1", free_port())
     try:

@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
-from deepep_calc import Scenario, evaluate, explain
-from deepep_calc.evaluate import check_splittable, compute
-from deepep_calc.scenario import resolve
-from deepep_calc.verdict import decide
+from deepep_calc import Scenario, evaluate
+from deepep_calc.decide import explain
+from deepep_calc.decide.answer import decide
+from deepep_calc.estimate.evaluate import check_splittable, compute
+from deepep_calc.question.scenario import resolve
 
 SCENARIOS: list[dict[str, Any]] = [
     {},
@@ -92,7 +93,7 @@ def test_pending_step_runs_with_the_inline_models_it_was_made_under() -> None:
     """An uploaded config.json is known only inside `inline_models`; the flip search that runs
     later, when a face reads the advisories, still resolves it."""
     from deepep_calc.catalog.model_catalog import resolve_model
-    from deepep_calc.scenario import inline_models
+    from deepep_calc.question.scenario import inline_models
 
     spec = resolve_model("deepseek-v3")
     with inline_models({"upload:test": spec}):

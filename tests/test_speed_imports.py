@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-HEAVY = ("numpy", "pydantic", "deepep_calc.evaluate", "deepep_calc._scenario")
+HEAVY = ("numpy", "pydantic", "deepep_calc.estimate.evaluate", "deepep_calc.question.scenario")
 
 
 def _modules_after(code: str) -> dict[str, bool]:
@@ -51,7 +51,7 @@ def test_public_api_unchanged() -> None:
 
     assert deepep_calc.__all__ == ["Q", "Result", "Scenario", "Tag", "evaluate", "load_catalog"]
     assert callable(evaluate) and evaluate.__name__ == "evaluate"
-    assert deepep_calc.evaluate is evaluate  # the function, though a submodule has its name
+    assert deepep_calc.evaluate is evaluate and evaluate.__module__ == "deepep_calc.decide.answer"
     assert Result.__name__ == "Result" and Scenario.__name__ == "Scenario"
     assert Q.__name__ == "Q" and Tag.MEASURED > Tag.ASSUMED
     assert set(load_catalog()) == {"models", "instances", "transports", "engines", "cells"}
@@ -60,11 +60,11 @@ def test_public_api_unchanged() -> None:
 
 def test_evaluate_is_the_function_whichever_import_comes_first() -> None:
     code = """
-        import deepep_calc.evaluate
+        import deepep_calc.estimate.evaluate
+        import deepep_calc.decide.answer
         import deepep_calc
         from deepep_calc import evaluate
         assert callable(deepep_calc.evaluate) and deepep_calc.evaluate is evaluate
-        assert type(sys.modules["deepep_calc.evaluate"]).__name__ == "module"
         print(evaluate().verdict.code)
     """
     probe = "import sys\n" + textwrap.dedent(code)
@@ -74,25 +74,26 @@ def test_evaluate_is_the_function_whichever_import_comes_first() -> None:
 
 def test_unknown_names_still_raise() -> None:
     import deepep_calc
-    from deepep_calc import scenario
+    from deepep_calc.question import scenario
 
     with pytest.raises(AttributeError):
         _ = deepep_calc.no_such_name  # type: ignore[attr-defined]
     with pytest.raises(AttributeError):
         _ = scenario.no_such_name
     with pytest.raises(ImportError):
-        exec("from deepep_calc.scenario import no_such_name")
+        exec("from deepep_calc.question.scenario import no_such_name")
 
 
 def test_light_field_list_matches_the_model() -> None:
-    from deepep_calc.cli import SCENARIO_KEYS
-    from deepep_calc.scenario import FIELDS, Scenario
+    from deepep_calc.cli.options import SCENARIO_KEYS
+    from deepep_calc.question.fields import FIELDS
+    from deepep_calc.question.scenario import Scenario
 
     assert SCENARIO_KEYS == FIELDS == tuple(Scenario.model_fields)
 
 
 def test_scenario_names_come_from_one_place() -> None:
-    from deepep_calc import _scenario, scenario
+    """The light tables are defined once (question/fields.py); the pydantic half uses them."""
+    from deepep_calc.question import fields, scenario
 
-    assert scenario.Scenario is _scenario.Scenario and scenario.resolve is _scenario.resolve
-    assert _scenario.DEFAULTS is scenario.DEFAULTS and _scenario.LIMITS is scenario.LIMITS
+    assert scenario.DEFAULTS is fields.DEFAULTS and scenario.LIMITS is fields.LIMITS

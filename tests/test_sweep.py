@@ -11,14 +11,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deepep_calc import sweep as sweep_mod
-from deepep_calc import sweep_output
+from deepep_calc.base.errors import CalcError, InputError
 from deepep_calc.cli import main
-from deepep_calc.errors import CalcError, InputError
-from deepep_calc.evaluate import compute, evaluate
-from deepep_calc.scenario import Scenario, resolve
-from deepep_calc.sweep import FIELDS, iter_chunks, parse_values, plan_sweep, run_sweep
-from deepep_calc.sweep_output import chunk_values, columns
+from deepep_calc.decide.answer import evaluate
+from deepep_calc.estimate.evaluate import compute
+from deepep_calc.question.scenario import Scenario, resolve
+from deepep_calc.whatif.sweep import grid as sweep_mod
+from deepep_calc.whatif.sweep import output as sweep_output
+from deepep_calc.whatif.sweep.grid import FIELDS, iter_chunks, parse_values, plan_sweep
+from deepep_calc.whatif.sweep.output import chunk_values, columns
+from deepep_calc.whatif.sweep.run import run_sweep
 
 SPEC = {
     "model": "qwen3-30b-a3b-fp8,deepseek-v3",
@@ -373,7 +375,7 @@ def test_verdict_maps(tmp_path: Path) -> None:
 
 
 def test_map_grid_holds_every_verdict() -> None:
-    from deepep_calc.verdict_map import MapGrid
+    from deepep_calc.whatif.sweep.verdict_map import MapGrid
 
     plan = plan_sweep({"transport": "efa-proxy,efa-gda", "nodes": "1,2,4", "concurrency": "1:64:x2"})
     grid = MapGrid(plan, "nodes", "concurrency")

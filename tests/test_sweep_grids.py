@@ -18,12 +18,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deepep_calc import sweep as sweep_mod
-from deepep_calc import sweep_output
+from deepep_calc.base.errors import InputError
 from deepep_calc.cli import main
-from deepep_calc.errors import InputError
-from deepep_calc.sweep import plan_sweep, run_sweep
-from deepep_calc.sweep_output import columns, round_significant
+from deepep_calc.whatif.sweep import grid as sweep_mod
+from deepep_calc.whatif.sweep import output as sweep_output
+from deepep_calc.whatif.sweep.grid import plan_sweep
+from deepep_calc.whatif.sweep.output import columns, round_significant
+from deepep_calc.whatif.sweep.run import run_sweep
 
 # efa-gda does not run on p5: 2 of the 6 (instance, transport) pairs are invalid, per model
 MIXED = {

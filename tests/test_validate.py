@@ -18,7 +18,7 @@ from deepep_calc.catalog.measured import load_cells
 from deepep_calc.catalog.transports import load_transports
 from deepep_calc.cli import main
 from deepep_calc.fit.observations import observations, pairs
-from deepep_calc.validate import ABRow, Report, cross_validate, render_markdown, validate
+from deepep_calc.whatif.validate import ABRow, Report, cross_validate, render_markdown, validate
 
 
 @pytest.fixture(scope="module")

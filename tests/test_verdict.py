@@ -17,12 +17,15 @@ import pytest
 
 from cli_runner import run_cli
 from deepep_calc import Scenario, evaluate
-from deepep_calc.errors import CalcError, InputError
-from deepep_calc.evaluate import compute, prompt_ceiling_ms
-from deepep_calc.quantity import Q, Tag
+from deepep_calc.base.errors import CalcError, InputError
+from deepep_calc.base.quantity import Q, Tag
+from deepep_calc.decide.answer import decide
+from deepep_calc.decide.headline import step_clause
+from deepep_calc.decide.verdict import classify_codes
+from deepep_calc.estimate.evaluate import compute, prompt_ceiling_ms
+from deepep_calc.question.fields import PROMPT_TIMEOUT_MS
+from deepep_calc.question.scenario import resolve
 from deepep_calc.report.markdown import render_markdown
-from deepep_calc.scenario import PROMPT_TIMEOUT_MS, resolve
-from deepep_calc.verdict import classify_codes, decide, step_clause
 
 HF = Path(__file__).resolve().parent / "fixtures" / "hf"
 QWEN_CONFIG = HF / "qwen3-30b-a3b-fp8" / "config.json"
@@ -175,7 +178,7 @@ def test_an_unsplittable_layout_is_an_input_error_not_capacity(
 
 
 def test_a_sweep_refuses_an_unsplittable_combination_as_evaluate_does() -> None:
-    from deepep_calc.sweep import plan_sweep
+    from deepep_calc.whatif.sweep.grid import plan_sweep
 
     with pytest.raises(InputError, match="--gpus-per-node: 3 is not allowed"):
         plan_sweep({"gpus_per_node": "3,8", "nodes": "1,2"})
@@ -225,7 +228,7 @@ def test_nothing_fits_says_so_and_names_the_smallest_change(capsys: pytest.Captu
 
 
 def test_fewest_nodes_fix_agrees_with_the_breakeven_search() -> None:
-    from deepep_calc.breakeven import ep_nodes
+    from deepep_calc.decide.breakeven import ep_nodes
 
     result = evaluate(Scenario(model="kimi-k2", instance="p5", nodes=1))
     assert result.verdict.status == "nothing_fits"

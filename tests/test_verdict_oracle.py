@@ -22,11 +22,11 @@ from hypothesis import HealthCheck, assume, event, find, given, settings
 from hypothesis import strategies as st
 
 from deepep_calc import Scenario, evaluate
+from deepep_calc.base.errors import CalcError
 from deepep_calc.catalog.constants import const
 from deepep_calc.catalog.hardware import load_instances
 from deepep_calc.catalog.model_catalog import load_models
 from deepep_calc.catalog.transports import load_transports
-from deepep_calc.errors import CalcError
 from test_invariants_hypothesis import scenarios as any_scenarios
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "model.md"

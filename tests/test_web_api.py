@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from deepep_calc.errors import CalcError, InputError
-from deepep_calc.evaluate import evaluate
-from deepep_calc.kernel import kernel_query
+from deepep_calc.base.errors import CalcError, InputError
+from deepep_calc.decide.answer import evaluate
+from deepep_calc.estimate.kernel import kernel_query
+from deepep_calc.question.scenario import Scenario, resolve
 from deepep_calc.report.catalogs import instances_rows, models_rows, transports_rows
-from deepep_calc.scenario import Scenario, resolve
 from deepep_calc.web.schemas import (
     DetailsResponse,
     EvaluateResponse,
@@ -274,6 +274,12 @@ def test_details_carry_charts_provenance_and_model(client):  # noqa: F811
     assert {r.tag for r in d.provenance} <= {"measured", "derived", "assumed"}
     assert len(d.provenance) > 40
     assert d.cli == "deepep-calc evaluate --model deepseek-v3 --nodes 4"
+    # the bands are part of the documented response: modelled figures carry one, measured none
+    assert d.bands.arms["deepep"]["aggregate_tok_s"].startswith("(")
+    assert any(r.band for r in d.provenance) and all(not r.band for r in d.provenance if r.tag == "measured")
+    schema = client.get("/openapi.json").json()["components"]["schemas"]
+    assert "bands" in schema["DetailsResponse"]["required"]
+    assert "band" in schema["ProvenanceRow"]["properties"]
 
 
 @pytest.mark.parametrize(
@@ -453,7 +459,7 @@ def test_serve_prints_the_url_and_warns_off_loopback(monkeypatch, capsys):
      ("0.0.0.0", False), ("10.1.2.3", False), ("example.org", False)],
 )  # fmt: skip
 def test_loopback_detection(host, loopback):
-    from deepep_calc.commands.web import is_loopback
+    from deepep_calc.cli.commands.web import is_loopback
 
     assert is_loopback(host) is loopback
 

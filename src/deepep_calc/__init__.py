@@ -12,19 +12,19 @@ package and should not pay for numpy, pydantic and the model it never runs.
 
 from __future__ import annotations
 
-import sys
-from types import ModuleType
 from typing import Any
 
+from .base.version import __version__ as __version__
+
 __all__ = ["Q", "Result", "Scenario", "Tag", "evaluate", "load_catalog"]
-__version__ = "0.1.0"
 
 # public name -> the submodule that defines it
 _LAZY = {
-    "Q": "quantity",
-    "Tag": "quantity",
-    "Scenario": "scenario",
-    "Result": "evaluate",
+    "Q": "base.quantity",
+    "Tag": "base.quantity",
+    "Scenario": "question.scenario",
+    "Result": "estimate.evaluate",
+    "evaluate": "decide.answer",
 }
 
 
@@ -46,7 +46,7 @@ def load_catalog() -> dict[str, Any]:
 
 
 def __getattr__(name: str) -> Any:
-    """`Q`, `Tag`, `Scenario`, `Result` from their modules, imported on first use."""
+    """`Q`, `Tag`, `Scenario`, `Result`, `evaluate` from their modules, imported on first use."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -59,26 +59,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
-
-
-class _Package(ModuleType):
-    """The package module, with `evaluate` always the function.
-
-    The submodule `deepep_calc.evaluate` has the function's name; importing a submodule sets
-    the package attribute of that name to the module. A property on the module's class takes
-    precedence over that attribute, so `deepep_calc.evaluate` stays the function whichever of
-    the two is imported first (as the eager import of the function used to guarantee).
-    """
-
-    @property
-    def evaluate(self) -> Any:
-        from .evaluate import evaluate
-
-        return evaluate
-
-    @evaluate.setter
-    def evaluate(self, value: Any) -> None:
-        pass  # the import system binding the submodule: `sys.modules` keeps it
-
-
-sys.modules[__name__].__class__ = _Package

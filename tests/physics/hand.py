@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from deepep_calc.base.quantity import Q
 from deepep_calc.catalog.engines import get_engine
 from deepep_calc.catalog.hardware import get_instance
 from deepep_calc.catalog.models import Attention, ModelSpec
@@ -37,8 +38,7 @@ from deepep_calc.physics.collectives import CollectiveConstants
 from deepep_calc.physics.deepep import KernelConstants
 from deepep_calc.physics.layout import Layout
 from deepep_calc.physics.step import EngineConstants, StepConstants
-from deepep_calc.quantity import Q
-from deepep_calc.scenario import Resolved, Scenario
+from deepep_calc.question.scenario import Resolved, Scenario
 
 TOY = ModelSpec(
     name="toy",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from deepep_calc.base.quantity import Tag
 from deepep_calc.catalog.constants import overrides
 from deepep_calc.physics.collectives import (
     allgather_us,
@@ -18,7 +19,6 @@ from deepep_calc.physics.collectives import (
     allreduce_us,
     latency_us,
 )
-from deepep_calc.quantity import Tag
 
 from .hand import TOY_INSTANCE, collective_constants, exact, val
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from deepep_calc.base.quantity import Tag
 from deepep_calc.catalog.constants import overrides
 from deepep_calc.physics.compute import (
     decode_device_us,
@@ -15,7 +16,6 @@ from deepep_calc.physics.compute import (
     matmul_flops,
     prefill_device_us,
 )
-from deepep_calc.quantity import Tag
 
 from .hand import TOY, ep_layout, exact, q, resolved, val
 

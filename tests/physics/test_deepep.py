@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from deepep_calc.base.quantity import Tag
 from deepep_calc.catalog.transports import get_transport
 from deepep_calc.physics.deepep import (
     KernelShape,
@@ -21,7 +22,6 @@ from deepep_calc.physics.deepep import (
     traffic,
     variable_us,
 )
-from deepep_calc.quantity import Tag
 
 from .hand import GPU, PROXY, TOY_INSTANCE, exact, kernel_constants, q, val
 

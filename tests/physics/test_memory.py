@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from deepep_calc.base.quantity import Tag
 from deepep_calc.catalog.constants import overrides
 from deepep_calc.physics.memory import memory
-from deepep_calc.quantity import Tag
 
 from .hand import TOY, TOY_INSTANCE, ep_layout, exact, resolved, val
 

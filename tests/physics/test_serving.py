@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from deepep_calc.base.quantity import Q, Tag
 from deepep_calc.physics.serving import per_user, running_sequences, serve, tax_ms, usd_per_mtok
-from deepep_calc.quantity import Q, Tag
 
 from .hand import ep_layout, exact, q, resolved, val
 

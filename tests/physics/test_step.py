@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from deepep_calc.base.quantity import Tag
 from deepep_calc.catalog.constants import overrides
 from deepep_calc.catalog.model_catalog import resolve_model
 from deepep_calc.physics.step import (
@@ -25,7 +26,6 @@ from deepep_calc.physics.step import (
     proxied_host_us,
     proxy_lanes,
 )
-from deepep_calc.quantity import Tag
 
 from .hand import GPU, TOY, engine, ep_layout, exact, q, resolved, step_constants, val
 

@@ -20,10 +20,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..base.errors import FileInputError
+from ..base.quantity import Q
 from ..catalog.hardware import Instance
 from ..catalog.measured import Cell
 from ..catalog.transports import KernelRef, Transport
-from ..errors import FileInputError
+from ..files.kernel_log import KernelLog
 from ..fit.build import built_in_table
 from ..fit.engines import ENGINE_FIELDS, fit_serving
 from ..fit.kernels import fit_transport
@@ -33,9 +35,7 @@ from ..physics.deepep import KernelShape
 from ..physics.layout import layout
 from ..physics.serving import serve
 from ..physics.step import decode_step, prefill_step
-from ..quantity import Q
-from ..scenario import Scenario
-from .kernel_log import KernelLog
+from ..question.scenario import Scenario
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..base.errors import FileInputError, printable
+from ..base.quantity import Q
 from ..catalog.measured import Cell
-from ..errors import FileInputError, printable
 from ..fit.profile import fingerprint, parse_profile, validate_document
 from ..fit.profile_records import (
     CONSTANTS,
@@ -30,7 +31,6 @@ from ..fit.profile_records import (
     QRecord,
     ResidualRecord,
 )
-from ..quantity import Q
 
 if TYPE_CHECKING:
     from .fit import EngineCalibration, FittedConstant, KernelCalibration
@@ -77,8 +77,8 @@ def serialise(profile: Profile, shown: str) -> tuple[bytes, Profile]:
 
 
 def write_text_atomic(path: Path, text: str, force: bool) -> None:
-    """Write a profile's text by the safe-write rules (`deepep_calc.files`): never half a profile."""
-    from ..files import write_atomic
+    """Write a profile's text by the safe-write rules (`files/safe_write.py`): never half a profile."""
+    from ..files.safe_write import write_atomic
 
     write_atomic(path, text, "-o", overwrite=force)
 
@@ -129,7 +129,7 @@ def build_profile(
     name: str,
 ) -> Profile:
     """Assemble the profile; `name` (the output file name) labels its sources."""
-    from .. import __version__
+    from ..base.version import __version__
 
     kernel = []
     if alpha is not None:

@@ -15,12 +15,20 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 
+from ..base.errors import FileInputError, InputError
+from ..base.quantity import Q
 from ..catalog.measured import ArmMetrics, Cell
 from ..catalog.model_catalog import load_models
-from ..errors import FileInputError, InputError
-from ..quantity import Q
-from ..scenario import Resolved, Scenario, resolve
-from .aiperf import OSL_TOLERANCE, ABPair, AIPerfRun, _length, check_pair, derive_pair, group_by_concurrency
+from ..files.aiperf import (
+    OSL_TOLERANCE,
+    ABPair,
+    AIPerfRun,
+    _length,
+    check_pair,
+    derive_pair,
+    group_by_concurrency,
+)
+from ..question.scenario import Resolved, Scenario, resolve
 
 CELL_PREFIX = "your"
 """Ids of the user's cells read `your-c<concurrency>-k<EP_NUM_COMMS>`."""

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import CalcError
+from ..base.errors import CalcError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

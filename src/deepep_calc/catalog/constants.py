@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..quantity import Q, Tag
+from ..base.quantity import Q, Tag
 from ._toml import read_data
 
 

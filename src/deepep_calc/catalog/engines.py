@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import InputError
+from ..base.errors import InputError
 from ._toml import validate_rows
 
 Arm = Literal["deepep", "allgather", "tp", "replica"]

@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import InputError
-from ..quantity import Q
+from ..base.errors import InputError
+from ..base.quantity import Q
 from ._toml import validate_rows
 
 

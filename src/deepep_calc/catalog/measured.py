@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..quantity import Q
+from ..base.quantity import Q
 from ._toml import validate_rows
 
 CALIBRATION_MODEL = "qwen3-30b-a3b-fp8"

@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from deepep_calc.base.errors import CalcError, InputError
 from deepep_calc.catalog._toml import loads_packaged, packaged_text
 from deepep_calc.catalog.models import ModelSpec
-from deepep_calc.errors import CalcError, InputError
 
 MODELS_FILE = "models.toml"
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..errors import InputError
+from ..base.errors import InputError
 from ._toml import validate_rows
 from .constants import override_key
 

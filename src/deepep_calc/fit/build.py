@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
 def fit_kernels(rows: Sequence[KernelRow]) -> Table:
     """NVLink constants, instance factors and every transport's alpha / beta from `rows`."""
+    from ..base.quantity import Q
     from ..catalog.transports import load_transports
-    from ..quantity import Q
     from .engines import FALLBACK, initial_engines
     from .kernels import fallback_transport, fit_instance_factors, fit_nvlink, fit_transport
 

@@ -16,6 +16,10 @@ prefill) / (OSL - 1 + ttft_steps)`, refined once the TTFT stage has run. A negat
 pinned to 0 and the rest re-solved; a constant no observation pins comes from the engine's
 `prior_engine`, else the mean of the engines that have it, tagged assumed. Every fitted
 constant's source lists the observations it rests on.
+
+Why one module: the stages (dense arms under graphs, then eager, then DeepEP arms) solve
+one least-squares system in order, each stage holding the previous one's constants fixed;
+the order is the model.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.quantity import Q
 from ..catalog.engines import load_engines
 from ..physics.compute import decode_device_us
 from ..physics.layout import layout
@@ -38,8 +43,7 @@ from ..physics.step import (
     prefill_step,
     proxy_lanes,
 )
-from ..quantity import Q
-from ..scenario import Resolved
+from ..question.scenario import Resolved
 from .observations import Obs
 from .table import Table
 

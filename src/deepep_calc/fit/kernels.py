@@ -25,11 +25,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..base.quantity import Q
 from ..catalog.constants import const
 from ..catalog.hardware import get_instance, load_instances
 from ..catalog.transports import KernelRef, Transport, get_transport, load_transports
 from ..physics.deepep import KernelShape, issue_lanes, nvlink_bw, scaleout_bw, traffic
-from ..quantity import Q
 from .table import TransportFit
 
 HOME = "p5en"  # instance factors are stated relative to this instance

@@ -16,8 +16,8 @@ from typing import Any
 
 from ..catalog.measured import Cell, load_cells
 from ..catalog.references import ServingRef, inline_models, load_serving_refs
-from ..scenario import Resolved, Scenario, resolve
-from ..scenario import inline_models as inline_context
+from ..question.scenario import Resolved, Scenario, resolve
+from ..question.scenario import inline_models as inline_context
 
 
 @dataclass(frozen=True)

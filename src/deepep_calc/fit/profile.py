@@ -20,9 +20,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import FileInputError, InputError, printable
-from ..scenario import Resolved, Scenario
-from ..textfile import MIN_POSITIVE, read_text_file, stat_path
+from ..base.errors import FileInputError, InputError, printable
+from ..base.textfile import MIN_POSITIVE, read_text_file, stat_path
+from ..question.scenario import Resolved, Scenario
 from .profile_records import (
     KIND,
     MAX_PROFILE_BYTES,
@@ -175,7 +175,7 @@ def _check_scenario(s: Scenario, shown: str) -> None:
     from ..catalog.engines import get_engine
     from ..catalog.hardware import get_instance
     from ..catalog.transports import get_transport
-    from ..scenario import check_numbers
+    from ..question.scenario import check_numbers
 
     try:
         check_numbers(s)

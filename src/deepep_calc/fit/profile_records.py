@@ -14,12 +14,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from ..base.errors import InputError
+from ..base.quantity import Q, Tag
 from ..catalog.measured import Cell
-from ..errors import InputError
 from ..physics.deepep import KernelShape
 from ..physics.step import EngineConstants
-from ..quantity import Q, Tag
-from ..scenario import Resolved, Scenario
+from ..question.scenario import Resolved, Scenario
 from .engines import ENGINE_FIELDS
 from .table import Table, TransportFit
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..base.quantity import Q
 from ..physics.collectives import CollectiveConstants
 from ..physics.deepep import KernelConstants
 from ..physics.step import EngineConstants, StepConstants
-from ..quantity import Q
 
 
 @dataclass(frozen=True)

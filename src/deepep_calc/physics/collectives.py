@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from ..base.quantity import Q, qmax
 from ..catalog.constants import const
 from ..catalog.hardware import Instance
-from ..quantity import Q, qmax
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
+from ..base.quantity import Q, qmax
 from ..catalog.constants import const
-from ..quantity import Q, qmax
-from ..scenario import Resolved
+from ..question.scenario import Resolved
 from .layout import Layout
 from .params import count_params, kv_bytes_per_sequence, weight_bytes
 

@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from ..base.quantity import Q, qmax
 from ..catalog.hardware import Instance
 from ..catalog.transports import Transport
-from ..quantity import Q, qmax
 
 FP8_SCALE_BYTES_PER_128 = 4  # one fp32 scale per 128 FP8 values
 META_BYTES = 16  # per-token routing metadata in DeepEP's low-latency format

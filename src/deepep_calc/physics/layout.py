@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..scenario import Resolved
+from ..question.scenario import Resolved
 
 ARMS = ("deepep", "allgather", "tp", "replica")
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from ..base.quantity import Q
 from ..catalog.constants import const
-from ..quantity import Q
-from ..scenario import Resolved
+from ..question.scenario import Resolved
 from .layout import Layout
 from .params import kv_bytes_per_sequence, weight_bytes
 

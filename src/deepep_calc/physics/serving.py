@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..quantity import Q
-from ..scenario import Resolved
+from ..base.quantity import Q
+from ..question.scenario import Resolved
 from .layout import Layout
 
 

@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from ..base.quantity import Q, qmax
 from ..catalog.constants import const
-from ..quantity import Q, qmax
-from ..scenario import Resolved
+from ..question.scenario import Resolved
 from .collectives import CollectiveConstants, allgather_us, allgatherv_one_us, allreduce_us
 from .compute import decode_device_us, prefill_device_us
 from .deepep import KernelConstants, KernelShape, kernel_us

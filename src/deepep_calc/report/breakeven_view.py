@@ -12,7 +12,7 @@ from typing import Any
 from rich.padding import Padding
 from rich.text import Text
 
-from ..quantity import weakest
+from ..base.quantity import weakest
 from . import term
 
 _KNOBS = {"comms": "EP_NUM_COMMS", "QPs": "EP_EFA_MAX_QPS"}

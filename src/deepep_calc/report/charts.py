@@ -10,6 +10,10 @@ Figures are returned as plain plotly JSON dicts (`{"data": [...], "layout": {...
 straight into `Plotly.newPlot`, into the report and into the JSON API, without the cost of
 plotly's Python-side validation on every request. `as_figure()` wraps one in a
 `plotly.graph_objects.Figure` for notebook users.
+
+Why one module: every figure shares one layout vocabulary (axes, colours, the
+"this scenario" marker, the way a vectorised pass becomes traces); split per figure, each file
+would repeat it.
 """
 
 from __future__ import annotations
@@ -19,13 +23,14 @@ from typing import Any
 
 import numpy as np
 
+from ..base import palette
+from ..base.quantity import Q
 from ..catalog.measured import Cell, load_cells
-from ..evaluate import Result, compute
+from ..decide.verdict import ARM_LABELS, SYMBOLS, TITLES, classify_codes
+from ..estimate.evaluate import Result, compute
 from ..fit.profile import profile_of
-from ..quantity import Q
-from ..scenario import LIMITS, Resolved
-from ..verdict import ARM_LABELS, SYMBOLS, TITLES, classify_codes
-from . import palette
+from ..question.fields import LIMITS
+from ..question.scenario import Resolved
 from .labels import MEMORY_LABELS
 from .labels import STEP_LABELS as BREAKDOWN_LABELS
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..evaluate import Result
+from ..estimate.evaluate import Result
 from . import view
 
 
@@ -27,10 +27,10 @@ def _inline_script(text: str) -> str:
 
 
 def report_context(result: Result) -> dict[str, Any]:
-    from ..web.api import details_of
+    from .view import page_details
 
     data = result.to_json()
-    details = details_of(result)
+    details = page_details(result)
     return {
         "data": data,
         "verdict": data["verdict"],
@@ -42,7 +42,7 @@ def report_context(result: Result) -> dict[str, Any]:
 
 
 def render_html(result: Result) -> str:
-    from .. import __version__
+    from ..base.version import __version__
 
     ctx = report_context(result)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -60,8 +60,8 @@ def render_html(result: Result) -> str:
 
 
 def write_atomic(path: str | Path, text: str) -> Path:
-    """Write `text` by the tool's safe-write rules (`deepep_calc.files`); the path written."""
-    from ..files import write_atomic as safe_write
+    """Write `text` by the tool's safe-write rules (`deepep_calc.files.safe_write`); the path written."""
+    from ..files.safe_write import write_atomic as safe_write
 
     out = safe_write(path, text)
     return Path(out.given)

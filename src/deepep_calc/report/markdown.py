@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..evaluate import Result
-from ..launch import run_blocks
+from ..decide.launch import run_blocks
+from ..estimate.evaluate import Result
 from . import view
 
 
@@ -36,10 +36,10 @@ def _q(q: dict[str, Any], digits: int) -> str:
 
 
 def render_markdown(result: Result) -> str:
-    from ..web.api import details_of
+    from .view import page_details
 
     data = result.to_json()
-    details = details_of(result)
+    details = page_details(result)
     v = data["verdict"]
     arms = list(data["arms"])
     out = [

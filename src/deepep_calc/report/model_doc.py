@@ -105,7 +105,7 @@ def engine_fits_table() -> str:
 
 def validation_tables() -> str:
     try:
-        from ..validate import render_markdown
+        from ..whatif.validate import render_markdown
     except ImportError:  # pragma: no cover - validate ships with the package
         return "_validation report not available_"
     return render_markdown().strip()

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..base import palette
+from ..base.quantity import Q
 from ..catalog.transports import load_transports
-from ..quantity import Q
-from . import palette
 
 CLOUD_POINTS = 1500  # other compared configurations drawn behind the frontier (a sample)
 

@@ -30,7 +30,7 @@ SERVE_URL = "http://127.0.0.1:8000"  # where `deepep-calc serve` listens by defa
 
 def render_plan_html(plan: Any, serve_url: str = SERVE_URL) -> str:
     """The whole page as one string (written by the command's single write call)."""
-    from .. import __version__
+    from ..base.version import __version__
 
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     ctx = plan_context(plan)

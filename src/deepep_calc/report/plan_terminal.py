@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
 
-from ..quantity import Q
+from ..base.quantity import Q
 from .terminal import TAG_STYLE
 
 LETTER = {"measured": "m", "derived": "d", "assumed": "a"}

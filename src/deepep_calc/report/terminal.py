@@ -15,9 +15,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ..launch import run_blocks
-from ..quantity import Q
-from ..verdict import ARM_LABELS
+from ..base.quantity import Q
+from ..decide.launch import run_blocks
+from ..decide.verdict import ARM_LABELS
 from . import term
 from .labels import step_label
 from .view import BAND_LEGEND_SHORT, band_range
@@ -243,9 +243,10 @@ def print_calibration(console: Console | None = None) -> None:
     terminal also gets them as columns, and the model's per-user ratio.
     """
     from ..catalog.measured import load_cells
-    from ..evaluate import compute, evaluate
+    from ..decide.answer import evaluate
+    from ..estimate.evaluate import compute
     from ..fit.observations import cell_scenario
-    from ..scenario import resolve
+    from ..question.scenario import resolve
 
     c = console or term.console()
     wide = term.wide(c)

@@ -5,6 +5,9 @@ environment live here so the web page (server-rendered and JavaScript-updated), 
 report and the Markdown summary cannot disagree. Everything works on `Result.to_json()`,
 the same object the CLI prints and the API returns: a figure shown anywhere is a figure in
 that object.
+
+Why one module: it is the one place display strings are decided for the page, its
+JavaScript updates and both reports, so no face formats a number its own way.
 """
 
 from __future__ import annotations
@@ -18,8 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from ..scenario import DEFAULTS
-from ..verdict import ARM_LABELS, SYMBOLS, TITLES
+from ..base import palette
+from ..base.quantity import Q
+from ..catalog.transports import load_transports
+from ..decide.launch import run_blocks
+from ..decide.verdict import ARM_LABELS, SYMBOLS, TITLES
+from ..physics.params import count_params
+from ..question.fields import DEFAULTS
 from .labels import step_label
 
 # (label, path inside one arm's JSON, decimals)
@@ -278,14 +286,12 @@ def verdict_cards(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _arm_colour(data: dict[str, Any], arm: str) -> str:
-    from . import palette
 
     return palette.arm_colour(arm, transport_initiation().get(data["scenario"]["transport"], True))
 
 
 def page_layout() -> dict[str, Any]:
     """The table layout handed to the page's JavaScript (so both renderers use one definition)."""
-    from . import palette
 
     return {
         "arm_rows": ARM_ROWS,
@@ -319,8 +325,6 @@ def templates() -> Any:
     """The Jinja environment shared by the web pages and the HTML report."""
     from jinja2 import ChoiceLoader, Environment, PackageLoader, select_autoescape
 
-    from . import palette
-
     env = Environment(
         loader=ChoiceLoader(
             [PackageLoader("deepep_calc", "web/templates"), PackageLoader("deepep_calc", "report/templates")]
@@ -353,8 +357,6 @@ def templates() -> Any:
 
 def model_summary(result: Any) -> dict[str, Any]:
     """The structure that was evaluated, with its parameter counts tagged like its memory."""
-    from ..physics.params import count_params
-    from ..quantity import Q
 
     m = result.resolved.model
     p = count_params(m)
@@ -381,7 +383,6 @@ def model_summary(result: Any) -> dict[str, Any]:
 
 def flag_lines(flags: dict[str, Any]) -> list[str]:
     """The run block as plain lines: each pasteable part fenced on its own (see `run_blocks`)."""
-    from ..launch import run_blocks
 
     blocks = run_blocks(flags)
     if not blocks:
@@ -394,14 +395,12 @@ def flag_lines(flags: dict[str, Any]) -> list[str]:
 
 def run_block_parts(flags: dict[str, Any]) -> list[dict[str, str]]:
     """The run block for templates: caption, language and text of each part."""
-    from ..launch import run_blocks
 
     return [{"caption": c, "lang": lang, "text": text} for c, lang, text in run_blocks(flags)]
 
 
 def transport_initiation() -> dict[str, bool]:
     """Transport name -> host-proxied, for colouring the DeepEP arm from a result's JSON."""
-    from ..catalog.transports import load_transports
 
     return {name: t.host_proxied for name, t in load_transports().items()}
 
@@ -411,3 +410,24 @@ def plotly_js_path() -> Any:
     from importlib import resources
 
     return resources.files("plotly").joinpath("package_data", "plotly.min.js")
+
+
+def page_details(result: Any, uploaded: bool = False) -> dict[str, Any]:
+    """Everything the page, the HTML report and the Markdown report draw beside the numbers:
+    the model evaluated, the summary lines, charts, provenance rows and band strings.
+
+    `uploaded`: the model came from a config.json posted to the page, so no CLI line names it.
+    """
+    from .charts import all_charts
+
+    data = result.to_json()
+    return {
+        "model": model_summary(result),
+        "summary": scenario_summary(data),
+        "flag_lines": flag_lines(data["verdict"]["flags"]),
+        "verdict_text": verdict_text(data["verdict"]),
+        "cli": None if uploaded else cli_command(result.scenario),
+        "charts": all_charts(result),
+        "provenance": provenance_rows(data),
+        "bands": band_strings(data),
+    }

@@ -17,16 +17,8 @@ import orjson
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from ..evaluate import Result
-from ..report.view import (
-    band_strings,
-    cli_command,
-    flag_lines,
-    model_summary,
-    provenance_rows,
-    scenario_summary,
-    verdict_text,
-)
+from ..estimate.evaluate import Result
+from ..report.view import page_details
 from .inputs import cache_key, run
 from .schemas import (
     DetailsResponse,
@@ -111,21 +103,10 @@ def evaluate_json(req: EvaluateRequest) -> bytes:
 
 
 def details_of(result: Any) -> dict[str, Any]:
-    from ..report.charts import all_charts
+    """What the page draws beside the numbers; a model uploaded to the page has no CLI name."""
     from .inputs import UPLOAD_PREFIX
 
-    data = result.to_json()
-    uploaded = result.scenario.model.startswith(UPLOAD_PREFIX)
-    return {
-        "model": model_summary(result),
-        "summary": scenario_summary(data),
-        "flag_lines": flag_lines(data["verdict"]["flags"]),
-        "verdict_text": verdict_text(data["verdict"]),
-        "cli": None if uploaded else cli_command(result.scenario),
-        "charts": all_charts(result),
-        "provenance": provenance_rows(data),
-        "bands": band_strings(data),
-    }
+    return page_details(result, uploaded=result.scenario.model.startswith(UPLOAD_PREFIX))
 
 
 @router.post(
@@ -156,7 +137,7 @@ async def api_details(body: EvaluateRequest) -> Response:
     response_class=Response,
 )
 async def api_kernel(body: KernelRequest) -> Response:
-    from ..kernel import kernel_query
+    from ..estimate.kernel import kernel_query
 
     out = kernel_query(**body.model_dump())
     return _json(dumps({k: v.to_json() for k, v in out.items()}))

@@ -22,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..errors import CalcError
+from ..base.errors import CalcError
 from . import api, pages, plan_routes
 from .guard import SECURITY_HEADERS, Guard
 from .inputs import api_message, from_validation, input_name
@@ -91,7 +91,7 @@ def create_app(allowed_hosts: Iterable[str] | None = None) -> Any:
     `allowed_hosts`: the Host header names to answer (`serve` passes the loopback names on a
     loopback bind); None answers any, which is what test clients and a deliberate public bind need.
     """
-    from .. import __version__
+    from ..base.version import __version__
 
     app = FastAPI(
         title="deepep-calc",

@@ -17,12 +17,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..base.errors import CalcError, FileInputError, InputError
 from ..catalog.hf import MAX_CONFIG_BYTES, spec_from_hf_dict
 from ..catalog.model_catalog import load_models, preset_names
 from ..catalog.models import ModelSpec
-from ..errors import CalcError, FileInputError, InputError
-from ..evaluate import Result, evaluate
-from ..scenario import FLOAT_FIELDS, INT_FIELDS, Scenario, inline_models
+from ..decide.answer import evaluate
+from ..estimate.evaluate import Result
+from ..question.scenario import FLOAT_FIELDS, INT_FIELDS, Scenario, inline_models
 from .schemas import EvaluateRequest
 
 UPLOAD_PREFIX = "upload:"

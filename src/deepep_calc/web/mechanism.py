@@ -14,15 +14,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ..base import palette
+from ..base.quantity import Q
 from ..catalog.measured import load_cells, load_facts
 from ..catalog.transports import KernelRef, load_transports
-from ..evaluate import Result, evaluate
+from ..decide.answer import evaluate
+from ..estimate.evaluate import Result
 from ..fit.observations import cell_scenario
 from ..physics.deepep import KernelShape
 from ..physics.layout import layout
-from ..quantity import Q
-from ..report import palette
-from ..scenario import Scenario
+from ..question.scenario import Scenario
 
 
 class Property(BaseModel):

@@ -14,16 +14,16 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse
 from starlette.datastructures import UploadFile
 
+from ..base.errors import CalcError, FileInputError
 from ..catalog.engines import load_engines
 from ..catalog.hardware import load_instances
 from ..catalog.hf import MAX_CONFIG_BYTES
 from ..catalog.model_catalog import preset_names
 from ..catalog.models import DTYPES
 from ..catalog.transports import load_transports
-from ..errors import CalcError, FileInputError
-from ..evaluate import Result
+from ..estimate.evaluate import Result
+from ..question.fields import DEFAULTS
 from ..report import view
-from ..scenario import DEFAULTS
 from .api import details_of
 from .guard import FORM_LIMIT
 from .inputs import CONFIG_ORIGIN, api_message, input_name, request_from_form, run

@@ -17,14 +17,14 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
+from ..base.errors import CalcError, InputError
 from ..catalog.engines import load_engines
 from ..catalog.hardware import load_instances
 from ..catalog.model_catalog import preset_names
-from ..errors import CalcError, InputError
-from ..plan import Plan, default_engines, default_instances, plan_request, run_plan
-from ..plan_evidence import MEASURED_ONLY
+from ..question.fields import DEFAULTS
 from ..report import view
-from ..scenario import DEFAULTS
+from ..whatif.plan.evidence import MEASURED_ONLY
+from ..whatif.plan.search import Plan, default_engines, default_instances, plan_request, run_plan
 from .api import ERRORS, LRU, dumps
 from .inputs import input_name
 from .plan_schemas import WEB_MAX_NODES, PlanRequestBody, PlanResponse

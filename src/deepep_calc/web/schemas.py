@@ -5,6 +5,9 @@ omitted = CLI default) plus two things only a web client needs: `eager` as the C
 decode mode, and `config_json`, a model's config.json sent inline instead of a path the server
 would have to read. The response is exactly `Result.to_json()`, the object `evaluate --json`
 prints; `EvaluateResponse` documents it, and a test checks that real responses validate.
+
+Why one module: the request and response models are what `/openapi.json` publishes; one
+file reads as the API's contract.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..errors import InputError
-from ..kernel import LIMITS as KERNEL_LIMITS
-from ..scenario import FLOAT_FIELDS, FLOAT_LIMIT, LIMITS, OVERRIDE_LIMIT, Scenario
+from ..base.errors import InputError
+from ..estimate.kernel import LIMITS as KERNEL_LIMITS
+from ..question.fields import FLOAT_LIMIT, LIMITS, OVERRIDE_LIMIT
+from ..question.scenario import FLOAT_FIELDS, Scenario
 
 Tag = Literal["measured", "derived", "assumed"]
 
@@ -387,6 +391,15 @@ class ProvenanceRow(BaseModel):
     unit: str
     tag: Tag
     source: str
+    band: str = Field("", description="the figure's 10th-90th percentile band, as shown ('' if none)")
+
+
+class Bands(BaseModel):
+    """The band strings the arms and comparison tables show beside their numbers ('' for none)."""
+
+    arms: dict[str, dict[str, str]] = Field(description="arm -> result path -> band string")
+    compared: dict[str, str] | None = Field(description="arm -> band of the aggregate the verdict compared")
+    compare: list[str] = Field(description="one band string per row of the comparison table")
 
 
 class Segment(BaseModel):
@@ -419,3 +432,4 @@ class DetailsResponse(BaseModel):
     cli: str | None = Field(description="the CLI command giving the same result (none for an upload)")
     charts: dict[str, dict[str, Any]] = Field(description="plotly figures: {data, layout}")
     provenance: list[ProvenanceRow]
+    bands: Bands

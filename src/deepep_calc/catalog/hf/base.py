@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from deepep_calc.errors import FileInputError, printable
+from deepep_calc.base.errors import FileInputError, printable
 
 # Real config.json files are a few KB; anything this big is the wrong file (weights, a dump).
 MAX_CONFIG_BYTES = 5 * 1024 * 1024

@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from deepep_calc.base.errors import FileInputError
 from deepep_calc.catalog.hf.base import MAX_CONFIG_BYTES, one_line
 from deepep_calc.catalog.hf.spec import spec_from_hf_dict
 from deepep_calc.catalog.models import ModelSpec
-from deepep_calc.errors import FileInputError
 
 
 def _read_json(file: Path) -> Any:

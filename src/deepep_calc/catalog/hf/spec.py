@@ -12,11 +12,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from deepep_calc.base.errors import FileInputError
 from deepep_calc.catalog.hf import dbrx, deepseek, glm4_moe, gpt_oss, llama4, mixtral, qwen3
 from deepep_calc.catalog.hf.base import Adapter, Fields, one_line, show
 from deepep_calc.catalog.hf.dtypes import read_dtypes
 from deepep_calc.catalog.models import ModelSpec
-from deepep_calc.errors import FileInputError
 
 _HF_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 

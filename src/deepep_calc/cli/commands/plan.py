@@ -1,0 +1,152 @@
+"""`deepep-calc plan`: the cheapest configuration that meets the targets, and the frontier.
+
+Light at import time: the planner, rich and plotly load inside the command. The command owns
+the progress bar (the planner reports passes through a callback and never imports rich).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ...question.fields import DEFAULTS
+from ...whatif.plan.evidence import MEASURED_ONLY
+from ..options import ListOf, emit_json
+
+
+def register(app: click.Group) -> None:
+    app.add_command(plan_cmd)
+
+
+@click.command("plan")
+@click.option(
+    "--model", default=DEFAULTS["model"], show_default=True, help="preset name or path to a config.json"
+)
+@click.option(
+    "--isl", type=int, default=DEFAULTS["isl"], show_default=True, help="input sequence length (tokens)"
+)
+@click.option(
+    "--osl", type=int, default=DEFAULTS["osl"], show_default=True, help="output sequence length (tokens)"
+)
+@click.option("--concurrency", type=int, help="requests in flight (give this or --request-rate)")
+@click.option("--request-rate", type=float, help="requests per second; running sequences by Little's law")
+@click.option("--slo-tok-s", type=float, help="per-user decode floor (tok/s)")
+@click.option("--ttft-ms", type=float, help="time-to-first-token ceiling (ms)")
+@click.option("--budget-per-hour", type=float, help="most $ per hour for the whole deployment")
+@click.option(
+    "--instances",
+    "--instance",
+    "instances",
+    type=ListOf(click.STRING),
+    metavar="LIST",
+    help="instance types to search, comma-separated [default: the EFA ones]",
+)
+@click.option("--max-nodes", type=int, default=16, show_default=True, help="largest node count searched")
+@click.option(
+    "--engines",
+    "--engine",
+    "engines",
+    type=ListOf(click.STRING),
+    metavar="LIST",
+    help="engines to search, comma-separated [default: all]",
+)
+@click.option("--max-batch", type=int, help="sequences per DP rank [default: each engine's own]")
+@click.option("--measured-only", is_flag=True, help=MEASURED_ONLY)
+@click.option(
+    "--price-per-hour",
+    type=ListOf(click.FLOAT),
+    metavar="P | NAME=P,...",
+    help="$ per node-hour: one price for every instance searched, or per instance (default: catalog)",
+)
+@click.option("--json", "as_json", is_flag=True, help="print the plan as one JSON object")
+@click.option(
+    "--html", "html_path", metavar="FILE", help="write a self-contained HTML page with the frontier"
+)
+def plan_cmd(as_json: bool, html_path: str | None, **fields: Any) -> None:
+    """Search instance types, node counts, engines, graph modes, arms and EP_NUM_COMMS for the
+    cheapest configuration ($ per million output tokens) that fits and meets every target.
+
+    Prints its verdict card and the command line to run it, the frontier of per-user tok/s
+    against $/Mtok, and, when nothing meets the targets, the closest misses and the single
+    change that would. Example: --model deepseek-v3 --isl 1024 --osl 256 --concurrency 64
+    --slo-tok-s 20
+    """
+    from ...files.safe_write import check_output, scenario_inputs, writing
+    from ...whatif.plan.search import default_size, plan_request, plan_size, run_plan
+
+    req = plan_request(**fields)
+    # The target is checked before the search: a bad one costs nothing and writes nothing.
+    target = check_output(html_path, "--html", inputs=scenario_inputs(req.model)) if html_path else None
+    if target is not None and target.is_stdout and as_json:
+        raise click.UsageError("--html - prints the page; drop --json or name a file")
+    with _progress(plan_size(req) > default_size(req)) as progress:
+        plan = run_plan(req, progress)
+    if target is None:
+        if as_json:
+            emit_json(plan.to_json())
+        else:
+            _print(plan)
+        return
+    from ...report.plan_html import render_plan_html
+
+    with writing(target):  # rendered and staged before anything is committed
+        target.stage(render_plan_html(plan).encode("utf-8"))
+    if not target.is_stdout:  # a page sent to stdout is the output itself: nothing beside it
+        if as_json:
+            emit_json(plan.to_json())
+        else:
+            _print(plan)
+        click.echo(f"deepep-calc: wrote {target.shown}", err=as_json)
+
+
+def _print(plan: Any) -> None:
+    from rich.console import Console
+
+    from ...report.plan_terminal import print_best_card, print_plan
+
+    console = Console(highlight=False)
+    print_plan(plan, console)
+    if plan.best is not None:
+        from ...decide.answer import evaluate
+        from ...question.scenario import Scenario
+
+        console.print()
+        print_best_card(plan, evaluate(Scenario(**plan.best.config)), console)
+
+
+class _progress:
+    """A rich bar on stderr for plans larger than the default (only on a terminal)."""
+
+    def __init__(self, show: bool) -> None:
+        self.show = show
+        self.bar: Any = None
+        self.task: Any = None
+
+    def __enter__(self) -> Any:
+        if not self.show:
+            return None
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        console = Console(stderr=True)
+        if not console.is_terminal:
+            return None
+        self.bar = Progress(
+            TextColumn("plan"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        self.bar.start()
+        self.task = self.bar.add_task("plan", total=None)
+        return self.update
+
+    def update(self, done: int, total: int) -> None:
+        self.bar.update(self.task, completed=done, total=total)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.bar is not None:
+            self.bar.stop()

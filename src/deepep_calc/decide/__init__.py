@@ -1,0 +1,1 @@
+"""The answer: the verdict rules, their explanations, remedies and break-evens."""

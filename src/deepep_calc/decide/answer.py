@@ -1,0 +1,81 @@
+"""The answer to one scenario: the estimate, the rule, and the words, put together.
+
+`evaluate()` is the public entry point: it resolves the question, computes every arm
+(`estimate/evaluate.py`), applies the rule (`verdict.py`) and words it: the headline
+(`headline.py`), the reasons and caveats (`explain.py`) and the fixes when nothing fits or no
+arm meets the targets (`remedy.py`). The advisories and the robustness line (the what-if
+passes) wait for their first read, in the context this call ran in.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any
+
+import numpy as np
+
+from ..estimate.evaluate import Result, check_splittable, compute
+from ..question.scenario import Scenario, resolve
+from .explain import advisories, caveats, engine_flags, flip_advisory, reasons
+from .headline import headline
+from .remedy import fixes_for
+from .verdict import Verdict, assess, band_crosses, compare, status_of
+
+
+def evaluate(scenario: Scenario | None = None, /, **fields: Any) -> Result:
+    """Evaluate a scenario (or keyword fields on top of the calibration defaults)."""
+    if scenario is None:
+        scenario = Scenario(**fields)
+    elif fields:
+        scenario = scenario.model_copy(update=fields)
+    r = resolve(scenario)
+    check_splittable(r)
+    result = compute(r)
+    result.verdict = decide(result)
+    return result
+
+
+def decide(result: Any, lazy: bool = True) -> Verdict:
+    """Classify one scenario and word it: headline, reasons, advisories, fixes, flags.
+
+    `lazy`: leave the advisories and robustness (the what-if passes) to their first read, run
+    in the context this call ran in (inline uploaded models, for one); `False` runs them now.
+    """
+    a = assess(result)
+    code = str(np.asarray(a.codes).reshape(-1)[0])
+    arm = str(np.asarray(a.recommended).reshape(-1)[0])
+    status = status_of(a)
+    comparison = compare(result)
+    contending = {n: bool(np.asarray(v).reshape(-1)[0]) for n, v in a.contending.items()}
+    # capacity picks the faster EP flavour (threshold 1); otherwise DeepEP must clear the noise band
+    deciding = 1.0 if code == "capacity" else comparison.threshold
+    close = (
+        contending["deepep"]
+        and contending[result.alternative]
+        and comparison.basis == "model"
+        and band_crosses(comparison.ratio, deciding)
+    )
+    fixes = fixes_for(result, status) if status != "ok" else []
+    v = Verdict(code, "", arm, [], status=status, close_call=close, compared=comparison)
+    v.caveats = caveats(result, arm)
+    v.fixes = [f.to_json() for f in fixes]
+    v.headline = headline(result, v, contending, fixes)
+    v.reasons = reasons(result, v)
+    v.flags = engine_flags(result, arm)
+    context = contextvars.copy_context()
+    v._pending = lambda: context.copy().run(_advise, result, v, fixes)  # one copy per run: thread-safe
+    if not lazy:
+        v.settle()
+    return v
+
+
+def _advise(result: Any, v: Verdict, fixes: list[Any]) -> tuple[list[str], str]:
+    """The advisories and the robustness line of a verdict (the what-if passes)."""
+    out = advisories(result, v, fixes)
+    flip = flip_advisory(result, v.code) if v.status != "nothing_fits" else ""
+    if flip:
+        out.append(flip)
+        return out, f"fragile: {flip}"
+    if v.status == "nothing_fits":
+        return out, "untested: nothing fits as asked"
+    return out, "robust: no single change of transport, comms, graphs, concurrency or nodes flips it"

@@ -1,0 +1,146 @@
+"""(a) The kernel latency at which DeepEP ties the alternative (a shift of the transport's alpha)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ...base.quantity import Q
+from ...estimate.evaluate import Result, table_for
+from ...fit.profile import profile_of
+from ...fit.table import Table
+from ...question.scenario import Resolved
+from ..verdict import ARM_LABELS
+from .search import Answer, _at, model, why_not_served
+
+# (a) kernel latency at which DeepEP ties the alternative ------------------------------------
+
+
+class AlphaShift:
+    """A calibration-profile stand-in that adds `delta_us` to every DeepEP fixed latency.
+
+    Split evenly between dispatch and combine (only their sum matters to the step). Any real
+    profile on the scenario keeps its cells, engine constants and its own kernel fit underneath.
+    """
+
+    def __init__(self, inner: Any, delta_us: float) -> None:
+        self.inner, self.delta = inner, delta_us
+
+    def apply(self, table: Table, r: Resolved) -> Table:
+        if self.inner is not None:
+            table = self.inner.apply(table, r)
+        half = self.delta / 2.0
+        if r.scenario.nodes <= 1 or r.transport.fabric == "nvlink":  # the NVLink-only kernel
+            return replace(table, nvlink_alpha_us=(table.nvlink_alpha_us + self.delta).as_("us"))
+        t = table.transports[r.transport.name]
+        factor = table.instance_factor(r.instance.name).scalar
+        shifted = replace(
+            t,
+            alpha_dispatch_us=(t.alpha_dispatch_us + half / factor).as_("us"),
+            alpha_combine_us=(t.alpha_combine_us + half / factor).as_("us"),
+        )
+        return table.with_transport(r.transport.name, shifted)
+
+    def kernel_fit(self, name: str) -> Any:
+        return self.inner.kernel_fit(name) if self.inner is not None else None
+
+    def cells(self) -> list[Any]:
+        return list(self.inner.cells()) if self.inner is not None else []
+
+    def __getattr__(self, name: str) -> Any:
+        if self.inner is None:
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def with_kernel_shift(r: Resolved, delta_us: float) -> Resolved:
+    """The same scenario with every DeepEP dispatch + combine `delta_us` slower per MoE layer."""
+    return replace(r, profile=AlphaShift(profile_of(r), delta_us))
+
+
+def _per_layer_us(result: Result, layers: int) -> Q:
+    comm = result.arms["deepep"].breakdown_ms["moe_comm"]
+    return _at((comm * (1000.0 / max(layers, 1))).as_("us", f"DeepEP kernels per step / {layers} MoE layers"))
+
+
+def kernel_tie(r: Resolved) -> Answer:
+    alt_name = r.scenario.alternative
+    q = f"Per-MoE-layer dispatch + combine latency at which DeepEP ties {ARM_LABELS[alt_name]}"
+    base = model(r)
+    layers = r.model.moe_layers
+    now = _per_layer_us(base, layers)
+    dee, alt = base.arms["deepep"], base.arms[alt_name]
+    for name, arm in (("DeepEP", dee), (ARM_LABELS[alt_name], alt)):
+        if not bool(np.all(arm.feasible)):
+            return Answer(
+                "kernel_tie_us",
+                q,
+                None,
+                f"No tie to find: {name} is not feasible here ({why_not_served(r, arm)}).",
+                short="not applicable",
+            )
+
+    def ratio_at(shift: float) -> float:
+        return _at(model(with_kernel_shift(r, shift)).ratio_deepep_vs_alternative).scalar
+
+    lowest = -_alpha_total(r)  # every fixed latency gone: the fastest these kernels can be
+    floor = _per_layer_us(model(with_kernel_shift(r, lowest)), layers)
+    high = max(4.0 * now.scalar, 1000.0)  # four times slower than today (at least 1 ms)
+    r_low, r_high = ratio_at(lowest), ratio_at(high)
+    check = {"now_us": now, "floor_us": floor}
+    if abs(r_low - r_high) < 1e-6:
+        note = (
+            f"No kernel latency changes the ratio: the kernels (now {now.scalar:,.1f} µs per layer) "
+            "hide under the engine's CPU path, so faster kernels would not help DeepEP here."
+        )
+        return Answer("kernel_tie_us", q, None, note, check, short="never")
+    if r_low < 1.0:
+        note = (
+            f"No kernel latency ties: even at {floor.scalar:,.1f} µs per layer (no fixed latency; now "
+            f"{now.scalar:,.1f} µs) DeepEP stays behind, so the rest of its step (engine, host proxy) "
+            "decides, not the kernels."
+        )
+        return Answer("kernel_tie_us", q, None, note, check, short="never")
+    if r_high > 1.0:
+        note = (
+            f"DeepEP stays ahead even at {now.scalar + high:,.0f} µs per layer (now {now.scalar:,.1f} µs): "
+            "slower kernels would not change the verdict."
+        )
+        return Answer("kernel_tie_us", q, None, note, check, short="never")
+    lo, hi = lowest, high  # ratio falls as the shift grows: bisect for ratio = 1
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if ratio_at(mid) > 1.0 else (lo, mid)
+    shift = 0.5 * (lo + hi)
+    delta = Q(shift, "us", now.tag, "bisection on the model ratio")
+    tie = (now + delta).as_(
+        "us", f"solved: the per-layer latency at which the model ratio is 1 (DeepEP now {now.scalar:,.0f} us)"
+    )
+    check = {
+        **check,
+        "solution_us": tie,
+        "ratio_at_solution": _at(model(with_kernel_shift(r, shift)).ratio_deepep_vs_alternative),
+    }
+    note = (
+        f"DeepEP ties {ARM_LABELS[alt_name]} at {tie.scalar:,.1f} µs of dispatch + combine per MoE layer "
+        f"(now {now.scalar:,.1f} µs, {delta.scalar:+,.1f} µs): faster kernels than that put DeepEP "
+        "ahead, slower ones behind."
+    )
+    if tie.scalar < floor.scalar:
+        note += (
+            f" That is below the {floor.scalar:,.1f} µs the bandwidth and issue terms alone take at this "
+            "shape: no fixed-latency saving reaches it."
+        )
+    return Answer("kernel_tie_us", q, tie, note, check)
+
+
+def _alpha_total(r: Resolved) -> float:
+    """Fixed latency of one dispatch + combine as the model charges it here (us)."""
+    table = table_for(r)
+    if r.scenario.nodes <= 1 or r.transport.fabric == "nvlink":
+        return table.nvlink_alpha_us.scalar
+    t = table.transports[r.transport.name]
+    factor = table.instance_factor(r.instance.name).scalar
+    return (t.alpha_dispatch_us.scalar + t.alpha_combine_us.scalar) * factor

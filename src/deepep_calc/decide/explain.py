@@ -1,0 +1,423 @@
+"""Words for a verdict: reasons with their numbers, advisories, caveats, the flip search, flags.
+
+Nothing here computes physics: every number comes from a `Result` (or from `compute()` on a
+scenario one input away), so the explanation cannot disagree with the model. The figures the
+rule compared come from `verdict.compare`, so a reason never quotes a number the rule did not
+use without saying which one it used.
+
+Why one module: the reasons, advisories and the flip search quote the same comparison and
+the same tagged figures; split, a reason could word a number differently from its advisory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..base.errors import CalcError
+from ..base.quantity import Q
+from ..catalog.measured import load_facts
+from ..catalog.model_catalog import load_models, namesake_difference, preset_twin
+from ..catalog.transports import load_transports
+from ..estimate.evaluate import compute, deepep_neighbour_cell, duration, like_with_like
+from ..question.fields import LIMITS
+from ..question.scenario import VARIABLE, resolve
+from .launch import arm_env, launch
+from .verdict import ARM_LABELS, NO_ARM, SYMBOLS, Verdict, classify, classify_codes, pair, tagged, times
+
+# EP sizes far past the kernel references: beyond this multiple of the largest referenced EP,
+# the headline says the DeepEP figures are an extrapolation (below it, a reason says so).
+FAR_EP_FACTOR = 4
+# The uncapped EP_EFA_MAX_QPS of the measured QP finding ([A1230]: 129 vs the default 2).
+UNCAPPED_QPS = 129
+
+
+def _ms_per_layer(q: Q, layers: int) -> str:
+    return f"{q.scalar * 1000.0 / max(layers, 1):,.0f} µs"
+
+
+def tax_words(tax: Q, ratio: Q | None = None) -> str:
+    """A negative tax is a saving: say so instead of printing a minus sign in a 'tax'. Beside an
+    aggregate ratio above 1 a longer step is no 'tax' on the outcome: say what carries it."""
+    if tax.scalar >= 0:
+        if ratio is not None and ratio.scalar > 1.0 and tax.scalar > 0:
+            return (
+                f"DeepEP's step is {tagged(tax)} longer, yet its aggregate is higher: time to first "
+                "token and batch size carry it"
+            )
+        return f"a tax of {tagged(tax)} on every step"
+    saved = Q(-tax.value, tax.unit, tax.tag, tax.source)
+    return f"DeepEP saves {tagged(saved)} on every step"
+
+
+def referenced_ep(transport: Any) -> int:
+    """The largest EP any kernel reference of this transport was measured at."""
+    return max([transport.reference.ep, *(c.ep for c in transport.cross_check)])
+
+
+def caveats(result: Any, arm: str) -> list[str]:
+    """Inputs at the edge of what the model can honestly say: flagged in the headline."""
+    r, s = result.resolved, result.scenario
+    out: list[str] = []
+    dee = result.arms["deepep"]
+    top = referenced_ep(r.transport)
+    if s.nodes > 1 and dee.feasible and r.world > FAR_EP_FACTOR * top:
+        out.append(
+            f"Caveat: DeepEP over {r.transport.name} at EP{r.world} is far past the largest EP it was "
+            f"measured at (EP{top}); its figures are an extrapolation."
+        )
+    if s.concurrency < s.nodes:
+        out.append(
+            f"Caveat: {s.concurrency:,} concurrent requests on {s.nodes:,} nodes leave at least "
+            f"{s.nodes - s.concurrency:,} nodes without a request to serve."
+        )
+    return out
+
+
+def reasons(result: Any, v: Verdict) -> list[str]:
+    """Why the verdict is what it is, each line quoting its numbers with their tags."""
+
+    r = result.resolved
+    s = r.scenario
+    code, arm = v.code, v.recommended_arm
+    dee, alt = result.arms["deepep"], result.arms[result.alternative]
+    alt_label = ARM_LABELS[result.alternative]
+    c = v.compared
+    assert c is not None
+    out: list[str] = []
+    if code == "capacity":
+        single = result.arms["replica"]
+        m = single.memory
+        if not single.fits_memory:
+            out.append(
+                f"On one {r.instance.name} node each GPU would need {tagged(single.memory_gb_per_gpu, 0)} "
+                f"(weights {tagged(m.weights_gb, 0)}, KV {tagged(m.kv_gb, 1)}) against "
+                f"{tagged(m.usable_gb, 0)} usable: experts must be sharded across nodes."
+            )
+    if c.ratio is not None:
+        basis = (
+            "measured aggregates of both arms"
+            if c.basis == "measured"
+            else "the model's aggregates of both arms (like with like)"
+        )
+        out.append(
+            f"Compared on {basis}: DeepEP {pair(c.aggregate['deepep'], c.aggregate[result.alternative])} "
+            f"for {alt_label}, ratio {times(c.ratio)}; DeepEP wins only above {c.threshold:.2f}× "
+            "(the noise band)."
+        )
+        out += c.set_aside
+        out += _from_the_measured_knobs(result)
+        a_pu, b_pu, _ = like_with_like(dee, alt, "per_user_tok_s")
+        if c.tax_ms_per_token is not None:
+            out.append(
+                f"Per-user decode: DeepEP {pair(a_pu, b_pu)} for {alt_label}: "
+                f"{tax_words(c.tax_ms_per_token, c.ratio)}."
+            )
+    for name, a in result.arms.items():
+        if not a.feasible:
+            out.append(f"{ARM_LABELS[name]} cannot run here: {a.why_not}.")
+    if "replica" in result.arms and arm == "replica":
+        rep = result.arms["replica"]
+        out.append(
+            f"The model fits one node, so independent single-node replicas avoid the network for "
+            f"experts entirely: {tagged(c.aggregate['replica'])} aggregate (model; replicas have no "
+            "measured cell)."
+        )
+        if rep.measured_cell is None and (dee.measured_cell or alt.measured_cell):
+            out.append("Measured cells exist for the other arms; the replicas are compared on model figures.")
+    proxy = dee.breakdown_ms["proxy"]
+    comm = dee.breakdown_ms["moe_comm"]
+    layers = r.model.moe_layers
+    if r.transport.host_proxied and s.nodes > 1 and s.cuda_graphs and proxy.scalar == 0.0:
+        out.append(
+            f"{r.transport.name} posts cross-node dispatches through a host CPU proxy, but under CUDA "
+            "graphs the replay keeps posting while earlier layers are in flight, so the model charges "
+            f"no per-layer host round trip (assumed; see docs/model.md): the all-to-all costs its "
+            f"{tagged(comm)} of kernel time per step."
+        )
+    elif r.transport.host_proxied and s.nodes > 1:
+        out.append(
+            f"{r.transport.name} posts every cross-node dispatch through a host CPU proxy: "
+            f"{tagged(proxy)} per step ({layers} MoE layers x {_ms_per_layer(proxy, layers)}) on top "
+            f"of {tagged(comm)} of kernel time; fewer bytes on the wire do not shorten an issue-bound path."
+        )
+    elif s.nodes > 1:
+        out.append(
+            f"{r.transport.name} is GPU-initiated: no host round trip per layer; its kernels cost "
+            f"{tagged(comm)} per step ({_ms_per_layer(comm, layers)} per MoE layer)."
+        )
+    else:
+        out.append("One node: expert traffic stays on NVLink and no EFA path is involved.")
+    top = referenced_ep(r.transport)
+    if s.nodes > 1 and top < r.world <= FAR_EP_FACTOR * top and dee.feasible:
+        out.append(
+            f"DeepEP over {r.transport.name} was measured up to EP{top}; at EP{r.world} its kernel "
+            "figures are extrapolated by the model."
+        )
+    if dee.measured_cell or alt.measured_cell:
+        cells = sorted({x for x in (dee.measured_cell, alt.measured_cell) if x})
+        out.append(f"Measured cell(s) {', '.join(cells)} supply the tagged-measured numbers above.")
+    out += _model_identity(result)
+    return out
+
+
+def _from_the_measured_knobs(result: Any) -> list[str]:
+    """A DeepEP what-if on EP_NUM_COMMS / EP_EFA_MAX_QPS, read against the model at the run.
+
+    The run's figure is a benchmark's (ramp and tail included); the what-if is the model's, so
+    the honest size of the knob's effect is model against model, said here in numbers.
+    """
+
+    r, s = result.resolved, result.scenario
+    dee = result.arms["deepep"]
+    if r.varied or not dee.feasible:
+        return []
+    cell = deepep_neighbour_cell(r)
+    if cell is None or cell.deepep is None or cell.deepep.aggregate_tok_s is None:
+        return []
+    there = compute(resolve(s.model_copy(update={"comms": cell.comms, "max_qps": cell.max_qps})))
+    model_there = there.arms["deepep"].model_aggregate_tok_s
+    here = dee.model_aggregate_tok_s or dee.aggregate_tok_s
+    if model_there is None or not model_there.scalar > 0:
+        return []
+    knobs = []
+    if cell.comms != s.comms:
+        knobs.append(f"EP_NUM_COMMS={cell.comms}")
+    if cell.max_qps != s.max_qps:
+        knobs.append(f"EP_EFA_MAX_QPS={cell.max_qps}")
+    measured = Q.measured(cell.deepep.aggregate_tok_s, "tok/s", cell.source)
+    change = here.scalar / model_there.scalar - 1.0
+    return [
+        f"DeepEP was measured at {' and '.join(knobs)} (cell {cell.id}): {tagged(measured)}, a "
+        f"benchmark figure with its ramp; the model gives {tagged(model_there)} there and "
+        f"{tagged(here)} here, so this setting changes DeepEP's aggregate by {change:+.1%}."
+    ]
+
+
+def _model_identity(result: Any) -> list[str]:
+    """Whether a user's config.json got a preset's measured cells, and if not, why not."""
+
+    s = result.scenario
+    if s.model.strip().lower() in load_models():
+        return []
+    twin = preset_twin(result.model)
+    if twin is not None:
+        if s.weight_dtype is not None:
+            return [
+                f"This config.json is architecturally the preset {twin}, but --weight-dtype makes it "
+                "another deployment: the preset's measured cells do not apply."
+            ]
+        return [
+            f"This config.json is architecturally the preset {twin} (same shape, attention and "
+            "dtypes): the preset's measured cells apply where the scenario matches them."
+        ]
+    near = namesake_difference(result.model)
+    if near is not None:
+        name, diff = near
+        shown = ", ".join(diff[:3]) + (f" and {len(diff) - 3} more" if len(diff) > 3 else "")
+        return [
+            f"This config.json names {name} but differs from that preset in {shown}: the preset's "
+            "measured cells do not apply, so every figure is modelled."
+        ]
+    return []
+
+
+def advisories(result: Any, v: Verdict, fixes: list[Any]) -> list[str]:
+    """Things worth doing or knowing that do not change the verdict's code."""
+
+    r = result.resolved
+    s = r.scenario
+    out: list[str] = []
+    facts = load_facts()
+    t = r.transport
+    if t.comms_sensitive and s.comms < 8 and s.nodes > 1 and result.arms["deepep"].feasible:
+        better = deepep_whatif(result, {"comms": 8})
+        out.append(
+            f"Set EP_NUM_COMMS=8: the DeepEP step falls from {tagged(result.arms['deepep'].step_ms)} "
+            f"to {tagged(better.step_ms)} (measured on vLLM: ITL halves, 203 -> 100 ms)."
+        )
+    if t.name == "efa-proxy" and s.max_qps <= 2 and s.nodes > 1 and result.arms["deepep"].feasible:
+        out.append(_qp_advisory(result, facts["qp_uncap_throughput_gain"].value))
+    for name, arm in result.arms.items():
+        if arm.meets_slo is False:
+            out.append(
+                f"{ARM_LABELS[name]} misses the per-user floor of {s.slo_tok_s:g} tok/s "
+                f"({tagged(arm.per_user_tok_s)})."
+            )
+        if arm.meets_ttft is False:
+            out.append(
+                f"{ARM_LABELS[name]} misses the TTFT ceiling of {s.ttft_ms:g} ms ({tagged(arm.ttft_ms, 0)})."
+            )
+    chosen = result.arms.get(v.recommended_arm)
+    if chosen is not None and chosen.feasible and s.concurrency > chosen.running.scalar:
+        out.append(
+            f"{ARM_LABELS[v.recommended_arm]} runs {chosen.running.scalar:,.0f} sequences at once "
+            f"({r.engine.name}'s batch limit); the other {s.concurrency - chosen.running.scalar:,.0f} "
+            f"requests wait for a slot, which is in its TTFT of {duration(chosen.ttft_ms.scalar)}."
+        )
+    for fix in fixes[1:]:
+        goal = "fits" if v.status == "nothing_fits" else "meets the targets"
+        out.append(f"Also {goal}: {fix.change} ({fix.note}).")
+    if v.status != "ok" and not fixes:
+        out.append(_searched(v.status))
+    if r.engine.name == "trtllm" and r.world <= r.model.topk:
+        out.append(
+            f"TensorRT-LLM picks DeepEP only when moe_ep_size > top_k ({r.world} <= {r.model.topk}): "
+            "the DeepEP arm would silently fall back."
+        )
+    if not r.instance.gda_supported and r.instance.fabric == "efa":
+        out.append(f"EFA-GDA (GPU-initiated) is not supported on {r.instance.name}; p5en and p6 have it.")
+    price = result.arms["deepep"].usd_per_mtok
+    if price.scalar != price.scalar:
+        out.append(f"No price for {r.instance.name}: pass --price-per-hour to get $/Mtok.")
+    return out
+
+
+# Whether a what-if on a DeepEP-only knob reuses the other arms (the fast path); the plain path
+# recomputes every arm and exists so tests/test_speed_equivalence.py can hold the two equal.
+REUSE_OTHER_ARMS = True
+
+
+def deepep_whatif(result: Any, update: dict[str, Any]) -> Any:
+    """The DeepEP arm of this scenario with `update` applied to knobs only DeepEP reads
+    (EP_NUM_COMMS, EP_EFA_MAX_QPS): the allgather, TP and replica arms never read them, so
+    they and the arm-independent pieces (layout, memory, device times) are taken as they are.
+    """
+
+    r = resolve(result.scenario.model_copy(update=update))
+    return compute(r, reuse=result if REUSE_OTHER_ARMS else None).arms["deepep"]
+
+
+def _qp_advisory(result: Any, measured_gain: float) -> str:
+    """Raising the QP cap, with the model's effect here beside the one measured elsewhere."""
+    s = result.scenario
+    uncapped = UNCAPPED_QPS
+    dee = result.arms["deepep"]
+    here = dee.model_aggregate_tok_s or dee.aggregate_tok_s
+    there = deepep_whatif(result, {"max_qps": uncapped}).aggregate_tok_s
+    gain = there.scalar / here.scalar - 1.0
+    elsewhere = (
+        f"uncapping it ({uncapped} vs 2) gave +{measured_gain * 100:.1f} % throughput [measured] on "
+        "2x p6-b200 through the vLLM proxy path"
+    )
+    if gain < 0.01:
+        return (
+            f"EP_EFA_MAX_QPS={s.max_qps}: the model sees under 1 % from uncapping it here "
+            f"({tagged(here)} now), because the host or the wire, not the queue pairs, sets this "
+            f"step; {elsewhere}: a step the kernel's issue rate sets can gain that much."
+        )
+    return (
+        f"Raise EP_EFA_MAX_QPS where the ring allows: at {uncapped} the model gives DeepEP "
+        f"{tagged(there)} against {tagged(here)} now ({gain:+.1%}); {elsewhere}."
+    )
+
+
+def _searched(status: str) -> str:
+    if status == "nothing_fits":
+        return (
+            "Searched without success: more nodes (up to the limit), a larger-memory instance, a "
+            "narrower weight dtype, lower concurrency and shorter inputs."
+        )
+    return (
+        "Searched without success: other production transports, CUDA graphs, EP_NUM_COMMS=8, more "
+        "nodes and lower concurrency; the targets may be beyond this model on this hardware."
+    )
+
+
+def _numeric_candidates(s: Any, one_node_transport: bool) -> list[tuple[str, dict[str, Any]]]:
+    out: list[tuple[str, dict[str, Any]]] = []
+    if s.comms != 8:
+        out.append(("--comms 8", {"comms": 8}))
+    out.append(("--eager" if s.cuda_graphs else "--cuda-graphs", {"cuda_graphs": not s.cuda_graphs}))
+    for factor in (4, 16):
+        out.append((f"--concurrency {s.concurrency * factor}", {"concurrency": s.concurrency * factor}))
+    if s.concurrency >= 4:
+        out.append((f"--concurrency {s.concurrency // 4}", {"concurrency": s.concurrency // 4}))
+    if not one_node_transport:  # NVLink cannot span two nodes: that is no what-if
+        out.append((f"--nodes {s.nodes * 2}", {"nodes": s.nodes * 2}))
+    if s.nodes > 1:
+        out.append((f"--nodes {s.nodes // 2}", {"nodes": s.nodes // 2}))
+    return [(label, upd) for label, upd in out if _within_limits(upd)]
+
+
+def _within_limits(update: dict[str, Any]) -> bool:
+
+    return all(not isinstance(v, int) or isinstance(v, bool) or v <= LIMITS[k] for k, v in update.items())
+
+
+# Transports worth proposing as a single change (the same policy as remedy.py).
+_FLIP_TRANSPORTS = ("efa-gda", "ib-ibgda", "efa-proxy", "efa-uccl")
+
+
+def flip_advisory(result: Any, code: str) -> str:
+    """The first single input change (of a short, ordered list) that changes the verdict.
+
+    The numeric changes run as one vectorised pass of the same model; each transport change
+    is one more scalar pass.
+    """
+
+    r = result.resolved
+    s = r.scenario
+    for name in _FLIP_TRANSPORTS:
+        if name == s.transport or r.instance.name not in load_transports()[name].instances:
+            continue
+        try:
+            other = compute(resolve(s.model_copy(update={"transport": name})), reuse=result)
+        except CalcError:
+            continue
+        new_code, _ = classify(other)
+        if new_code != code:
+            return _flip_text(f"--transport {name}", new_code, other.ratio_deepep_vs_alternative)
+    cands = _numeric_candidates(s, r.transport.fabric == "nvlink")
+    if not cands:
+        return ""
+    columns = {f: np.array([upd.get(f, getattr(s, f)) for _, upd in cands]) for f in VARIABLE}
+    batch = compute(r.vary(**columns))
+    codes, _ = classify_codes(batch)
+    ratio = batch.ratio_deepep_vs_alternative
+    for i, (label, _) in enumerate(cands):
+        if codes[i] != code:
+            q = Q(np.asarray(ratio.value)[i], ratio.unit, ratio.tag, ratio.source)
+            return _flip_text(label, str(codes[i]), q)
+    return ""
+
+
+def _flip_text(label: str, new_code: str, ratio: Q) -> str:
+    return (
+        f"{label} would flip the verdict to {SYMBOLS[new_code]} {new_code} "
+        f"(DeepEP / alternative aggregate {tagged(ratio, 2)})."
+    )
+
+
+def engine_flags(result: Any, arm: str) -> dict[str, Any]:
+    """Engine arguments, config, environment and the ready launch block for the recommended arm."""
+
+    r = result.resolved
+    s = r.scenario
+    if arm == NO_ARM:
+        return {
+            "engine": r.engine.name,
+            "arm": None,
+            "args": [],
+            "config": {},
+            "env": {},
+            "cuda_graphs": "",
+            "requires": "",
+            "launch": None,
+        }
+    spec = r.engine.flags.get(arm) or r.engine.flags[s.alternative]
+
+    def fill(text: str) -> str:
+        return text.replace("{world}", str(r.world)).replace("{gpus_per_node}", str(r.gpus_per_node))
+
+    return {
+        "engine": r.engine.name,
+        "arm": arm,
+        "args": [fill(a) for a in spec.args],
+        "config": {k: fill(v) for k, v in spec.config.items()},
+        "env": arm_env(result, arm, spec, fill),
+        "cuda_graphs": r.engine.graph_flag_graphs if s.cuda_graphs else r.engine.graph_flag_eager,
+        "requires": r.transport.requires if arm == "deepep" else "",
+        "launch": launch(result, arm, spec, fill),
+    }

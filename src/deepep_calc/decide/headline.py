@@ -1,0 +1,231 @@
+"""The headline of a verdict: one sentence that says what to run and why, from the figures.
+
+The rule (`verdict.py`) settles the code and the recommended arm; this module words it, with
+the compared figures beside the claim, so a headline never states more than its numbers: a
+ratio above 1 next to a positive tax says why both hold, a close call says so, nothing-fits
+names the smallest change that fits, missed targets name what would meet them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..base.quantity import Q
+from ..estimate.evaluate import duration, prompt_ceiling_ms
+from .verdict import ARM_LABELS, Comparison, Verdict, pair, tagged, times
+
+
+def step_clause(ratio: Q, tax: Q) -> str:
+    """How the per-token step reads beside the aggregate ratio, with no negative 'more'.
+
+    A ratio above 1 next to a longer step (or below 1 next to a shorter one) is possible: the
+    aggregate also counts time to first token and batch size. The clause then says so instead
+    of letting the two numbers seem to contradict each other.
+    """
+    longer = tax.scalar > 0
+    size = Q(abs(tax.scalar), tax.unit, tax.tag, tax.source)
+    if ratio.scalar > 1.0 and longer:
+        return (
+            f", despite a decode step {tagged(size)} longer: time to first token and batch size "
+            "carry the aggregate"
+        )
+    if ratio.scalar <= 1.0 and not longer and size.scalar > 0:
+        return (
+            f", although its decode step is {tagged(size)} shorter: time to first token and batch "
+            "size cost more than that saves"
+        )
+    if longer:
+        return f" and pays a tax of {tagged(size)}"
+    if size.scalar > 0:
+        return f" and saves {tagged(size)}"
+    return ""
+
+
+def headline(result: Any, v: Verdict, contending: dict[str, bool], fixes: list[Any]) -> str:
+    """The one sentence (or few) a reader takes away; it quotes the compared figures."""
+    parts: list[str] = []
+    if v.status == "nothing_fits":
+        parts.append(_nothing_fits(result, fixes))
+    else:
+        if v.status == "targets_missed":
+            parts.append(_targets_missed(result, fixes))
+        parts.append(_main(result, v, contending))
+    parts += v.caveats
+    return " ".join(parts)
+
+
+def _fix_text(fixes: list[Any], goal: str) -> str:
+    if not fixes:
+        return f"No single change the tool searched {goal} (the advisories say what was tried)."
+    first = fixes[0]
+    more = f"; also {', '.join(f.change for f in fixes[1:3])}" if len(fixes) > 1 else ""
+    return f"Smallest change that {goal}: {first.change} (then {first.note}){more}."
+
+
+def _nothing_fits(result: Any, fixes: list[Any]) -> str:
+    r, s = result.resolved, result.scenario
+    arms = result.arms
+    if not any(bool(a.fits_memory) for a in arms.values()):
+        lean = min(arms, key=lambda n: arms[n].memory_gb_per_gpu.scalar)
+        why = (
+            f"no arm fits in HBM (the leanest, {ARM_LABELS[lean]}, needs "
+            f"{arms[lean].memory_gb_per_gpu.scalar:,.0f} GB per GPU against "
+            f"{arms[lean].memory.usable_gb.scalar:,.0f} GB usable)"
+        )
+    elif all(bool(a.splits) and bool(a.fits_memory) for a in arms.values()):
+        quick = min(arms, key=lambda n: arms[n].ttft_ms.scalar)
+        why = (
+            f"every arm keeps requests waiting past the "
+            f"{duration_text(prompt_ceiling(s))} a client waits (quickest: {ARM_LABELS[quick]}, "
+            f"first token after {duration_text(arms[quick].ttft_ms.scalar)})"
+        )
+    else:
+        why = "; ".join(f"{ARM_LABELS[n]} {a.why_not}" for n, a in arms.items())
+    return (
+        f"Nothing fits on {s.nodes}× {r.instance.name} at concurrency {s.concurrency:,} "
+        f"(ISL {s.isl:,} / OSL {s.osl:,}): {why}. {_fix_text(fixes, 'fits')}"
+    )
+
+
+def duration_text(ms: float) -> str:
+    return duration(ms)
+
+
+def prompt_ceiling(s: Any) -> float:
+    return prompt_ceiling_ms(s.ttft_ms)
+
+
+def _targets_missed(result: Any, fixes: list[Any]) -> str:
+    s = result.scenario
+    missed: list[str] = []
+    feasible = {n: a for n, a in result.arms.items() if a.feasible}
+    if s.slo_tok_s is not None and not any(a.meets_slo for a in feasible.values()):
+        best = max(feasible, key=lambda n: feasible[n].per_user_tok_s.scalar)
+        missed.append(
+            f"the {s.slo_tok_s:g} tok/s per-user floor (fastest: {ARM_LABELS[best]} at "
+            f"{tagged(feasible[best].per_user_tok_s)})"
+        )
+    if s.ttft_ms is not None and not any(a.meets_ttft for a in feasible.values()):
+        best = min(feasible, key=lambda n: feasible[n].ttft_ms.scalar)
+        missed.append(
+            f"the {s.ttft_ms:g} ms TTFT ceiling (quickest: {ARM_LABELS[best]} at "
+            f"{tagged(feasible[best].ttft_ms, 0)})"
+        )
+    if not missed:  # each target is met by some arm, but no arm meets all of them at once
+        missed.append("every target at once (each is met by some arm, none meets them together)")
+    goal = "meets it" if len(missed) == 1 and (s.slo_tok_s is None or s.ttft_ms is None) else "meets them"
+    return f"No arm meets {' or '.join(missed)}. {_fix_text(fixes, goal)}"
+
+
+def _main(result: Any, v: Verdict, contending: dict[str, bool]) -> str:
+    r = result.resolved
+    alt = result.alternative
+    c = v.compared
+    assert c is not None
+    arm, code = v.recommended_arm, v.code
+    dee_a, alt_a = c.aggregate["deepep"], c.aggregate[alt]
+    basis = "; measured figures set aside to compare like with like" if c.set_aside else ""
+    t = r.transport.name
+    if code == "capacity":
+        single = result.arms["replica"]
+        lead = (
+            f"Shard experts across nodes: one node would need {single.memory_gb_per_gpu.scalar:,.0f} GB "
+            f"per GPU against {single.memory.usable_gb.scalar:,.0f} GB usable."
+        )
+        if v.close_call and c.ratio is not None:
+            lo, hi = _band(c.ratio)
+            return (
+                f"{lead} Either EP flavour, too close to call: DeepEP over {t} reaches {times(c.ratio)} the "
+                f"{ARM_LABELS[alt]} aggregate ({pair(dee_a, alt_a)}), and the model's error band "
+                f"{lo:.2f}–{hi:.2f}× spans 1.00×; {ARM_LABELS[arm]} is likely faster."
+            )
+        if arm == "deepep":
+            if contending[alt] and c.ratio is not None:
+                return (
+                    f"{lead} Run DeepEP over {t}: {times(c.ratio)} the {ARM_LABELS[alt]} aggregate "
+                    f"({pair(dee_a, alt_a)}{basis})."
+                )
+            return f"{lead} Run DeepEP over {t}: {ARM_LABELS[alt]} {_why_out(result, alt)}."
+        if contending["deepep"] and c.ratio is not None:
+            return (
+                f"{lead} Run {ARM_LABELS[arm]}: DeepEP over {t} reaches {times(c.ratio)} its aggregate "
+                f"({pair(dee_a, alt_a)}{basis})."
+            )
+        return f"{lead} Run {ARM_LABELS[arm]}: DeepEP over {t} {_why_out(result, 'deepep')}."
+    if code == "deepep":
+        rivals = [n for n in (alt, "replica") if contending[n]]
+        if not rivals:
+            return (
+                f"Run DeepEP over {t}: it is the only arm that "
+                f"{'meets the targets' if v.status == 'ok' and _has_targets(result) else 'can run here'}."
+            )
+        if v.close_call and contending[alt] and c.ratio is not None:
+            return _close_text(result, "DeepEP", c)
+        lead = f"Run DeepEP over {t}"
+        if contending[alt] and c.ratio is not None and c.tax_ms_per_token is not None:
+            return (
+                f"{lead}: {times(c.ratio)} the {ARM_LABELS[alt]} aggregate ({pair(dee_a, alt_a)}{basis})"
+                f"{step_clause(c.ratio, c.tax_ms_per_token)}."
+            )
+        other = rivals[0]
+        return (
+            f"{lead}: {pair(dee_a, c.aggregate[other])} for {ARM_LABELS[other]}; "
+            f"{ARM_LABELS[alt]} {_why_out(result, alt)}."
+        )
+    # dense
+    if arm == "replica":
+        rep = c.aggregate["replica"]
+        vs = [f"{ARM_LABELS[n]} {tagged(c.aggregate[n])}" for n in (alt, "deepep") if contending[n]]
+        out = f"Run single-node replicas: {tagged(rep)} aggregate"
+        out += f" against {' and '.join(vs)}" if vs else ""
+        out += "; no expert traffic leaves a node"
+        if contending["deepep"] and dee_a.scalar > rep.scalar:
+            out += (
+                f"; DeepEP's higher figure is within the {c.threshold - 1:.0%} noise band, a tie, "
+                "and ties go to the arm with no expert traffic"
+            )
+        return out + "."
+    if v.close_call and c.ratio is not None:
+        return _close_text(result, "dense", c)
+    if contending["deepep"] and c.ratio is not None and c.tax_ms_per_token is not None:
+        tie = ""
+        if c.ratio.scalar > 1.0:
+            tie = f"; within the {c.threshold - 1:.0%} noise band that is a tie, and ties go to the dense arm"
+        return (
+            f"Run {ARM_LABELS[arm]}: DeepEP over {t} reaches {times(c.ratio)} its aggregate "
+            f"({pair(dee_a, alt_a)}{basis}){step_clause(c.ratio, c.tax_ms_per_token)}{tie}."
+        )
+    return f"Run {ARM_LABELS[arm]}: DeepEP over {t} {_why_out(result, 'deepep')}."
+
+
+def _has_targets(result: Any) -> bool:
+    s = result.scenario
+    return s.slo_tok_s is not None or s.ttft_ms is not None
+
+
+def _why_out(result: Any, name: str) -> str:
+    """Why an arm is out of contention, as a verb phrase."""
+    a = result.arms[name]
+    if not a.feasible:
+        return f"cannot run here ({a.why_not})"
+    return "misses the targets"
+
+
+def _band(ratio: Q) -> tuple[float, float]:
+    return float(np.asarray(ratio.low).reshape(-1)[0]), float(np.asarray(ratio.high).reshape(-1)[0])
+
+
+def _close_text(result: Any, side: str, c: Comparison) -> str:
+    assert c.ratio is not None
+    lo, hi = _band(c.ratio)
+    alt = ARM_LABELS[result.alternative]
+    lead = "likely DeepEP" if side == "DeepEP" else f"likely {alt}"
+    both = pair(c.aggregate["deepep"], c.aggregate[result.alternative])
+    return (
+        f"Too close to call, {lead}: DeepEP over {result.resolved.transport.name} reaches "
+        f"{times(c.ratio)} the {alt} aggregate ({both}), "
+        f"but the model's error band {lo:.2f}–{hi:.2f}× spans the {c.threshold:.2f}× threshold; "
+        "measure both arms before committing."
+    )

@@ -1,0 +1,344 @@
+"""The verdict: one rule over the computed arms, and the very figures it compared.
+
+Every face (terminal card, JSON, web page, reports, sweep rows, maps) gets its verdict from
+`classify_codes` (vectorised) or `decide` (one scenario), so no face can disagree with another.
+The rule, stated once here and in docs/model.md §8 (tests/test_verdict_oracle.py holds the code
+to it):
+
+1. An arm is *feasible* when its experts split evenly over its EP ranks, its transport reaches
+   every rank, it fits weights + KV in HBM, and its first token comes before the prompt ceiling
+   (evaluate.prompt_ceiling_ms).
+2. The arms *in contention* are the feasible arms that meet every target the user set (per-user
+   floor, TTFT ceiling); when no arm meets them, every feasible arm (the verdict then says the
+   targets are missed, and what would meet them).
+3. Two arms are compared *like with like*: their measured aggregates when both have one, else
+   both arms' model aggregates (a benchmark's figure carries its ramp and tail; the model's
+   does not). X *beats* Y when aggregate X > aggregate Y x (1 + noise band).
+4. capacity: the single-node arm does not fit in HBM (sharding experts across nodes is forced),
+   or no arm is feasible at all ("nothing fits": no arm is recommended, and the smallest change
+   that fits is named). The recommended arm is DeepEP when its aggregate is higher than the
+   alternative's, else the alternative.
+5. deepep: DeepEP is in contention and beats every other arm in contention.
+6. dense: otherwise, ties included: the alternative, or single-node replicas when they beat it
+   (or when the alternative is not in contention).
+
+A modelled ratio may carry a band (`Q.low` / `Q.high`); when the band of the DeepEP /
+alternative ratio spans the threshold 1 + noise, the headline says the call is too close to
+make within the model's error instead of sounding certain. The code is unchanged by the band.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..base.quantity import Q, Tag
+from ..catalog.constants import const
+from ..estimate.evaluate import like_with_like
+
+SYMBOLS = {"dense": "■", "capacity": "◆", "deepep": "▲"}
+TITLES = {  # the three categories, as the page's cards name them
+    "dense": "Use DENSE / allgather",
+    "capacity": "Use DeepEP (or any EP) for CAPACITY",
+    "deepep": "DeepEP wins on throughput",
+}
+ARM_LABELS = {
+    "deepep": "DeepEP",
+    "allgather": "allgather",
+    "tp": "tensor parallel",
+    "replica": "single-node replicas",
+    "none": "nothing (nothing fits)",  # the recommended "arm" when nothing fits (JSON: null)
+}
+NO_ARM = "none"
+STATUSES = ("ok", "targets_missed", "nothing_fits")
+
+
+def tagged(q: Q, digits: int = 1, unit: bool = True) -> str:
+    """A number as the reasons quote it: value, unit and provenance tag."""
+    value = q.scalar
+    text = "n/a" if value != value else f"{value:,.{digits}f}"
+    return f"{text}{' ' + q.unit if unit and q.unit not in ('x', '1') else ''} [{q.tag}]"
+
+
+def times(q: Q, digits: int = 2) -> str:
+    """A ratio as the reasons quote it: `1.29× [assumed]`."""
+    return f"{q.scalar:.{digits}f}× [{q.tag}]"
+
+
+def pair(a: Q, b: Q, digits: int = 1) -> str:
+    """Two figures side by side, the shared unit and tag said once: `545.0 vs 794.6 tok/s [measured]`."""
+    if a.unit == b.unit and a.tag == b.tag:
+        return f"{a.scalar:,.{digits}f} vs {tagged(b, digits)}"
+    return f"{tagged(a, digits)} vs {tagged(b, digits)}"
+
+
+def title_for(code: str, arm: str) -> str:
+    """The card's title: the category and the arm the headline and the flags name."""
+    if code == "deepep":
+        return TITLES["deepep"]
+    if code == "capacity":
+        if arm == NO_ARM:
+            return "CAPACITY: nothing fits as asked"
+        return "Use DeepEP for CAPACITY" if arm == "deepep" else f"Use EP for CAPACITY: {ARM_LABELS[arm]}"
+    return f"Use DENSE / {ARM_LABELS[arm]}"
+
+
+@dataclass
+class Comparison:
+    """The figures the rule compared for DeepEP against the alternative, and on what footing."""
+
+    basis: str  # "measured" (both arms measured) or "model" (both arms' model figures)
+    aggregate: dict[str, Q]  # arm -> the aggregate the rule used (each pair like with like)
+    ratio: Q | None  # DeepEP / alternative aggregate; None when either arm cannot run
+    per_user_ratio: Q | None
+    tax_ms_per_token: Q | None
+    threshold: float  # 1 + noise band
+    set_aside: list[str] = field(default_factory=list)
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        def j(q: Q | None) -> Any:
+            return q.to_json() if q is not None else None
+
+        return {
+            "basis": self.basis,
+            "aggregate_tok_s": {k: v.to_json() for k, v in self.aggregate.items()},
+            "ratio": j(self.ratio),
+            "per_user_ratio": j(self.per_user_ratio),
+            "tax_ms_per_token": j(self.tax_ms_per_token),
+            "threshold": self.threshold,
+            "set_aside": list(self.set_aside),
+            "note": self.note,
+        }
+
+
+class _Unset:
+    """The default a `_Settled` field hands the dataclass machinery (never a value)."""
+
+
+_UNSET = _Unset()
+
+
+class _Settled:
+    """A Verdict field worked out on its first read, not when the verdict is made.
+
+    The advisories and the robustness line need what-if passes of the model (the flip search,
+    the QP and comms advisories): most of one evaluation's time. Only the faces that show them
+    (JSON, the card, the page, reports) read them, so `decide` leaves a pending step on the
+    verdict and the first read of either field runs it; the values are those an eager `decide`
+    gives (tests/test_speed_equivalence.py).
+    """
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self.factory = factory
+        self.slot = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        if obj is None:
+            return _UNSET  # the dataclass default: __set__ turns it into a fresh value
+        obj.settle()
+        return obj.__dict__[self.slot]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        if value is _UNSET:
+            value = self.factory()
+        elif obj.__dict__.get("_pending") is not None:
+            obj.settle()  # an explicit value replaces the settled one, never the reverse
+        obj.__dict__[self.slot] = value
+
+
+@dataclass
+class Verdict:
+    """One scenario's verdict: code, the arm to run, the words, and the figures behind them."""
+
+    code: str
+    headline: str
+    recommended_arm: str
+    reasons: list[str]
+    advisories: _Settled = _Settled(list)  # type: ignore[assignment]  # list[str]
+    flags: dict[str, Any] = field(default_factory=dict)
+    robustness: _Settled = _Settled(str)  # type: ignore[assignment]  # str
+    status: str = "ok"
+    close_call: bool = False
+    compared: Comparison | None = None
+    caveats: list[str] = field(default_factory=list)
+    fixes: list[dict[str, Any]] = field(default_factory=list)
+
+    _pending: Callable[[], tuple[list[str], str]] | None = field(default=None, repr=False, compare=False)
+
+    def settle(self) -> None:
+        """Run the pending advisories / flip search once (see `_Settled`)."""
+        pending = self.__dict__.get("_pending")
+        if pending is None:
+            return
+        advisories, robustness = pending()
+        # values first, then clear: a reader on another thread sees the pending step or the values
+        self.__dict__["_advisories"] = advisories
+        self.__dict__["_robustness"] = robustness
+        self._pending = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle and deepcopy the settled verdict (the pending step is a closure)."""
+        self.settle()
+        return dict(self.__dict__)
+
+    @property
+    def symbol(self) -> str:
+        return SYMBOLS[self.code]
+
+    @property
+    def title(self) -> str:
+        return title_for(self.code, self.recommended_arm)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "symbol": self.symbol,
+            "title": self.title,
+            "headline": self.headline,
+            "recommended_arm": None if self.recommended_arm == NO_ARM else self.recommended_arm,
+            "reasons": list(self.reasons),
+            "advisories": list(self.advisories),
+            "flags": self.flags,
+            "robustness": self.robustness,
+            "status": self.status,
+            "close_call": self.close_call,
+            "compared": self.compared.to_json() if self.compared is not None else None,
+            "caveats": list(self.caveats),
+            "fixes": list(self.fixes),
+        }
+
+
+# The rule ------------------------------------------------------------------------------------
+
+
+def _meets(arm: Any) -> Any:
+    ok = np.asarray(True)
+    if arm.meets_slo is not None:
+        ok = ok & np.asarray(arm.meets_slo)
+    if arm.meets_ttft is not None:
+        ok = ok & np.asarray(arm.meets_ttft)
+    return ok
+
+
+def decision_aggregates(a: Any, b: Any) -> tuple[Q, Q, bool]:
+    """The aggregates two arms are compared on (rule 3), and whether both are measured."""
+    return like_with_like(a, b, "aggregate_tok_s")
+
+
+@dataclass
+class Assessment:
+    """The rule's intermediate state, elementwise (one scenario or a sweep's rows)."""
+
+    codes: Any
+    recommended: Any
+    contending: dict[str, Any]
+    feasible: dict[str, Any]
+    fits_any: Any
+    meets_any: Any
+    targets: bool  # the scenario sets an SLO or TTFT target
+
+
+def assess(result: Any) -> Assessment:
+    """Rules 1-6 of the module docstring, vectorised."""
+    arms = result.arms
+    alt = result.alternative
+    noise = const("noise_band").value
+    names = list(arms)
+    flags = np.broadcast_arrays(*[np.asarray(arms[n].feasible, bool) for n in names])
+    feas = dict(zip(names, flags, strict=True))
+    ok = {n: feas[n] & _meets(arms[n]) for n in names}
+    meets_any = np.logical_or.reduce([ok[n] for n in names])
+    fits_any = np.logical_or.reduce([feas[n] for n in names])
+    pool = {n: np.where(meets_any, ok[n], feas[n]) for n in names}
+
+    def beats(x: str, y: str, band: float = noise) -> Any:
+        qx, qy, _ = decision_aggregates(arms[x], arms[y])
+        with np.errstate(invalid="ignore"):
+            return np.asarray(qx.value) > np.asarray(qy.value) * (1.0 + band)
+
+    dee, rep = "deepep", "replica"
+    deepep_wins = pool[dee] & (~pool[alt] | beats(dee, alt)) & (~pool[rep] | beats(dee, rep))
+    dense_arm = np.where(pool[rep] & (~pool[alt] | beats(rep, alt)), rep, alt)
+    cap_arm = np.where(pool[dee] & (~pool[alt] | beats(dee, alt, 0.0)), dee, alt)
+    forced = ~np.asarray(arms[rep].fits_memory, bool)
+    nothing = ~fits_any
+    codes = np.where(nothing | forced, "capacity", np.where(deepep_wins, "deepep", "dense"))
+    rec = np.where(nothing, NO_ARM, np.where(forced, cap_arm, np.where(deepep_wins, dee, dense_arm)))
+    s = result.scenario
+    targets = s.slo_tok_s is not None or s.ttft_ms is not None
+    return Assessment(codes, rec, pool, feas, fits_any, meets_any, targets)
+
+
+def classify_codes(result: Any) -> tuple[Any, Any]:
+    """Verdict codes and recommended arms, elementwise (one scenario or a sweep)."""
+    a = assess(result)
+    return a.codes, a.recommended
+
+
+def classify(result: Any) -> tuple[str, str]:
+    """(verdict code, recommended arm) of a single scenario."""
+    codes, rec = classify_codes(result)
+    return str(np.asarray(codes).reshape(-1)[0]), str(np.asarray(rec).reshape(-1)[0])
+
+
+def status_of(a: Assessment) -> str:
+    """ok, targets_missed (something runs, nothing meets the targets) or nothing_fits."""
+    if not bool(np.asarray(a.fits_any).reshape(-1)[0]):
+        return "nothing_fits"
+    if a.targets and not bool(np.asarray(a.meets_any).reshape(-1)[0]):
+        return "targets_missed"
+    return "ok"
+
+
+def compare(result: Any) -> Comparison:
+    """DeepEP against the alternative on the footing rule 3 prescribes, with what was set aside."""
+    arms = result.arms
+    alt = result.alternative
+    dee_arm, alt_arm = arms["deepep"], arms[alt]
+    a, b, measured = decision_aggregates(dee_arm, alt_arm)
+    threshold = 1.0 + float(const("noise_band").value)
+    aggregate = {"deepep": a, alt: b}
+    for name, arm in arms.items():
+        if name not in aggregate:
+            aggregate[name] = decision_aggregates(arm, dee_arm)[0]
+    set_aside: list[str] = []
+    if not measured:
+        for name, arm, other in (("deepep", dee_arm, alt_arm), (alt, alt_arm, dee_arm)):
+            if arm.aggregate_tok_s.tag == Tag.MEASURED and other.aggregate_tok_s.tag != Tag.MEASURED:
+                partner = ARM_LABELS[alt if name == "deepep" else "deepep"]
+                set_aside.append(
+                    f"{ARM_LABELS[name]}'s measured aggregate {tagged(arm.aggregate_tok_s)} is set aside: "
+                    f"it includes the benchmark's ramp and tail, and {partner} has no measurement here, "
+                    f"so both arms are compared on the model ({ARM_LABELS[name]} {tagged(aggregate[name])})."
+                )
+    runs = bool(dee_arm.feasible) and bool(alt_arm.feasible)
+    note = ""
+    if not runs:
+        which = [ARM_LABELS[n] for n, x in (("deepep", dee_arm), (alt, alt_arm)) if not x.feasible]
+        note = f"{' and '.join(which)} cannot run here"
+    return Comparison(
+        "measured" if measured else "model",
+        aggregate,
+        result.ratio_deepep_vs_alternative if runs else None,
+        result.ratio_per_user if runs else None,
+        result.tax_ms_per_token if runs else None,
+        threshold,
+        set_aside,
+        note,
+    )
+
+
+def band_crosses(ratio: Q | None, threshold: float) -> bool:
+    """Whether a banded ratio's range spans the decision threshold (a modelled ratio only)."""
+    if ratio is None or not ratio.banded:
+        return False
+    low = float(np.asarray(ratio.low).reshape(-1)[0])
+    high = float(np.asarray(ratio.high).reshape(-1)[0])
+    return low <= threshold <= high

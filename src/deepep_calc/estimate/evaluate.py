@@ -1,0 +1,522 @@
+"""`compute(resolved) -> Result`: every arm of a scenario, the one model behind every face.
+
+The public `evaluate()` (`decide/answer.py`) resolves the question, calls `compute` and
+attaches the verdict; the flip search, sweeps and the planner call `compute` directly.
+
+Each arm gets memory, decode step, TTFT, aggregate throughput and cost from the physics, with
+the constants of the fitted table (`fit/build.py`: fitted once, never here). Where the
+scenario is a measured cell (facts/measured.md), the measured numbers replace the model's for
+that arm, tagged measured: the calibration point is reproduced exactly, not approximately.
+Every modelled figure carries the band its kind of figure missed references by out of sample.
+
+Why one module: an arm's figures, the measured-cell substitution and the comparison are one
+pass over the same resolved scenario and memo; the formulas themselves live in physics/.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..base.errors import InputError
+from ..base.quantity import Q, Tag
+from ..catalog.measured import Cell, load_cells
+from ..catalog.model_catalog import load_models, preset_twin, resolve_model
+from ..catalog.models import ModelSpec
+from ..fit.build import built_in_table
+from ..fit.profile import profile_of
+from ..fit.table import Table
+from ..physics.layout import layout
+from ..physics.memory import Memory, memory
+from ..physics.serving import per_user, serve, tax_ms, usd_per_mtok
+from ..physics.step import decode_step, prefill_step, shared
+from ..question.fields import PROMPT_TIMEOUT_MS
+from ..question.scenario import Resolved, Scenario
+
+ROLE_PRIORITY = {"calibration": 0, "anchor": 1, "cross-check": 2}
+
+
+@dataclass
+class ArmResult:
+    name: str
+    feasible: bool
+    fits_memory: bool
+    why_not: str
+    per_user_tok_s: Q
+    step_ms: Q
+    aggregate_tok_s: Q
+    ttft_ms: Q
+    usd_per_mtok: Q
+    memory_gb_per_gpu: Q
+    breakdown_ms: dict[str, Q]
+    memory: Memory
+    running: Q
+    measured_cell: str | None = None
+    model_aggregate_tok_s: Q | None = None  # the model's figure before a measured cell replaces it
+    meets_slo: bool | None = None
+    meets_ttft: bool | None = None
+    model_step_ms: Q | None = None  # the model's step before a measured cell replaces it
+    model_per_user_tok_s: Q | None = None
+    splits: Any = True  # routed experts divide evenly over this arm's EP ranks
+    why_code: str = ""  # short form of why_not: split, reach, memory or queue ("" when feasible)
+
+    def to_json(self) -> dict[str, Any]:
+        m = self.memory
+        return {
+            "feasible": self.feasible,
+            "fits_memory": self.fits_memory,
+            "why_not": self.why_not,
+            "why_code": self.why_code,
+            "per_user_tok_s": self.per_user_tok_s.to_json(),
+            "step_ms": self.step_ms.to_json(),
+            "aggregate_tok_s": self.aggregate_tok_s.to_json(),
+            "ttft_ms": self.ttft_ms.to_json(),
+            "usd_per_mtok": self.usd_per_mtok.to_json(),
+            "memory_gb_per_gpu": self.memory_gb_per_gpu.to_json(),
+            "breakdown_ms": {k: v.to_json() for k, v in self.breakdown_ms.items()},
+            "memory_detail_gb": {
+                "weights": m.weights_gb.to_json(),
+                "kv_cache": m.kv_gb.to_json(),
+                "buffers": m.buffers_gb.to_json(),
+                "reserve": m.reserve_gb.to_json(),
+                "usable": m.usable_gb.to_json(),
+                "headroom": m.headroom_gb.to_json(),
+            },
+            "max_concurrency": m.max_concurrency.to_json(),
+            "kv_token_capacity_per_gpu": m.kv_tokens.to_json(),
+            "running_sequences": self.running.to_json(),
+            "measured_cell": self.measured_cell,
+            "meets_slo": self.meets_slo,
+            "meets_ttft": self.meets_ttft,
+            "model_aggregate_tok_s": _opt_json(self.model_aggregate_tok_s),
+            "model_step_ms": _opt_json(self.model_step_ms),
+        }
+
+
+def _opt_json(q: Q | None) -> dict[str, Any] | None:
+    return q.to_json() if q is not None else None
+
+
+@dataclass
+class Result:
+    scenario: Scenario
+    resolved: Resolved
+    arms: dict[str, ArmResult]
+    alternative: str
+    ratio_deepep_vs_alternative: Q
+    ratio_per_user: Q
+    tax_ms_per_token: Q
+    verdict: Any = None  # decide.verdict.Verdict, attached by decide.answer.evaluate()
+    notes: list[str] = field(default_factory=list)
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False)  # see physics.step.shared
+
+    @property
+    def model(self) -> ModelSpec:
+        return self.resolved.model
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.scenario.model_dump()
+        s["gpus_per_node"] = self.resolved.gpus_per_node
+        s["model_resolved"] = self.model.name
+        s["weight_dtype"] = self.model.weight_dtype
+        return {
+            "scenario": s,
+            "verdict": self.verdict.to_json() if self.verdict is not None else None,
+            "arms": {k: v.to_json() for k, v in self.arms.items()},
+            "ratio_deepep_vs_alternative": self.ratio_deepep_vs_alternative.to_json(),
+            "ratio_per_user": self.ratio_per_user.to_json(),
+            "tax_ms_per_token": self.tax_ms_per_token.to_json(),
+            "notes": list(self.notes),
+        }
+
+
+# Measured cells ---------------------------------------------------------------------------
+
+
+def _is_cell_scenario(r: Resolved, cell: Cell) -> bool:
+    """Whether the scenario is the one the cell ran, EP_NUM_COMMS and EP_EFA_MAX_QPS aside (only
+    the DeepEP arm reads them; `measured_cell_for` checks them for that arm)."""
+    s = r.scenario
+    assert isinstance(s, Scenario)
+    return (  # cheapest, most selective comparisons first: this runs for every cell and arm
+        s.concurrency == cell.concurrency
+        and s.isl == cell.isl
+        and s.osl == cell.osl
+        and s.nodes == cell.nodes
+        and r.engine.name == cell.engine
+        and r.instance.name == cell.instance
+        and cell.model in _cell_models(r)
+        and r.gpus_per_node == r.instance.gpus_per_node
+        and s.cuda_graphs == cell.cuda_graphs
+        and all(getattr(s, k) is None for k in ("experts", "topk", "hidden", "moe_layers", "kv_dtype"))
+        and _native_dtype(s.weight_dtype, cell.model)
+        and _same_batching(r, cell)
+    )
+
+
+def _cell_models(r: Resolved) -> tuple[str, ...]:
+    """The model names whose measured cells describe this model: what `--model` says (a preset,
+    or the config path a user's profile was calibrated with), and for a config.json the preset it
+    is architecturally identical to (same shape, attention and dtypes), so a user's own copy of a
+    calibrated checkpoint keeps its measurements. A dtype override on a config is another
+    deployment: no twin."""
+
+    s = r.scenario
+    name = s.model.strip().lower()
+    if name in load_models() or s.weight_dtype is not None:
+        return (name,)
+    twin = preset_twin(r.model)
+    return (name,) if twin is None else (name, twin)
+
+
+def _same_batching(r: Resolved, cell: Cell) -> bool:
+    """The run's batch limit and the scenario's behave alike: equal, or neither binds here."""
+    if cell.max_batch is None or cell.max_batch == r.max_batch:
+        return True
+    per_rank = -(-cell.concurrency // (cell.nodes * r.gpus_per_node))
+    return per_rank <= min(cell.max_batch, r.max_batch)
+
+
+def _native_dtype(weight_dtype: str | None, model: str) -> bool:
+    """Whether a --weight-dtype override still describes the checkpoint the cell ran.
+
+    `r.model` already carries the override, so compare with the unmodified model; an override
+    also moves the routed experts to that dtype, so a model with its own expert dtype
+    (MXFP4 gpt-oss) is never its native deployment under one.
+    """
+    if weight_dtype is None:
+        return True
+
+    native = resolve_model(model)
+    return native.expert_dtype is None and weight_dtype.strip().lower() == native.weight_dtype
+
+
+def measured_cell_for(r: Resolved, arm: str) -> Cell | None:
+    """The measured cell for this arm of this scenario, best-evidenced first.
+
+    The allgather arm never reads EP_NUM_COMMS or EP_EFA_MAX_QPS, so a run that differs from
+    the scenario only in those still measures it (a cell that matches them too comes first).
+    """
+    if arm == "deepep":
+        want = r.transport.name
+    elif arm == "allgather":
+        want = None
+    else:
+        return None
+    best: Cell | None = None
+    best_key: tuple[bool, int, bool] | None = None
+    profile = profile_of(r)
+    user_cells = list(profile.cells()) if profile is not None else []
+    for cell in [*user_cells, *load_cells().values()]:
+        if cell.role not in ROLE_PRIORITY or cell.arm(arm) is None:
+            continue
+        if want is not None and (cell.transport != want or cell.comms_assumed):
+            continue
+        if not _is_cell_scenario(r, cell):
+            continue
+        exact = r.scenario.comms == cell.comms and r.scenario.max_qps == cell.max_qps
+        if want is not None and not exact:
+            continue
+        key = (not exact, ROLE_PRIORITY[cell.role], cell.shape_assumed)
+        if best_key is None or key < best_key:
+            best, best_key = cell, key
+    return best
+
+
+def deepep_neighbour_cell(r: Resolved) -> Cell | None:
+    """A DeepEP measurement of this scenario at other EP_NUM_COMMS / EP_EFA_MAX_QPS settings.
+
+    A what-if on those knobs is modelled, while the run it starts from is measured (and carries
+    the benchmark's ramp): the reasons quote the model at that run so the two read alike.
+    """
+    if measured_cell_for(r, "deepep") is not None:
+        return None
+    best: Cell | None = None
+    profile = profile_of(r)
+    user_cells = list(profile.cells()) if profile is not None else []
+    for cell in [*user_cells, *load_cells().values()]:
+        if cell.role not in ROLE_PRIORITY or cell.deepep is None or cell.comms_assumed:
+            continue
+        if cell.transport != r.transport.name or not _is_cell_scenario(r, cell):
+            continue
+        if best is None or ROLE_PRIORITY[cell.role] < ROLE_PRIORITY[best.role]:
+            best = cell
+    return best
+
+
+# Arms ---------------------------------------------------------------------------------------
+
+
+def _split_ok(experts: int, ranks: Any) -> Any:
+    ranks = np.asarray(ranks, dtype=float)
+    return (experts >= ranks) & (np.mod(experts, ranks) == 0)
+
+
+def _arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None) -> ArmResult:
+    """One arm of one scenario (or of many: numeric fields may be arrays)."""
+    s = r.scenario
+    lay = shared(memo, ("layout", arm), lambda: layout(r, arm))
+    mem = shared(memo, ("memory", arm), lambda: memory(r, lay, s.isl, s.osl))
+    c = table.step_constants(r)
+    step = decode_step(r, arm, c, memo)
+    prefill = prefill_step(r, arm, c, memo)
+    served = serve(r, lay, step.ms, prefill.ms, _ttft_steps(r, c))
+    ttft_base = served.ttft_unqueued_ms
+    # Band the model's figures once; where no measured cell replaces them the shown figures are
+    # these very objects (the verdict tells "replaced by a measurement" by identity).
+    step_ms = banded(step.ms, table, "step")
+    pu = banded(per_user(step.ms), table, "step", inverse=True)
+    aggregate = banded(served.aggregate_tok_s, table, "aggregate")
+    ttft = banded(served.ttft_ms, table, "ttft")
+    model_aggregate, model_step, model_per_user = aggregate, step_ms, pu
+    cell = None if r.varied else measured_cell_for(r, arm)
+    if cell is not None:
+        step_ms, pu, aggregate, ttft = _apply_cell(cell, arm, step_ms, pu, aggregate, ttft)
+    cost = banded(usd_per_mtok(r, aggregate), table, "aggregate", inverse=True)
+    split = _split_ok(r.model.experts, lay.expert_shard) if arm != "tp" else np.asarray(True)
+    fits = np.asarray(mem.fits)
+    reach = _reaches(r, arm)
+    ceiling = prompt_ceiling_ms(s.ttft_ms)
+    answered = np.asarray(ttft.value <= ceiling)
+    feasible = split & fits & reach & answered
+    why, why_code = "", ""
+    if not r.varied:
+        if not split:
+            why_code = "split"
+            why = f"{r.model.experts} experts cannot be split evenly over EP{int(lay.expert_shard)}"
+        elif not reach:
+            why_code = "reach"
+            why = f"{r.transport.name} reaches only the GPUs of one node"
+        elif not fits:
+            why_code = "memory"
+            why = "does not fit in HBM at this concurrency and context"
+        elif not answered:
+            why_code = "queue"
+            wait = ttft.scalar - ttft_base.scalar
+            queued = f" ({duration(wait)} waiting for a batch slot)" if wait > 0 else ""
+            limit = duration(ceiling)
+            why = f"first token after {duration(ttft.scalar)}{queued}: past the {limit} a client waits"
+    result = ArmResult(
+        arm,
+        _plain(feasible),
+        _plain(fits),
+        why,
+        pu,
+        step_ms,
+        aggregate,
+        ttft,
+        cost,
+        mem.total_gb,
+        step.parts_ms,
+        mem,
+        served.running,
+        cell.id if cell else None,
+        model_aggregate,
+        model_step_ms=model_step,
+        model_per_user_tok_s=model_per_user,
+        splits=_plain(split),
+        why_code=why_code,
+    )
+    if s.slo_tok_s is not None:
+        result.meets_slo = _plain(result.per_user_tok_s.value >= s.slo_tok_s)
+    if s.ttft_ms is not None:
+        result.meets_ttft = _plain(result.ttft_ms.value <= s.ttft_ms)
+    return result
+
+
+def _ttft_steps(r: Resolved, c: Any) -> Q:
+    graphs = np.asarray(r.scenario.cuda_graphs, dtype=bool)
+    e, g = c.eager.ttft_steps, c.graphs.ttft_steps
+    if not np.any(graphs):
+        return e
+    if np.all(graphs):
+        return g
+    return Q(np.where(graphs, g.value, e.value), "steps", min(e.tag, g.tag), e.source)
+
+
+def banded(q: Q, table: Table, kind: str, inverse: bool = False) -> Q:
+    """The figure with the band of its kind (modelled figures only; measured ones have none).
+
+    A band (low, high) is the 10th-90th percentile of model / reference over the
+    cross-validated residuals of that kind; for a figure that is the inverse of the banded kind
+    (per-user rate from the step, cost from the aggregate) the factors swap and invert.
+    """
+    band = table.band(kind)
+    if band is None or q.tag == Tag.MEASURED:
+        return q
+    lo, hi = band  # model / reference: the truth lies in value / hi .. value / lo
+    if inverse:
+        lo, hi = 1.0 / hi, 1.0 / lo
+    value = np.asarray(q.value, dtype=float)
+    low, high = value / hi, value / lo
+    if np.ndim(value) == 0:
+        low, high = float(low), float(high)
+    return q.with_band(low, high)
+
+
+def _reaches(r: Resolved, arm: str) -> Any:
+    """DeepEP over a one-node transport (NVLink) cannot serve an EP group that spans nodes.
+
+    A scalar scenario is refused before this (`scenario.check_transport_reach`); sweeps and
+    what-if grids mark the arm infeasible row by row instead.
+    """
+    if arm != "deepep" or r.transport.fabric != "nvlink":
+        return np.asarray(True)
+    return np.asarray(r.scenario.nodes) <= 1
+
+
+def prompt_ceiling_ms(ttft_target_ms: float | None) -> float:
+    """Longest first-token wait an arm may have and still count as serving the load.
+
+    The user's TTFT ceiling when it is longer, else `PROMPT_TIMEOUT_MS` (see scenario.py).
+    """
+    return max(PROMPT_TIMEOUT_MS, ttft_target_ms or 0.0)
+
+
+def duration(ms: float) -> str:
+    """A wait in the unit a person reads it in (ms, s, min, h, days)."""
+    if ms != ms:
+        return "n/a"
+    for limit, div, unit in ((1e3, 1.0, "ms"), (6e4, 1e3, "s"), (3.6e6, 6e4, "min"), (8.64e7, 3.6e6, "h")):
+        if ms < limit:
+            return f"{ms / div:,.0f} {unit}" if unit == "ms" else f"{ms / div:,.1f} {unit}"
+    return f"{ms / 8.64e7:,.1f} days"
+
+
+def _plain(flag: Any) -> Any:
+    """A 0-d boolean array becomes a bool; arrays (sweeps) stay arrays."""
+    arr = np.asarray(flag)
+    return bool(arr) if arr.ndim == 0 else arr
+
+
+def _apply_cell(cell: Cell, arm: str, step: Q, per_user: Q, aggregate: Q, ttft: Q) -> tuple[Q, Q, Q, Q]:
+    pu = cell.q(arm, "per_user_tok_s", "tok/s")
+    itl = cell.q(arm, "itl_ms", "ms")
+    if itl is not None:
+        step = itl
+        per_user = pu if pu is not None else (1000.0 / itl).as_("tok/s")
+    elif pu is not None:
+        per_user = pu
+        step = (1000.0 / pu).as_("ms")
+    aggregate = cell.q(arm, "aggregate_tok_s", "tok/s") or aggregate
+    ttft = cell.q(arm, "ttft_p50_ms", "ms") or ttft
+    return step, per_user, aggregate, ttft
+
+
+def like_with_like(a: ArmResult, b: ArmResult, metric: str) -> tuple[Q, Q, bool]:
+    """Two arms' figures of one metric on one footing: (a, b, measured?).
+
+    The measured figures when both arms have one; otherwise both arms' model figures, because a
+    benchmark's number carries its ramp, tail and run-to-run noise and the model's does not.
+    """
+    model = {"aggregate_tok_s": "model_aggregate_tok_s", "step_ms": "model_step_ms"}.get(
+        metric, "model_per_user_tok_s"
+    )
+    qa, qb = getattr(a, metric), getattr(b, metric)
+    ma, mb = getattr(a, model) or qa, getattr(b, model) or qb
+    if qa is not ma and qb is not mb:  # a measured cell replaced the model's figure on both arms
+        return qa, qb, True
+    return ma, mb, False
+
+
+def _comparison(dee: ArmResult, alt: ArmResult) -> tuple[Q, Q, Q, bool]:
+    """Aggregate ratio, per-user ratio and per-token tax of DeepEP against the alternative, each
+    from like-with-like figures (the figures the verdict compares and every face shows), and
+    whether the aggregates compared are both measured."""
+    out = []
+    both_measured = False
+    for metric, unit, what in (
+        ("aggregate_tok_s", "x", "aggregate tok/s DeepEP / alternative"),
+        ("per_user_tok_s", "x", "per-user tok/s DeepEP / alternative"),
+        ("step_ms", "ms/token", "DeepEP step - alternative step"),
+    ):
+        a, b, measured = like_with_like(dee, alt, metric)
+        both_measured = both_measured or (metric == "aggregate_tok_s" and measured)
+        basis = "measured on both arms" if measured else "model figures of both arms"
+        value = tax_ms(a, b) if metric == "step_ms" else a / b
+        out.append(value.as_(unit, f"{what} ({basis})"))
+    return out[0], out[1], out[2], both_measured
+
+
+def arms_for(r: Resolved) -> list[str]:
+    return ["deepep", r.scenario.alternative, "replica"]
+
+
+def table_for(r: Resolved) -> Table:
+    """The built-in fitted table, with a calibration profile's constants where one is given."""
+    table = built_in_table()
+    profile = profile_of(r)
+    if profile is not None:
+        table = profile.apply(table, r)
+    return table
+
+
+def compute(r: Resolved, reuse: Result | None = None, table: Table | None = None) -> Result:
+    """All arms and the comparison, without the verdict (used by the flip search too).
+
+    `reuse`: a result for the same scenario but another DeepEP transport; its non-DeepEP arms
+    do not depend on the transport and are taken as they are. `table`: constants other than
+    the built-in fit (the cross-validation evaluates each fold's own).
+    """
+    table = table if table is not None else table_for(r)
+    memo = reuse.memo if reuse is not None else {}
+    arms = {
+        name: reuse.arms[name] if reuse is not None and name != "deepep" else _arm(r, name, table, memo)
+        for name in arms_for(r)
+    }
+    ratio, ratio_pu, tax, measured = _comparison(arms["deepep"], arms[r.scenario.alternative])
+    if not measured:  # a ratio of two observations is not modelled: no band
+        ratio = banded(ratio, table, "ratio")
+        ratio_pu = banded(ratio_pu, table, "ratio")
+    return Result(r.scenario, r, arms, r.scenario.alternative, ratio, ratio_pu, tax, memo=memo)
+
+
+def check_splittable(r: Resolved) -> None:
+    """Refuse a layout no arm can split: an input error naming the field the user can change and
+    the values that split, never a capacity verdict. When some arm can split, the others are
+    simply infeasible and their `why_not` says why.
+
+    The EP group of DeepEP / allgather spans nodes x GPUs per node, a multiple of one node's GPU
+    count, so when one node's replica group does not divide the experts no EP group does
+    either: the check depends on experts, GPUs per node and the alternative, never on the node
+    count (sweeps call it once per combination).
+    """
+
+    names = arms_for(r)
+    shards = {name: layout(r, name).expert_shard for name in names if name != "tp"}
+    experts = r.model.experts
+    if len(shards) < len(names) or any(np.all(_split_ok(experts, ep)) for ep in shards.values()):
+        return
+    s = r.scenario
+    eps = sorted({int(np.max(ep)) for ep in shards.values()}, reverse=True)
+    over = " nor ".join(f"EP{ep}" for ep in eps)
+    gpn_ok = [g for g in range(1, r.instance.gpus_per_node + 1) if experts % g == 0 and experts >= g]
+    tail = "; --alternative tp shards every expert instead and always splits"
+    if s.experts is not None or (s.gpus_per_node is None and not gpn_ok):
+
+        def near(step: int) -> str:
+            return " or ".join(
+                str(n) for n in sorted({max(step, experts // step * step), (experts // step + 1) * step})
+            )
+
+        one, every = min(eps), math.lcm(*eps)
+        splits = f"a multiple of {one} splits over EP{one} (e.g. {near(one)})"
+        if every != one:
+            splits += f", of {every} over every group (e.g. {near(every)})"
+        raise InputError(
+            "--experts",
+            experts,
+            f"an expert count that splits evenly: {experts} do not split over {over}; {splits}{tail}",
+        )
+    field = "--gpus-per-node" if s.gpus_per_node is not None else "--model"
+    value: Any = r.gpus_per_node if s.gpus_per_node is not None else s.model
+    choices = ", ".join(str(g) for g in gpn_ok) if gpn_ok else "none up to the node's GPU count"
+    raise InputError(
+        field,
+        value,
+        f"a layout that splits the {experts} routed experts evenly: they do not split over {over}; "
+        f"GPUs per node that divide them: {choices}{tail}",
+    )

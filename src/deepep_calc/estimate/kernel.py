@@ -1,0 +1,111 @@
+"""`deepep-calc kernel`: one MoE layer's dispatch + combine latency for a transport and shape."""
+
+from __future__ import annotations
+
+from ..base.errors import InputError
+from ..base.quantity import Q
+from ..catalog.hardware import Instance, get_instance
+from ..catalog.transports import KernelRef, Transport, get_transport
+from ..fit.build import built_in_table
+from ..physics.deepep import KernelShape, kernel_us
+from ..question.fields import DEFAULTS
+
+LIMITS = {"ep": 1024, "tokens": 65536, "hidden": 65536, "topk": 64, "experts": 4096, "comms": 64, "qps": 1024}
+
+
+def _check(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InputError(f"--{name}", value, "a whole number greater than 0")
+    if value > LIMITS[name]:
+        raise InputError(f"--{name}", value, f"at most {LIMITS[name]:,}")
+
+
+def kernel_query(
+    transport: str = "efa-proxy",
+    instance: str = "p5en",
+    ep: int = 16,
+    tokens: int = 128,
+    hidden: int = 7168,
+    topk: int = 8,
+    experts: int = 256,
+    dispatch_dtype: str = "fp8",
+    comms: int = 8,
+    qps: int = DEFAULTS["max_qps"],
+    calibration: str | None = None,
+) -> dict[str, Q]:
+    """Dispatch, combine and total microseconds. A published reference is returned as measured.
+
+    With a calibration profile whose kernel log covers this transport, the log's medians are
+    returned (measured) at its exact shape, and its refitted alpha is used everywhere else: the
+    user's fabric replaces the reference's.
+    """
+    for name, value in (
+        ("ep", ep),
+        ("tokens", tokens),
+        ("hidden", hidden),
+        ("topk", topk),
+        ("experts", experts),
+        ("comms", comms),
+        ("qps", qps),
+    ):
+        _check(name, value)
+    if topk > experts:
+        raise InputError("--topk", topk, f"at most the expert count ({experts})")
+    if dispatch_dtype not in ("fp8", "bf16"):
+        raise InputError("--dispatch-dtype", dispatch_dtype, "fp8 or bf16")
+    t = get_transport(transport)
+    inst = get_instance(instance)
+    if inst.name not in t.instances:
+        raise InputError("--instance", instance, f"one of {', '.join(t.instances)} for {t.name}")
+    gpn = inst.gpus_per_node
+    if t.name == "nvlink" and ep > gpn:
+        raise InputError("--ep", ep, f"at most {gpn} for nvlink (one node)")
+    shape = KernelShape(tokens, hidden, topk, experts, dispatch_dtype)
+    profile = None
+    if calibration is not None:
+        from ..fit.profile import load_profile
+
+        profile = load_profile(calibration)
+        logged = profile.kernel_measured(t.name, inst.name, ep, shape, comms, qps)
+        if logged is not None:
+            return logged
+    table = built_in_table()
+    own = profile is not None and profile.kernel_fit(t.name) is not None
+    if own:
+        table = table.with_transport(t.name, profile.kernel_fit(t.name))
+    ref = None if own else reference_match(t, inst, ep, shape, comms, qps)
+    if ref is not None and ref.dispatch_us is not None and ref.combine_us is not None:
+        d = Q.measured(ref.dispatch_us, "us", ref.source)
+        c = Q.measured(ref.combine_us, "us", ref.source)
+        return {"dispatch_us": d, "combine_us": c, "total_us": (d + c).as_("us")}
+    out = kernel_us(t, inst, gpn, ep, shape, comms, qps, table.kernel_constants(t.name, inst.name))
+    band = table.band("kernel")
+    if band is not None:
+        lo, hi = band
+        out = {k: v.with_band(v.scalar / hi, v.scalar / lo) for k, v in out.items()}
+    return {"dispatch_us": out["dispatch"], "combine_us": out["combine"], "total_us": out["total"]}
+
+
+def reference_match(
+    t: Transport, inst: Instance, ep: int, shape: KernelShape, comms: int, qps: int
+) -> KernelRef | None:
+    """A published measurement at exactly this query (printed as measured), if there is one.
+
+    For the NCCL-GIN proxy the comms and queue pairs are part of the query: a reference taken
+    at EP_EFA_MAX_QPS 6 does not answer a question about 2.
+    """
+    for ref in t.references():
+        if (
+            ref.instance == inst.name
+            and ref.ep == ep
+            and (ref.tokens, ref.hidden, ref.topk, ref.experts)
+            == (shape.tokens, shape.hidden, shape.topk, shape.experts)
+            and ref.dispatch_dtype == shape.dispatch_dtype
+            and not ref.prefill
+            and (not t.comms_sensitive or (comms, qps) == (ref.comms, ref.qps))
+            and ref.dispatch_us is not None
+            and ref.combine_us is not None
+            and ref.in_scope
+        ):
+            return ref
+    return None

@@ -1,0 +1,194 @@
+"""Turn one parsed export, whatever its generation, into a typed, checked `AIPerfRun`.
+
+Why one builder for every generation: the readers differ only in where they find the metric
+blocks and the configuration; which statistics we take, how they are checked, and which doubts
+the user is told about must be the same for a flat JSON, a records JSON and a CSV.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from deepep_calc.base.errors import FileInputError
+from deepep_calc.base.quantity import Q
+from deepep_calc.files.aiperf.metrics import CORE_TAGS, Blocks, check_itl_against_per_user, number
+from deepep_calc.files.aiperf.names import NameHints, normalise_model, parse_export_name, source_label
+from deepep_calc.files.aiperf.run import AIPerfRun, Export
+from deepep_calc.files.aiperf.workload import (
+    OSL_TOLERANCE,
+    check_lengths,
+    config_concurrency,
+    config_lengths,
+    config_model,
+    dig,
+)
+
+KNOWN_SCHEMA_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5")
+"""Schema versions whose layout this reader was written against."""
+
+
+def _error_count(blocks: Blocks, summary: Any) -> int:
+    counted = blocks.count("error_request_count")
+    if counted is not None:
+        return counted
+    if isinstance(summary, list):
+        total = 0
+        for entry in summary:
+            if isinstance(entry, Mapping):
+                n = number(entry.get("count"))
+                total += int(n) if n is not None else 1
+        return total
+    return 0
+
+
+def build_run(export: Export) -> AIPerfRun:
+    """Check and type an export's metric blocks and workload; collect the doubts about it.
+
+    Raises `FileInputError` when the export holds no metric we know or a block we use is
+    damaged; everything that only makes the run suspect becomes a warning on it.
+    """
+    path, fmt, metrics, config = export.path, export.fmt, export.metrics, export.config
+    benchmark_id, error_summary, cli_command = export.benchmark_id, export.error_summary, export.cli_command
+    if not any(tag in metrics for tag in CORE_TAGS):
+        raise FileInputError(
+            path,
+            "no AIPerf metric blocks (expected e.g. inter_token_latency, request_latency, "
+            "output_token_throughput)",
+        )
+    source = source_label(path, benchmark_id)
+    b = Blocks(path, metrics, source)
+    warnings: list[str] = []
+
+    hints = parse_export_name(path.name)
+    if hints == NameHints() and path.parent.name:
+        hints = parse_export_name(path.parent.name)
+
+    itl = b.stat("inter_token_latency", "avg", "ms", time=True)
+    itl_std = b.stat("inter_token_latency", "std", "ms", time=True)
+    itl_p50 = b.stat("inter_token_latency", "p50", "ms", time=True)
+    itl_count = b.stat("inter_token_latency", "count", "requests")
+    ttft = b.stat("time_to_first_token", "avg", "ms", time=True)
+    ttft_p50 = b.stat("time_to_first_token", "p50", "ms", time=True)
+    per_user = b.stat("output_token_throughput_per_user", "avg", "tok/s/user")
+    aggregate = b.stat("output_token_throughput", "avg", "tok/s")
+    latency = b.stat("request_latency", "avg", "ms", time=True)
+    isl_measured = b.stat("input_sequence_length", "avg", "tokens")
+    osl_measured = b.stat("output_sequence_length", "avg", "tokens")
+    request_count = b.count("request_count")
+    error_count = _error_count(b, error_summary)
+    check_itl_against_per_user(path, metrics, itl, per_user)
+
+    concurrency = config_concurrency(path, config, cli_command)
+    if concurrency is None and hints.concurrency is not None:
+        concurrency = hints.concurrency
+        warnings.append(f"concurrency {concurrency} taken from the file name: the export does not state it")
+    elif concurrency is not None and hints.concurrency is not None and hints.concurrency != concurrency:
+        warnings.append(
+            f"the file name says concurrency {hints.concurrency} but the export ran "
+            f"{concurrency}; using {concurrency}"
+        )
+    exported_model, tokenizer = config_model(config)
+    isl_req, osl_req = config_lengths(config)
+    check_lengths(path, isl_req, osl_req)
+    streaming_raw = dig(config, "endpoint", "streaming")
+    streaming = streaming_raw if isinstance(streaming_raw, bool) else None
+
+    warnings += _doubts(
+        export,
+        error_count=error_count,
+        request_count=request_count,
+        streaming=streaming,
+        itl=itl,
+        osl_req=osl_req,
+        osl_measured=osl_measured,
+    )
+
+    return AIPerfRun(
+        path=path,
+        benchmark_id=benchmark_id,
+        schema_version=export.schema_version,
+        aiperf_version=export.aiperf_version,
+        export_format=fmt,
+        model=normalise_model(exported_model, tokenizer),
+        model_exported=exported_model,
+        concurrency=concurrency,
+        isl_requested=isl_req,
+        osl_requested=osl_req,
+        isl_measured=isl_measured,
+        osl_measured=osl_measured,
+        streaming=streaming,
+        was_cancelled=export.was_cancelled,
+        error_count=error_count,
+        request_count=request_count,
+        itl_ms=itl,
+        itl_std_ms=itl_std,
+        itl_p50_ms=itl_p50,
+        itl_count=itl_count,
+        ttft_ms=ttft,
+        ttft_p50_ms=ttft_p50,
+        per_user_tok_s=per_user,
+        aggregate_tok_s=aggregate,
+        request_latency_ms=latency,
+        warnings=warnings,
+        engine=hints.engine,
+        engine_version=hints.engine_version,
+        arm=hints.arm,
+        arm_label=hints.arm_label,
+        comms=hints.comms,
+        metrics=dict(metrics),
+    )
+
+
+def _doubts(
+    export: Export,
+    *,
+    error_count: int,
+    request_count: int | None,
+    streaming: bool | None,
+    itl: Q | None,
+    osl_req: float | None,
+    osl_measured: Q | None,
+) -> list[str]:
+    """Reasons to look twice at a usable run: layout, schema, cancellation, errors, streaming, OSL."""
+    fmt, schema_version, was_cancelled = export.fmt, export.schema_version, export.was_cancelled
+    warnings: list[str] = []
+    if fmt == "csv":
+        warnings.append("CSV export: no benchmark id, model or requested lengths; prefer the JSON export")
+    elif schema_version is None:
+        warnings.append("no schema_version in the export; metrics were read by tag name")
+    elif schema_version not in KNOWN_SCHEMA_VERSIONS:
+        warnings.append(
+            f"unknown schema_version {schema_version!r} (this reader knows "
+            f"{KNOWN_SCHEMA_VERSIONS[0]}-{KNOWN_SCHEMA_VERSIONS[-1]}); metrics were read by tag "
+            "name, check them"
+        )
+    if was_cancelled:
+        warnings.append(
+            "the run was cancelled (was_cancelled: true); its statistics cover only "
+            "part of the planned requests"
+        )
+    if error_count > 0:
+        of = f" of {request_count + error_count}" if request_count is not None else ""
+        warnings.append(
+            f"{error_count}{of} requests failed; the statistics describe only the requests that succeeded"
+        )
+    if streaming is False:
+        warnings.append(
+            "not a streaming run (endpoint.streaming is false): no inter-token "
+            "latency, so no per-token step time or tax can be derived"
+        )
+    elif itl is None:
+        warnings.append(
+            "no inter_token_latency in the export (was the run streaming?): no "
+            "per-token step time or tax can be derived"
+        )
+    if osl_req and osl_measured is not None:
+        gap = abs(osl_measured.value - osl_req) / osl_req
+        if gap > OSL_TOLERANCE:
+            warnings.append(
+                f"measured output length {osl_measured.value:.1f} differs from the requested "
+                f"{osl_req:g} by {gap:.0%}; per-token figures may not match the requested shape "
+                "(was ignore_eos set?)"
+            )
+    return warnings

@@ -1,0 +1,217 @@
+"""Pair a dense and a DeepEP run into an A/B, and sort runs into concurrency levels.
+
+Why a module of its own: this is where imported numbers first meet each other. A tax computed
+across different workloads would be a difference of workloads, not of MoE exchanges, so the
+checks that refuse such a pair sit beside the arithmetic that derives the tax and its spread.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from deepep_calc.base.errors import InputError
+from deepep_calc.base.quantity import Q, qmap
+from deepep_calc.files.aiperf.run import AIPerfRun
+from deepep_calc.files.aiperf.workload import OSL_TOLERANCE
+
+
+@dataclass(frozen=True)
+class ABPair:
+    """A dense run and a DeepEP run of the same workload, and what differs between them.
+
+    The tax is the per-token step-time difference, the quantity the physics must reproduce at
+    the calibration point. The spread is the standard error of that difference (each arm's ITL
+    std over its request count, combined in quadrature): with n = 1 run per cell it is the only
+    honest width we can attach. Ratios are DeepEP over dense, so below 1 means DeepEP is slower.
+    """
+
+    dense: AIPerfRun
+    deepep: AIPerfRun
+    tax_ms: Q
+    tax_spread_ms: Q | None
+    tax_from_per_user_ms: Q | None
+    step_ms_dense: Q
+    step_ms_deepep: Q
+    per_user_dense: Q | None
+    per_user_deepep: Q | None
+    per_user_ratio: Q | None
+    aggregate_ratio: Q | None
+    ttft_ratio: Q | None
+    ttft_basis: str | None  # "p50" or "avg": which TTFT statistic the ratio uses
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def concurrency(self) -> int | None:
+        return self.dense.concurrency
+
+
+def _length(run: AIPerfRun, which: str) -> tuple[float | None, bool]:
+    """The run's ISL or OSL: the requested value when known (exact), else the measured mean."""
+    requested = run.isl_requested if which == "isl" else run.osl_requested
+    if requested is not None:
+        return requested, True
+    measured = run.isl_measured if which == "isl" else run.osl_measured
+    return (measured.scalar if measured is not None else None), False
+
+
+def check_pair(dense: AIPerfRun, deepep: AIPerfRun) -> list[str]:
+    """Refuse an A/B whose arms ran different workloads; list the smaller doubts otherwise.
+
+    A tax computed across different models, lengths or concurrencies would be a difference of
+    workloads, not of MoE exchanges, so those mismatches are input errors. Everything that
+    only weakens the comparison (different engines, a cancelled arm, ...) is a warning.
+    """
+    d_name, x_name = dense.name, deepep.name
+    if dense.model and deepep.model and dense.model.lower() != deepep.model.lower():
+        raise InputError(
+            "model",
+            deepep.model,
+            f"the dense arm's model {dense.model!r} ({d_name}); the DeepEP arm ({x_name}) differs",
+        )
+    warnings: list[str] = []
+    if not (dense.model and deepep.model):
+        warnings.append("model not stated by both exports; cannot confirm both arms ran the same")
+    for which in ("isl", "osl"):
+        a, a_exact = _length(dense, which)
+        b, b_exact = _length(deepep, which)
+        if a is None or b is None:
+            warnings.append(f"{which.upper()} not known for both arms; cannot confirm it matches")
+            continue
+        exact = a_exact and b_exact
+        differs = a != b if exact else abs(a - b) > OSL_TOLERANCE * max(a, b)
+        if differs:
+            kind = "requested" if exact else "requested or measured"
+            raise InputError(
+                which,
+                b,
+                f"the dense arm's {kind} {which.upper()} {a:g} ({d_name}); the DeepEP arm "
+                f"({x_name}) ran {b:g}",
+            )
+        if not exact:
+            warnings.append(
+                f"{which.upper()} compared on measured means ({a:g} vs {b:g}): the "
+                "requested value is not in both exports"
+            )
+    if dense.concurrency is not None and deepep.concurrency is not None:
+        if dense.concurrency != deepep.concurrency:
+            raise InputError(
+                "concurrency",
+                deepep.concurrency,
+                f"the dense arm's concurrency {dense.concurrency} ({d_name}); the DeepEP arm "
+                f"({x_name}) ran {deepep.concurrency}",
+            )
+    else:
+        warnings.append("concurrency not known for both arms; cannot confirm it matches")
+
+    if dense.engine and deepep.engine and dense.engine != deepep.engine:
+        warnings.append(
+            f"the arms ran on different engines ({dense.engine} vs {deepep.engine}); "
+            "the tax then includes engine differences"
+        )
+    if dense.arm == "deepep":
+        warnings.append(f"the run given as the dense arm is named {dense.arm_label!r}")
+    if deepep.arm == "dense":
+        warnings.append(f"the run given as the DeepEP arm is named {deepep.arm_label!r}")
+    if dense.aiperf_version and deepep.aiperf_version and dense.aiperf_version != deepep.aiperf_version:
+        warnings.append(
+            f"different AIPerf versions ({dense.aiperf_version} vs "
+            f"{deepep.aiperf_version}); metric definitions may differ"
+        )
+    if (
+        dense.request_count is not None
+        and deepep.request_count is not None
+        and dense.request_count != deepep.request_count
+    ):
+        warnings.append(f"different request counts ({dense.request_count} vs {deepep.request_count})")
+    for role, run in (("dense", dense), ("DeepEP", deepep)):
+        warnings.extend(f"{role} arm ({run.name}): {w}" for w in run.warnings)
+    return warnings
+
+
+def _ratio(num: Q | None, den: Q | None) -> Q | None:
+    if num is None or den is None or den.scalar == 0:
+        return None
+    return (num / den).as_("ratio")
+
+
+def derive_pair(dense: AIPerfRun, deepep: AIPerfRun) -> ABPair:
+    """The A/B quantities the calibration fits: per-token tax, its spread, and the ratios.
+
+    Everything computed here is `derived` (Q arithmetic on measured inputs); the per-user
+    rates and step times are passed through as measured, exactly as exported.
+    """
+    warnings = check_pair(dense, deepep)
+    for run in (dense, deepep):
+        if run.itl_ms is None:
+            raise InputError(
+                "inter_token_latency",
+                None,
+                f"a streaming run with inter-token latency on both arms; {run.name} has none",
+            )
+    assert dense.itl_ms is not None and deepep.itl_ms is not None
+    tax = deepep.itl_ms - dense.itl_ms
+
+    spread: Q | None = None
+    sd_a, n_a = dense.itl_std_ms, dense.itl_count
+    sd_b, n_b = deepep.itl_std_ms, deepep.itl_count
+    if (
+        sd_a is not None
+        and sd_b is not None
+        and n_a is not None
+        and n_b is not None
+        and n_a.scalar > 0
+        and n_b.scalar > 0
+    ):
+        # standard error of a difference of two independent means
+        variance = sd_a * sd_a / n_a + sd_b * sd_b / n_b
+        spread = qmap(math.sqrt, variance, unit="ms")
+    else:
+        warnings.append("ITL std or count missing on an arm; no spread for the tax")
+
+    tax_pu: Q | None = None
+    if dense.per_user_tok_s is not None and deepep.per_user_tok_s is not None:
+        tax_pu = (1000.0 / deepep.per_user_tok_s - 1000.0 / dense.per_user_tok_s).as_("ms")
+
+    ttft_basis: str | None = None
+    ttft_ratio: Q | None = None
+    if dense.ttft_p50_ms is not None and deepep.ttft_p50_ms is not None:
+        ttft_ratio, ttft_basis = _ratio(deepep.ttft_p50_ms, dense.ttft_p50_ms), "p50"
+    elif dense.ttft_ms is not None and deepep.ttft_ms is not None:
+        ttft_ratio, ttft_basis = _ratio(deepep.ttft_ms, dense.ttft_ms), "avg"
+
+    return ABPair(
+        dense=dense,
+        deepep=deepep,
+        tax_ms=tax,
+        tax_spread_ms=spread,
+        tax_from_per_user_ms=tax_pu,
+        step_ms_dense=dense.itl_ms,
+        step_ms_deepep=deepep.itl_ms,
+        per_user_dense=dense.per_user_tok_s,
+        per_user_deepep=deepep.per_user_tok_s,
+        per_user_ratio=_ratio(deepep.per_user_tok_s, dense.per_user_tok_s),
+        aggregate_ratio=_ratio(deepep.aggregate_tok_s, dense.aggregate_tok_s),
+        ttft_ratio=ttft_ratio,
+        ttft_basis=ttft_basis,
+        warnings=warnings,
+    )
+
+
+def group_by_concurrency(runs: Iterable[AIPerfRun]) -> dict[int, list[AIPerfRun]]:
+    """Sort a set of runs into concurrency levels (ascending), keeping input order within one.
+
+    A run with no known concurrency cannot be placed, and dropping it silently would bias a
+    fit, so it is an input error.
+    """
+    groups: dict[int, list[AIPerfRun]] = {}
+    for run in runs:
+        if run.concurrency is None:
+            raise InputError(
+                "concurrency",
+                None,
+                f"a known concurrency for every run; {run.name} states none in its export or its file name",
+            )
+        groups.setdefault(run.concurrency, []).append(run)
+    return dict(sorted(groups.items()))

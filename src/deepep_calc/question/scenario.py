@@ -1,0 +1,311 @@
+"""The question a user asks: model, cluster, engine, transport and workload.
+
+`Scenario` holds what the user typed (CLI flag names in snake_case, the same body the web API
+takes). `resolve()` turns it into catalog objects and checks every value, raising an
+`InputError` that names the CLI flag, the value and what is allowed.
+
+This is the heavy half (pydantic, numpy, the catalogs); `fields.py` holds the light half
+(defaults, limits, field names) that `--help` needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..base.errors import InputError
+from ..catalog.engines import Engine, get_engine
+from ..catalog.hardware import Instance, get_instance
+from ..catalog.model_catalog import resolve_model
+from ..catalog.models import DTYPES, ModelSpec
+from ..catalog.transports import Transport, get_transport
+from .fields import DEFAULTS, FIELDS, FLOAT_LIMIT, LIMITS, OVERRIDE_LIMIT
+
+
+class Scenario(BaseModel):
+    """One question. Field names are the CLI flags in snake_case; omitted = CLI default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(DEFAULTS["model"], description="preset name or path to a config.json")
+    instance: str = DEFAULTS["instance"]
+    nodes: int = DEFAULTS["nodes"]
+    gpus_per_node: int | None = Field(None, description="default: the instance's GPU count")
+    engine: str = DEFAULTS["engine"]
+    cuda_graphs: bool = Field(False, description="false = eager (the measured mode)")
+    transport: str = Field(DEFAULTS["transport"], description="DeepEP transport; nvlink only with nodes = 1")
+    alternative: Literal["allgather", "tp"] = "allgather"
+    comms: int = Field(DEFAULTS["comms"], description="EP_NUM_COMMS")
+    max_qps: int = Field(DEFAULTS["max_qps"], description="EP_EFA_MAX_QPS")
+    concurrency: int = DEFAULTS["concurrency"]
+    isl: int = Field(DEFAULTS["isl"], description="input tokens; ISL + OSL within the model's context window")
+    osl: int = Field(
+        DEFAULTS["osl"], description="output tokens; ISL + OSL within the model's context window"
+    )
+    weight_dtype: str | None = Field(None, description="default: the model's native dtype")
+    slo_tok_s: float | None = Field(None, description="per-user decode floor")
+    ttft_ms: float | None = Field(
+        None, description="time-to-first-token ceiling; above 10 min it also raises the prompt ceiling"
+    )
+    price_per_hour: float | None = Field(None, description="$ per node-hour override")
+    max_batch: int | None = Field(
+        None, description="sequences per DP rank the engine runs (default: the engine's)"
+    )
+    calibration: str | None = Field(None, description="profile written by `calibrate`")
+    experts: int | None = Field(None, description="override: routed experts (must split over some EP group)")
+    topk: int | None = Field(None, description="override: experts per token")
+    hidden: int | None = Field(None, description="override: hidden size")
+    moe_layers: int | None = Field(None, description="override: MoE layer count")
+    kv_dtype: str | None = Field(None, description="override: KV-cache dtype")
+
+
+assert tuple(Scenario.model_fields) == FIELDS, "fields.FIELDS must list Scenario's fields in order"
+
+
+def _fields_typed(*types: Any) -> tuple[str, ...]:
+    return tuple(name for name, f in Scenario.model_fields.items() if f.annotation in types)
+
+
+# Scenario fields by type, for the faces that parse text into a Scenario (sweep lists, forms).
+INT_FIELDS = _fields_typed(int, int | None)
+FLOAT_FIELDS = _fields_typed(float, float | None)
+BOOL_FIELDS = _fields_typed(bool)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A checked scenario with its catalog rows attached."""
+
+    scenario: Scenario
+    model: ModelSpec
+    instance: Instance
+    engine: Engine
+    transport: Transport
+    gpus_per_node: int
+    profile: Any = None  # an override of the --calibration profile (None: read the file it names)
+    max_batch: int = 256  # sequences per DP rank the engine runs at once
+    max_batch_source: str = ""
+    attention_tp: int = 1  # attention tensor-parallel degree inside each DP group (references)
+    disaggregated: bool = False  # prefill runs on other nodes (references): no mixed prefill
+
+    @property
+    def world(self) -> Any:
+        return self.scenario.nodes * self.gpus_per_node
+
+    @property
+    def varied(self) -> bool:
+        return not isinstance(self.scenario, Scenario)
+
+    def vary(self, **values: Any) -> Resolved:
+        """The same model, instance, engine and transport with numeric fields as arrays.
+
+        This is how sweeps and the flip search run many scenarios through one pass of the
+        same physics. Values are checked with the rules `resolve()` applies to scalars.
+        """
+        fields = (
+            self.scenario.model_dump() if isinstance(self.scenario, Scenario) else dict(vars(self.scenario))
+        )
+        for name, value in values.items():
+            if name not in VARIABLE:
+                raise InputError(name, value, f"one of the numeric fields {', '.join(VARIABLE)}")
+            arr = np.asarray(value)
+            if name == "cuda_graphs":
+                fields[name] = arr.astype(bool)
+                continue
+            check_array(name, arr)
+            fields[name] = arr.astype(float)
+        if "isl" in values or "osl" in values:
+            check_context(self.model, fields["isl"], fields["osl"])
+        return replace(self, scenario=SimpleNamespace(**fields))  # type: ignore[arg-type]
+
+
+VARIABLE = ("nodes", "comms", "max_qps", "concurrency", "isl", "osl", "cuda_graphs")
+
+
+def check_array(name: str, arr: np.ndarray) -> None:
+    """Array twin of the scalar checks: whole numbers in (0, limit]."""
+    flag = f"--{name.replace('_', '-')}"
+    if arr.size == 0:
+        raise InputError(flag, "[]", "at least one value")
+    if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
+        raise InputError(flag, arr.reshape(-1)[0].item(), "whole numbers greater than 0")
+    bad = ~np.isfinite(arr) | (arr <= 0) | (arr != np.floor(arr)) | (arr > LIMITS[name])
+    if bad.any():
+        value = arr[bad].reshape(-1)[0].item()
+        raise InputError(flag, value, f"whole numbers from 1 to {LIMITS[name]:,}")
+
+
+def _positive_int(field: str, value: Any, limit: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InputError(f"--{field.replace('_', '-')}", value, "a whole number greater than 0")
+    if value > limit:
+        raise InputError(
+            f"--{field.replace('_', '-')}", value, f"at most {limit:,} (outside what the model covers)"
+        )
+
+
+def _positive_float(field: str, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise InputError(f"--{field.replace('_', '-')}", value, "a number greater than 0")
+    if value != value or value in (float("inf"), float("-inf")) or value > FLOAT_LIMIT:
+        raise InputError(f"--{field.replace('_', '-')}", value, "a finite number below 1e12")
+
+
+def check_numbers(s: Scenario) -> None:
+    """The checks of every numeric field that need no catalog row (a profile's [scenario] too)."""
+    for name in ("nodes", "comms", "max_qps", "concurrency", "isl", "osl"):
+        _positive_int(name, getattr(s, name), LIMITS[name])
+    if s.gpus_per_node is not None:
+        _positive_int("gpus_per_node", s.gpus_per_node, LIMITS["gpus_per_node"])
+    if s.max_batch is not None:
+        _positive_int("max_batch", s.max_batch, LIMITS["max_batch"])
+    for name in ("slo_tok_s", "ttft_ms", "price_per_hour"):
+        _positive_float(name, getattr(s, name))
+
+
+def check_context(model: ModelSpec, isl: Any, osl: Any) -> None:
+    """ISL + OSL must fit the model's context window: an engine refuses a longer request.
+
+    Works on scalars and arrays (sweeps); a model that declares no window is not checked.
+    """
+    limit = model.max_context
+    if not limit:
+        return
+    isl_a, osl_a = np.asarray(isl, dtype=float), np.asarray(osl, dtype=float)
+    over = isl_a + osl_a > limit
+    if not np.any(over):
+        return
+    i = np.broadcast_to(isl_a, over.shape)[over].reshape(-1)[0].item()
+    o = np.broadcast_to(osl_a, over.shape)[over].reshape(-1)[0].item()
+    field, value = ("--osl", o) if o >= limit else ("--isl", i)
+    raise InputError(
+        field,
+        int(value),
+        f"ISL + OSL of at most {limit:,} tokens, the context window of {model.name} "
+        f"(max_position_embeddings; here {int(i):,} + {int(o):,})",
+    )
+
+
+def check_transport_reach(transport: Transport, nodes: int, instance: str) -> None:
+    """A transport that cannot leave a node is refused for a scenario that spans nodes (as
+    `deepep-calc kernel` refuses an nvlink EP beyond one node)."""
+    if transport.fabric == "nvlink" and nodes > 1:
+        from ..catalog.transports import load_transports
+
+        scale_out = [
+            t.name for t in load_transports().values() if t.fabric != "nvlink" and instance in t.instances
+        ]
+        raise InputError(
+            "--transport",
+            transport.name,
+            f"a scale-out transport for {nodes} nodes ({', '.join(scale_out)}): NVLink reaches only "
+            "the GPUs of one node, so it serves DeepEP only with --nodes 1",
+        )
+
+
+def resolve(scenario: Scenario) -> Resolved:
+    """Check every field and attach catalog rows; raise InputError on the first bad value."""
+    s = scenario
+    check_numbers(s)
+
+    instance = get_instance(s.instance)
+    engine = get_engine(s.engine)
+    transport = get_transport(s.transport)
+    model = _model_named(s.model)
+
+    gpn = s.gpus_per_node or instance.gpus_per_node
+    if gpn > instance.gpus_per_node:
+        raise InputError("--gpus-per-node", gpn, f"at most {instance.gpus_per_node} on {instance.name}")
+    if s.weight_dtype is not None:
+        dtype = s.weight_dtype.strip().lower()
+        if dtype not in DTYPES:
+            raise InputError("--weight-dtype", s.weight_dtype, f"one of {', '.join(DTYPES)}")
+        model = model.model_copy(update={"weight_dtype": dtype, "expert_dtype": None})
+    if instance.name not in transport.instances:
+        raise InputError(
+            "--transport",
+            transport.name,
+            f"a transport available on {instance.name}: "
+            + ", ".join(t for t in _transports_for(instance.name)),
+        )
+    check_transport_reach(transport, s.nodes, instance.name)
+    model = _apply_overrides(model, s)
+    check_context(model, s.isl, s.osl)
+    profile = None  # read by the estimate (`fit.profile.profile_of`): a file is not a catalog row
+    if s.max_batch is not None:
+        batch, batch_source = s.max_batch, "--max-batch"
+    else:
+        batch, batch_source = engine.max_batch_per_rank, engine.max_batch_source
+    return Resolved(s, model, instance, engine, transport, gpn, profile, batch, batch_source)
+
+
+# Models that exist only in memory for the current evaluation (a config.json the web page
+# received): a context variable, so every re-resolution inside explain.py sees them too, and
+# nothing is written to disk.
+_INLINE_MODELS: ContextVar[dict[str, ModelSpec] | None] = ContextVar("inline_models", default=None)
+
+
+@contextmanager
+def inline_models(specs: dict[str, ModelSpec]) -> Iterator[None]:
+    """Let `Scenario.model` name these specs (key -> spec) while the block runs."""
+    token = _INLINE_MODELS.set({**(_INLINE_MODELS.get() or {}), **specs})
+    try:
+        yield
+    finally:
+        _INLINE_MODELS.reset(token)
+
+
+def _model_named(name: str) -> ModelSpec:
+    inline = _INLINE_MODELS.get()
+    if inline and name in inline:
+        return inline[name]
+    return resolve_model(name)
+
+
+_OVERRIDES = ("experts", "topk", "hidden", "moe_layers", "kv_dtype")
+
+
+def _apply_overrides(model: ModelSpec, s: Scenario) -> ModelSpec:
+    """Structural what-ifs on top of a preset; re-validated as a whole model."""
+    update: dict[str, Any] = {}
+    for name in _OVERRIDES:
+        value = getattr(s, name)
+        if value is None:
+            continue
+        flag = f"--{name.replace('_', '-')}"
+        if name == "kv_dtype":  # any case, as --weight-dtype: FP8 and fp8 are one dtype
+            if not isinstance(value, str) or value.strip().lower() not in DTYPES:
+                raise InputError(flag, value, f"one of {', '.join(DTYPES)}")
+            value = value.strip().lower()
+        else:
+            _positive_int(name, value, OVERRIDE_LIMIT)
+        update[name] = value
+    if not update:
+        return model
+    merged = {**model.model_dump(), **update}
+    if merged["topk"] > merged["experts"]:
+        raise InputError("--topk", merged["topk"], f"at most the expert count ({merged['experts']})")
+    if merged["moe_layers"] > merged["layers"]:
+        raise InputError(
+            "--moe-layers", merged["moe_layers"], f"at most the layer count ({merged['layers']})"
+        )
+    if merged["moe_layers"] < merged["layers"] and merged["dense_intermediate"] <= 0:
+        merged["dense_intermediate"] = merged["moe_intermediate"] * merged["topk"]
+    merged["name"] = f"{model.name} (modified)"
+    merged["source"] = f"{model.source}; user overrides {sorted(update)}"
+    return ModelSpec.model_validate(merged)
+
+
+def _transports_for(instance: str) -> list[str]:
+    from ..catalog.transports import load_transports
+
+    return [t.name for t in load_transports().values() if instance in t.instances]

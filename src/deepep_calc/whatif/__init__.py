@@ -1,0 +1,1 @@
+"""Questions about many scenarios: sweeps, the planner, sensitivity, validation."""

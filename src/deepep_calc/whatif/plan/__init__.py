@@ -1,0 +1,1 @@
+"""The planner: search configurations for the cheapest that meets the targets."""

@@ -1,0 +1,249 @@
+"""The points a plan reports: a configuration, its arm and `evaluate()`'s own figures for it.
+
+`Builder.point()` re-evaluates one row with the scalar model (so tags, sources, bands and
+measured cells are exactly `evaluate()`'s) and adds what a reader needs beside the figures:
+the evidence notes, the misses, the command line and the calculator link.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+import numpy as np
+
+from ...base.quantity import Q, Tag
+from ...catalog.transports import load_transports
+from ...decide.explain import engine_flags
+from ...decide.verdict import ARM_LABELS
+from ...estimate.evaluate import ArmResult, compute
+from ...question.fields import DEFAULTS
+from ...question.scenario import Scenario, resolve
+from .evidence import mode_name, notes_for
+from .request import PlanRequest
+from .scan import Scan, config_of
+from .space import ARMS
+
+POINT_FIGURES = ("per_user_tok_s", "aggregate_tok_s", "ttft_ms", "usd_per_mtok", "memory_gb_per_gpu")
+
+
+@dataclass
+class Point:
+    """One (configuration, arm) the plan reports, with `evaluate`'s own figures."""
+
+    config: dict[str, Any]
+    arm: str
+    figures: dict[str, Q]
+    meets_targets: bool
+    usd_per_hour: Q
+    aggregate_per_node: Q
+    evidence: str  # "anchored" or "assumed" (see plan_evidence)
+    notes: list[str]
+    label: str
+    misses: list[str] = field(default_factory=list)
+    change: str = ""
+    sustainable: bool | None = None
+    max_request_rate: Q | None = None
+    measured_cell: str | None = None
+    flags: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def card_query(self) -> str:
+        """The web page's query string for this configuration (only fields off the defaults)."""
+        params = {}
+        for k, v in self.config.items():
+            if v is None:
+                continue
+            shown = str(v).lower() if isinstance(v, bool) else str(v)
+            default = DEFAULTS.get(k)
+            if (
+                default is not None
+                and (str(default).lower() if isinstance(default, bool) else str(default)) == shown
+            ):
+                continue
+            params[k] = shown
+        return urlencode(params)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"config": dict(self.config), "arm": self.arm}
+        for name in POINT_FIGURES:
+            out[name] = self.figures[name].to_json()
+        out["meets_targets"] = self.meets_targets
+        out.update(
+            label=self.label,
+            usd_per_hour=self.usd_per_hour.to_json(),
+            aggregate_tok_s_per_node=self.aggregate_per_node.to_json(),
+            evidence=self.evidence,
+            notes=list(self.notes),
+            misses=list(self.misses),
+            change=self.change,
+            sustainable=self.sustainable,
+            max_request_rate=None if self.max_request_rate is None else self.max_request_rate.to_json(),
+            measured_cell=self.measured_cell,
+            card_url="/?" + self.card_query,
+            flags=self.flags,
+        )
+        return out
+
+
+def arm_text(arm: str, transport: str, comms: int, nodes: int) -> str:
+    """`DeepEP efa-proxy K=8`, `allgather`: EP_NUM_COMMS only where it changes the transport."""
+    if arm != "deepep":
+        return ARM_LABELS[arm]
+    t = load_transports()[transport]
+    extra = f" K={comms}" if t.comms_sensitive and nodes > 1 else ""
+    return f"DeepEP {transport}{extra}"
+
+
+def label_of(config: dict[str, Any], arm: str) -> str:
+    """One line naming a configuration: `2x p5en vllm CUDA graphs, DeepEP efa-gda`."""
+    c = config
+    dtype = f" {c['weight_dtype']}" if c.get("weight_dtype") else ""
+    head = f"{c['nodes']}x {c['instance']} {c['engine']} {mode_name(c['cuda_graphs'])}{dtype}"
+    return f"{head}, {arm_text(arm, c['transport'], c['comms'], c['nodes'])}"
+
+
+def run_flags(result: Any, arm: str) -> dict[str, Any]:
+    """The engine arguments and environment that run this arm of this configuration.
+
+    `explain.engine_flags` writes EP_NUM_COMMS as at least 8 (its advice); a plan states the
+    value it searched and chose.
+    """
+    flags = engine_flags(result, arm)
+    if "EP_NUM_COMMS" in flags["env"]:
+        flags["env"]["EP_NUM_COMMS"] = str(result.scenario.comms)
+    return flags
+
+
+def _no_steady_state(rate: float) -> Q:
+    return Q.assumed(
+        float("nan"), "ms", f"no steady state: {rate:g} req/s is more than this configuration serves"
+    )
+
+
+class Builder:
+    """Turns rows into Points, re-evaluating each with the scalar model once."""
+
+    def __init__(self, req: PlanRequest, scan_: Scan, ok: np.ndarray, miss: dict[str, np.ndarray]) -> None:
+        self.req, self.scan, self.ok, self.miss = req, scan_, ok, miss
+        self.cache: dict[int, Point] = {}
+
+    def point(self, i: int) -> Point:
+        if i in self.cache:
+            return self.cache[i]
+        req, s = self.req, self.scan
+        config = config_of(req, s.search, s.rows, i)
+        arm = ARMS[int(s.rows["arm"][i])]
+        r = resolve(Scenario(**config))
+        result = compute(r)
+        a: ArmResult = result.arms[arm]
+        figures = {name: getattr(a, name) for name in POINT_FIGURES}
+        sustainable = None
+        max_rate = None
+        notes = notes_for(
+            config["instance"],
+            config["engine"],
+            config["cuda_graphs"],
+            arm,
+            config["transport"],
+            config["nodes"],
+        )
+        evidence = "assumed" if notes else "anchored"
+        if s.rate is not None:
+            sustainable = bool(s.rate.sustainable[i])
+            max_rate = Q(
+                float(s.rate.max_rate_per_s[i]),
+                "req/s",
+                figures["aggregate_tok_s"].tag,
+                "requests served per second at the batch limit: running / service time",
+            )
+            if not sustainable:
+                figures["ttft_ms"] = _no_steady_state(req.request_rate)  # type: ignore[arg-type]
+                notes.append(
+                    f"cannot sustain {req.request_rate:g} req/s: at its batch limit it serves "
+                    f"{s.rate.max_rate_per_s[i]:,.2f} req/s, so the queue grows"
+                )
+        t = load_transports().get(config["transport"])
+        if arm == "deepep" and config["nodes"] > 1 and t is not None and t.requires:
+            notes.append(f"{t.name} requires {t.requires}")
+        price = r.instance.price(config["price_per_hour"])
+        notes.append(
+            f"price: {price.source}" if config["price_per_hour"] is None else "price: the one you gave"
+        )
+        if a.measured_cell:
+            notes.append(f"figures are the measured cell {a.measured_cell}")
+        per_hour = (price * float(config["nodes"])).as_("$/h", f"nodes x price per node-hour; {price.source}")
+        per_node = (a.aggregate_tok_s / float(config["nodes"])).as_("tok/s/node", "aggregate / nodes")
+        p = Point(
+            config=config,
+            arm=arm,
+            figures=figures,
+            meets_targets=bool(self.ok[i]),
+            usd_per_hour=per_hour,
+            aggregate_per_node=per_node,
+            evidence=evidence,
+            notes=notes,
+            label=label_of(config, arm),
+            misses=self.miss_text(i),
+            sustainable=sustainable,
+            max_request_rate=max_rate,
+            measured_cell=a.measured_cell,
+            flags=run_flags(result, arm),
+        )
+        self.cache[i] = p
+        return p
+
+    def light(self, i: int) -> Point:
+        """A Point from the vectorised row alone (for chart clouds: no scalar re-evaluation)."""
+        if i in self.cache:
+            return self.cache[i]
+        req, s = self.req, self.scan
+        t = s.search.table
+        config = config_of(req, s.search, s.rows, i)
+        arm = ARMS[int(s.rows["arm"][i])]
+        units = {
+            "per_user_tok_s": "tok/s",
+            "aggregate_tok_s": "tok/s",
+            "ttft_ms": "ms",
+            "usd_per_mtok": "$/Mtok",
+            "memory_gb_per_gpu": "GB",
+        }
+        figures = {
+            m: Q(float(t.values[m][i]), u, Tag(int(t.tags[m][i])), "vectorised model")
+            for m, u in units.items()
+        }
+        nodes = float(config["nodes"])
+        return Point(
+            config=config,
+            arm=arm,
+            figures=figures,
+            meets_targets=bool(self.ok[i]),
+            usd_per_hour=Q.assumed(float(s.cols.usd_per_hour[i]), "$/h", "nodes x price per node-hour"),
+            aggregate_per_node=Q(
+                float(t.values["aggregate_tok_s"][i]) / nodes,
+                "tok/s/node",
+                figures["aggregate_tok_s"].tag,
+                "aggregate / nodes",
+            ),
+            evidence="anchored" if bool(s.cols.anchored[i]) else "assumed",
+            notes=[],
+            label=label_of(config, arm),
+        )
+
+    def miss_text(self, i: int) -> list[str]:
+        req, c, m = self.req, self.scan.cols, self.miss
+        out = []
+        if m["memory"][i] > 0:
+            out.append(f"needs {c.memory_gb[i]:,.1f} GB per GPU, {c.usable_gb[i]:,.1f} GB usable")
+        if m["request_rate"][i] > 0:
+            out.append(f"serves at most {c.max_rate[i]:,.2f} req/s of the {req.request_rate:g} asked")
+        if m["slo_tok_s"][i] > 0:
+            out.append(f"per-user {c.per_user[i]:,.1f} tok/s, below the {req.slo_tok_s:g} floor")
+        if m["ttft_ms"][i] > 0:
+            out.append(f"TTFT {c.ttft_ms[i]:,.0f} ms, above the {req.ttft_ms:g} ms ceiling")
+        if np.isnan(c.usd_per_hour[i]):
+            out.append(f"no price for {self.scan.search.block_of(i).family.instance.name}: cannot be costed")
+        elif m["budget_per_hour"][i] > 0:
+            out.append(f"costs {c.usd_per_hour[i]:,.2f} $/h, above the {req.budget_per_hour:g} $/h budget")
+        return out

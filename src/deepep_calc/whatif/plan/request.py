@@ -1,0 +1,202 @@
+"""The planner's question, checked: every flag of `deepep-calc plan` (and every field of
+`/api/plan`) refused with one line naming it before any work starts."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ...base.errors import CalcError, InputError
+from ...catalog.engines import load_engines
+from ...catalog.hardware import load_instances
+from ...catalog.model_catalog import resolve_model
+from ...question.fields import DEFAULTS, LIMITS
+from .space import COMMS
+
+DEFAULT_MAX_NODES = 16
+MAX_RATE = 1_000_000.0  # requests / s: beyond this the question is not a serving deployment
+
+
+def default_instances() -> tuple[str, ...]:
+    """The AWS EFA instance types (the reference InfiniBand nodes have no AWS price)."""
+    return tuple(n for n, i in load_instances().items() if i.fabric == "efa")
+
+
+def default_engines() -> tuple[str, ...]:
+    return tuple(load_engines())
+
+
+# The request ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """A checked plan question. Build it with `plan_request()`, which refuses bad input."""
+
+    model: str
+    isl: int
+    osl: int
+    concurrency: int | None = None
+    request_rate: float | None = None
+    slo_tok_s: float | None = None
+    ttft_ms: float | None = None
+    budget_per_hour: float | None = None
+    instances: tuple[str, ...] = ()
+    max_nodes: int = DEFAULT_MAX_NODES
+    max_batch: int | None = None  # sequences per DP rank (default: each engine's own)
+    engines: tuple[str, ...] = ()
+    measured_only: bool = False
+    prices: tuple[tuple[str, float], ...] = ()  # --price-per-hour, per instance
+
+    def targets_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "isl": self.isl,
+            "osl": self.osl,
+            "concurrency": self.concurrency,
+            "request_rate": self.request_rate,
+            "slo_tok_s": self.slo_tok_s,
+            "ttft_ms": self.ttft_ms,
+            "budget_per_hour": self.budget_per_hour,
+        }
+
+    def space_json(self) -> dict[str, Any]:
+        return {
+            "instances": list(self.instances),
+            "engines": list(self.engines),
+            "max_nodes": self.max_nodes,
+            "max_batch": self.max_batch,
+            "comms": list(COMMS),
+            "measured_only": self.measured_only,
+            "prices": dict(self.prices),
+        }
+
+
+def _whole(flag: str, value: Any, limit: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        raise InputError(flag, value, "a whole number greater than 0")
+    if value <= 0 or value != int(value):
+        raise InputError(flag, value, "a whole number greater than 0")
+    if value > limit:
+        raise InputError(flag, value, f"at most {limit:,} (outside what the model covers)")
+    return int(value)
+
+
+def _positive(flag: str, value: Any, limit: float = 1e12) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(flag, value, "a number greater than 0")
+    if not (value > 0 and math.isfinite(value)):
+        raise InputError(flag, value, "a finite number greater than 0")
+    if value > limit:
+        raise InputError(flag, value, f"at most {limit:,g}")
+    return float(value)
+
+
+def _names(
+    flag: str, raw: str | Iterable[str] | None, known: Iterable[str], default: tuple[str, ...]
+) -> tuple[str, ...]:
+    if raw is None:
+        return default
+    parts = [p.strip().lower() for p in (raw.split(",") if isinstance(raw, str) else raw)]
+    if not parts or any(not p for p in parts):
+        raise InputError(
+            flag, raw if isinstance(raw, str) else ",".join(raw), "a comma list with no empty items"
+        )
+    names = list(known)
+    for p in parts:
+        if p not in names:
+            raise InputError(flag, p, f"names from {', '.join(names)}")
+    return tuple(dict.fromkeys(parts))
+
+
+def _prices(
+    raw: str | float | Mapping[str, float] | None, instances: tuple[str, ...]
+) -> tuple[tuple[str, float], ...]:
+    """`--price-per-hour`: one price for every instance searched, or `NAME=P[,NAME=P]`."""
+    if raw is None:
+        return ()
+    flag = "--price-per-hour"
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        price = _positive(flag, raw)
+        return tuple((name, float(price)) for name in instances)  # type: ignore[arg-type]
+    pairs: list[tuple[str, Any]]
+    if isinstance(raw, Mapping):
+        pairs = list(raw.items())
+    elif isinstance(raw, str):
+        text = raw.strip()
+        try:
+            return _prices(float(text), instances)
+        except ValueError:
+            pass
+        pairs = []
+        for part in text.split(","):
+            name, sep, value = part.partition("=")
+            if not sep:
+                raise InputError(flag, part.strip(), "a price, or NAME=PRICE pairs separated by commas")
+            pairs.append((name, value))
+    else:
+        raise InputError(flag, raw, "a price, or NAME=PRICE pairs separated by commas")
+    known = list(load_instances())
+    out: dict[str, float] = {}
+    for name, value in pairs:
+        key = str(name).strip().lower()
+        if key not in known:
+            raise InputError(flag, key, f"instance names from {', '.join(known)}")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise InputError(flag, f"{key}={value}", "a number of $ per node-hour after the =") from None
+        out[key] = float(_positive(flag, number))  # type: ignore[arg-type]
+    return tuple(out.items())
+
+
+def plan_request(
+    *,
+    model: str = DEFAULTS["model"],
+    isl: Any = DEFAULTS["isl"],
+    osl: Any = DEFAULTS["osl"],
+    concurrency: Any = None,
+    request_rate: Any = None,
+    slo_tok_s: Any = None,
+    ttft_ms: Any = None,
+    budget_per_hour: Any = None,
+    instances: str | Iterable[str] | None = None,
+    max_nodes: Any = DEFAULT_MAX_NODES,
+    max_batch: Any = None,
+    engines: str | Iterable[str] | None = None,
+    measured_only: bool = False,
+    price_per_hour: str | float | Mapping[str, float] | None = None,
+) -> PlanRequest:
+    """Check every input of a plan (the CLI's flags, the API's body) before any work."""
+    if concurrency is None and request_rate is None:
+        raise CalcError(
+            "give the load: --concurrency C (requests in flight) or --request-rate R (per second)",
+            field="--concurrency",
+        )
+    if concurrency is not None and request_rate is not None:
+        raise CalcError("give --concurrency or --request-rate, not both", field="--request-rate")
+    conc = None if concurrency is None else _whole("--concurrency", concurrency, LIMITS["concurrency"])
+    rate = None if request_rate is None else _positive("--request-rate", request_rate, MAX_RATE)
+    insts = _names("--instances", instances, load_instances(), default_instances())
+    engs = _names("--engines", engines, load_engines(), default_engines())
+    resolve_model(model)  # an unknown preset or a bad config.json fails here, naming --model
+    return PlanRequest(
+        model=model,
+        isl=_whole("--isl", isl, LIMITS["isl"]),
+        osl=_whole("--osl", osl, LIMITS["osl"]),
+        concurrency=conc,
+        request_rate=rate,
+        slo_tok_s=_positive("--slo-tok-s", slo_tok_s),
+        ttft_ms=_positive("--ttft-ms", ttft_ms),
+        budget_per_hour=_positive("--budget-per-hour", budget_per_hour),
+        instances=insts,
+        max_nodes=_whole("--max-nodes", max_nodes, LIMITS["nodes"]),
+        max_batch=None if max_batch is None else _whole("--max-batch", max_batch, LIMITS["max_batch"]),
+        engines=engs,
+        measured_only=bool(measured_only),
+        prices=_prices(price_per_hour, insts),
+    )

@@ -1,0 +1,162 @@
+"""Sensitivity: which assumed inputs move the verdict (a tornado over their stated spreads).
+
+Each assumed constant of `catalog/data/constants.toml` with a spread > 0 is set to value - spread
+and value + spread in turn (`catalog.constants.overrides`); so is the scenario's transport
+wire efficiency where the catalog assumes one (± `WIRE_EFFICIENCY_SPREAD`, within (0, 1]). The
+scenario is then re-resolved and re-computed, and the verdict re-classified exactly as
+`evaluate()` does.
+
+Under an override the whole fit stage runs again (`fit.build.built_in_table` is cached per
+override set), so a case where HBM is slower is one where the fitted engine and kernel constants
+absorb the difference as far as the references allow. That is
+the honest question: "if this assumption is off, would the data still say the same?", not "if
+this term alone moved". A whole tornado is a few dozen refits, ~0.1-0.3 s, so it is not part of
+`evaluate()` (which must stay under 5 ms): `deepep-calc sensitivity` and `evaluate
+--sensitivity` run it.
+
+The ratio shown is the model's DeepEP / alternative aggregate (what the verdict compares when
+not every arm is measured), so it moves even where a measured cell supplies the headline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..base.quantity import Q
+from ..catalog.constants import load_constants, overrides
+from ..decide.verdict import SYMBOLS, classify
+from ..estimate.evaluate import Result, compute
+from ..question.scenario import Scenario, resolve
+
+WIRE_EFFICIENCY_SPREAD = 0.1  # assumed: ± on a transport's assumed fraction of line rate
+
+
+@dataclass(frozen=True)
+class Case:
+    key: str  # the override key: a constant name or transport:<name>:wire_efficiency
+    label: str
+    base: Q
+    spread: float
+    low: float
+    high: float
+
+
+@dataclass
+class Row:
+    case: Case
+    base_verdict: str
+    base_ratio: Q
+    ratio_low: Q
+    ratio_high: Q
+    verdict_low: str
+    verdict_high: str
+
+    @property
+    def survives(self) -> bool:
+        return self.verdict_low == self.base_verdict and self.verdict_high == self.base_verdict
+
+    @property
+    def swing(self) -> float:
+        return abs(self.ratio_high.scalar - self.ratio_low.scalar)
+
+    def flips(self) -> list[tuple[float, str]]:
+        """(value, new verdict) for each end of the spread that changes the verdict."""
+        ends = ((self.case.low, self.verdict_low), (self.case.high, self.verdict_high))
+        return [(v, code) for v, code in ends if code != self.base_verdict]
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.case
+        return {
+            "input": c.key,
+            "label": c.label,
+            "base": c.base.to_json(),
+            "spread": c.spread,
+            "low": c.low,
+            "high": c.high,
+            "ratio_low": self.ratio_low.to_json(),
+            "ratio_high": self.ratio_high.to_json(),
+            "verdict_low": self.verdict_low,
+            "verdict_high": self.verdict_high,
+            "survives": self.survives,
+            "swing": self.swing,
+        }
+
+
+def cases(scenario: Scenario) -> list[Case]:
+    """Every assumed input with a stated spread that bears on this scenario."""
+    out = []
+    for name, c in load_constants().items():
+        if c.spread > 0 and c.tag == "assumed":
+            low = c.value - c.spread
+            if low <= 0:  # a rate or size cannot reach zero: keep the low end meaningful
+                low = c.value / 2.0
+            out.append(Case(name, name, c.q(), c.spread, low, c.value + c.spread))
+    r = resolve(scenario)
+    t = r.transport
+    if t.wire_efficiency is not None and scenario.nodes > 1:
+        base = Q.assumed(t.wire_efficiency, "1", t.bw_source)
+        low = max(t.wire_efficiency - WIRE_EFFICIENCY_SPREAD, 0.05)
+        high = min(t.wire_efficiency + WIRE_EFFICIENCY_SPREAD, 1.0)
+        out.append(
+            Case(
+                f"transport:{t.name}:wire_efficiency",
+                f"{t.name} wire efficiency",
+                base,
+                WIRE_EFFICIENCY_SPREAD,
+                low,
+                high,
+            )
+        )
+    return out
+
+
+def model_ratio(result: Result) -> Q:
+    """DeepEP / alternative aggregate as the model computes it (before measured substitution)."""
+    dee, alt = result.arms["deepep"], result.arms[result.alternative]
+    a = dee.model_aggregate_tok_s or dee.aggregate_tok_s
+    b = alt.model_aggregate_tok_s or alt.aggregate_tok_s
+    return (a / b).as_("x", "model aggregate tok/s DeepEP / alternative")
+
+
+def _run(scenario: Scenario, values: dict[str, float] | None = None) -> tuple[str, Q]:
+    with overrides(values or {}):
+        result = compute(resolve(scenario))
+        code, _ = classify(result)
+        return code, model_ratio(result)
+
+
+def sensitivity(scenario: Scenario | None = None, /, **fields: Any) -> list[Row]:
+    """The tornado, largest swing of the ratio first."""
+    if scenario is None:
+        scenario = Scenario(**fields)
+    elif fields:
+        scenario = scenario.model_copy(update=fields)
+    base_code, base_ratio = _run(scenario)
+    rows = []
+    for case in cases(scenario):
+        code_lo, ratio_lo = _run(scenario, {case.key: case.low})
+        code_hi, ratio_hi = _run(scenario, {case.key: case.high})
+        rows.append(Row(case, base_code, base_ratio, ratio_lo, ratio_hi, code_lo, code_hi))
+    rows.sort(key=lambda row: (row.survives, -row.swing))
+    return rows
+
+
+def fragility(rows: list[Row]) -> str:
+    """One line for the verdict card: robust, or the first assumption that flips it."""
+    for row in rows:
+        flips = row.flips()
+        if flips:
+            value, code = flips[0]
+            c = row.case
+            return (
+                f"fragile: flips to {SYMBOLS[code]} {code} if {c.label} is {value:g} "
+                f"(assumed {c.base.scalar:g} ± {c.spread:g})"
+            )
+    return "robust: no assumed constant at either end of its stated spread flips it"
+
+
+def annotate(result: Result, rows: list[Row]) -> None:
+    """Add the constants' verdict to the card's robustness line (evaluate --sensitivity)."""
+    if result.verdict is not None:
+        result.verdict.robustness = f"{result.verdict.robustness}; constants: {fragility(rows)}"

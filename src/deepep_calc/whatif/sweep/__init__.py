@@ -1,0 +1,1 @@
+"""Sweeps: a grid of scenarios through the vectorised model, and its writers."""

@@ -1,0 +1,418 @@
+"""Sweeps: every combination of lists and ranges of scenario fields, through one vectorised model.
+
+A sweep is a product of axes, one per scenario field. Categorical fields (model, instance,
+engine, transport, ...) and the numeric fields the physics cannot take as arrays
+(`gpus_per_node`, the structural overrides, the SLO targets and the price) are resolved once
+per combination; the numeric fields of `scenario.VARIABLE` become NumPy arrays over a flattened
+grid, evaluated in bounded chunks by `compute(resolved.vary(...))` and `classify_codes`. No
+Python loop runs per row.
+
+Everything is validated before any work: a bad value anywhere raises `InputError` naming the
+flag, and nothing is written.
+
+The vectorised path runs the model everywhere: it does not replace a measured cell's numbers
+with the measurement, as `evaluate()` does for one scenario. A sweep row therefore equals
+`compute(resolve(row))` wherever the row is not a measured cell, and its model figures
+(`ArmResult.model_aggregate_tok_s` and the breakdown) where it is.
+
+Why one module: parsing an axis, counting it before it is built, and refusing only values
+invalid everywhere all need the same view of the grid.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from ...base.errors import CalcError, InputError
+from ...decide.verdict import classify_codes
+from ...estimate.evaluate import check_splittable, compute
+from ...question.fields import DEFAULTS
+from ...question.scenario import (
+    BOOL_FIELDS,
+    FLOAT_FIELDS,
+    INT_FIELDS,
+    VARIABLE,
+    Resolved,
+    Scenario,
+    check_array,
+    resolve,
+)
+
+CHUNK_ROWS = 50_000  # rows per vectorised pass: as fast as 200k rows at a third of the peak RSS
+MAX_ROWS = 50_000_000  # valid rows; beyond this a sweep is a mistake, not a question
+MAX_COMBINATIONS = 20_000  # resolved one by one: keep the Python-level loop small
+MAX_AXIS_VALUES = 1_000_000
+
+FIELDS = tuple(Scenario.model_fields)
+STRING_FIELDS = tuple(f for f in FIELDS if f not in INT_FIELDS + FLOAT_FIELDS + BOOL_FIELDS)
+ALTERNATIVES = ("allgather", "tp")
+
+ARM_KEYS = ("deepep", "alternative", "replica")
+ARM_METRICS = ("per_user_tok_s", "step_ms", "aggregate_tok_s", "ttft_ms", "usd_per_mtok", "memory_gb_per_gpu")
+RESULT_METRICS = ("ratio_deepep_vs_alternative", "tax_ms_per_token")
+VERDICT_CODES = ("dense", "deepep", "capacity")
+ARM_NAMES = ("deepep", "allgather", "tp", "replica", "none")  # "none": nothing fits in that row
+
+# The value words of --cuda-graphs (and --eager, inverted): the same words in every command
+# (cli.BOOL_WORDS; tests/test_flag_spelling.py checks the two agree).
+# `true`/`false` answer the flag they follow; the mode words name the mode whichever flag
+# carries them (`--cuda-graphs eager` is eager), so old sweeps keep working.
+TRUE_WORDS = ("true", "yes", "on", "1")
+FALSE_WORDS = ("false", "no", "off", "0")
+MODE_WORDS = {"graphs": True, "cuda-graphs": True, "eager": False}
+BOOL_WORDS = (*TRUE_WORDS, *FALSE_WORDS, *MODE_WORDS)
+BOOL_ALLOWED = "true or false (or the mode: graphs, eager)"
+
+
+def graphs_word(flag_name: str, word: str) -> bool:
+    """Whether `word`, given to `--cuda-graphs` or `--eager`, means CUDA graphs on."""
+    low = word.strip().lower()
+    if low in MODE_WORDS:
+        return MODE_WORDS[low]
+    if low in TRUE_WORDS or low in FALSE_WORDS:
+        return (low in TRUE_WORDS) == (flag_name == "--cuda-graphs")
+    raise InputError(flag_name, word.strip(), BOOL_ALLOWED)
+
+
+def flag(name: str) -> str:
+    return f"--{name.replace('_', '-')}"
+
+
+def code_index(values: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    """Position of each string in `names`, vectorised (much faster than np.unique on strings)."""
+    idx = np.zeros(np.shape(values), dtype=np.int8)
+    for i, name in enumerate(names[1:], start=1):
+        idx[values == name] = i
+    return idx
+
+
+# Parsing -------------------------------------------------------------------------------------
+
+_RANGE = re.compile(r"^\s*([^:]+):([^:]+)(?::\s*([x+]?)\s*([^:]+))?\s*$")
+
+
+def _number(name: str, text: str, kind: type) -> float:
+    allowed = "whole numbers" if kind is int else "numbers"
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(
+            flag(name), text.strip(), f"{allowed}, a comma list or a range a:b[:xK|:+K]"
+        ) from None
+    if kind is int and (not math.isfinite(value) or value != int(value)):
+        raise InputError(flag(name), text.strip(), "whole numbers")
+    return value
+
+
+def _range(name: str, text: str, kind: type) -> list[float]:
+    """`a:b` (step 1), `a:b:+K` or `a:b:K` (arithmetic), `a:b:xK` (geometric), ends included."""
+    m = _RANGE.match(text)
+    assert m is not None
+    lo, hi = _number(name, m.group(1), float), _number(name, m.group(2), float)
+    op, step_text = m.group(3) or "+", m.group(4)
+    step = _number(name, step_text, float) if step_text is not None else 1.0
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+        raise InputError(flag(name), text, "a range a:b with a <= b")
+    # The count is worked out from the ends and the step before anything is built, so a
+    # range of billions of values is refused without allocating them (or looping over them).
+    if op == "x":
+        if not (math.isfinite(step) and step > 1) or lo <= 0:
+            raise InputError(flag(name), text, "a geometric range a:b:xK with a > 0 and K > 1")
+        steps = math.log(hi / lo) / math.log(step)
+    else:
+        if not (math.isfinite(step) and step > 0):
+            raise InputError(flag(name), text, "an arithmetic range a:b:+K with K > 0")
+        steps = (hi - lo) / step
+    if not math.isfinite(steps) or steps + 1 > MAX_AXIS_VALUES:
+        raise InputError(flag(name), text, f"at most {MAX_AXIS_VALUES:,} values per field")
+    count = math.floor(steps + 1e-9) + 1
+    values = lo * np.power(step, np.arange(count)) if op == "x" else lo + step * np.arange(count)
+    if kind is int:
+        values = np.unique(np.round(values))
+    return [float(v) for v in values]
+
+
+def parse_values(name: str, text: str | None) -> list[Any]:
+    """The values one flag stands for: a comma list, ranges, or one value."""
+    if name not in FIELDS:
+        raise InputError("sweep field", name, f"one of {', '.join(FIELDS)}")
+    if text is None:
+        return [DEFAULTS.get(name)]
+    parts = [p.strip() for p in str(text).split(",")]
+    if any(not p for p in parts):
+        raise InputError(flag(name), text, "a comma list with no empty items")
+    out: list[Any] = []
+    for part in parts:
+        if name in BOOL_FIELDS:
+            out.append(graphs_word(flag(name), part))
+        elif name in INT_FIELDS or name in FLOAT_FIELDS:
+            kind = int if name in INT_FIELDS else float
+            if ":" in part:
+                out.extend(_range(name, part, kind))
+            else:
+                out.append(_number(name, part, kind))
+        elif name == "alternative":
+            if part.lower() not in ALTERNATIVES:
+                raise InputError(flag(name), part, "allgather or tp")
+            out.append(part.lower())
+        else:
+            out.append(part)
+    if name in INT_FIELDS:
+        out = [int(v) for v in out]
+    # keep the first occurrence of each value, in the order given
+    return list(dict.fromkeys(out))
+
+
+# The plan: parsed, checked, resolved -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Combination:
+    """One categorical choice: its scalar scenario, resolved, and its place on the axes.
+
+    A combination that is invalid by construction (efa-gda on p5, an expert count no EP group
+    splits) has no `resolved` and says why in `skipped`; its rows are counted, not computed.
+    """
+
+    index: tuple[int, ...]  # position on each categorical axis
+    resolved: Resolved | None
+    fields: dict[str, Any] = field(default_factory=dict)  # the categorical values as given
+    skipped: str | None = None  # why this combination cannot run (None: it runs)
+
+
+@dataclass
+class SweepPlan:
+    axes: dict[str, list[Any]]  # every scenario field -> its values, in field order
+    numeric: tuple[str, ...]  # fields evaluated as arrays (scenario.VARIABLE)
+    categorical: tuple[str, ...]  # fields resolved per combination
+    combinations: list[Combination] = field(default_factory=list)  # the valid ones
+    skipped: list[Combination] = field(default_factory=list)  # invalid by construction
+
+    @property
+    def numeric_shape(self) -> tuple[int, ...]:
+        return tuple(len(self.axes[f]) for f in self.numeric)
+
+    @property
+    def rows_per_combination(self) -> int:
+        return math.prod(self.numeric_shape)
+
+    @property
+    def rows(self) -> int:
+        """Valid rows: the ones the model computes (and the row limit counts)."""
+        return self.rows_per_combination * len(self.combinations)
+
+    @property
+    def skipped_rows(self) -> int:
+        return self.rows_per_combination * len(self.skipped)
+
+    def skipped_reasons(self) -> dict[str, int]:
+        """Reason -> number of combinations skipped for it, in first-seen order."""
+        out: dict[str, int] = {}
+        for comb in self.skipped:
+            out[str(comb.skipped)] = out.get(str(comb.skipped), 0) + 1
+        return out
+
+    def every_combination(self) -> list[Combination]:
+        """Valid and skipped combinations in grid order (for --keep-invalid)."""
+        return sorted([*self.combinations, *self.skipped], key=lambda c: c.index)
+
+    @property
+    def varied(self) -> tuple[str, ...]:
+        return tuple(f for f in FIELDS if len(self.axes[f]) > 1)
+
+
+def _graph_modes(raw: Mapping[str, str | None]) -> dict[str, str | None]:
+    """Fold `--eager LIST` into `cuda_graphs` (the same words, inverted), refusing a contradiction."""
+    raw = dict(raw)
+    eager = raw.pop("eager", None)
+    if eager is None:
+        return raw
+    parts = [p.strip() for p in str(eager).split(",")]
+    if any(not p for p in parts):
+        raise InputError("--eager", eager, "a comma list with no empty items")
+    modes = list(dict.fromkeys(graphs_word("--eager", p) for p in parts))
+    given = raw.get("cuda_graphs")
+    if given is not None and set(parse_values("cuda_graphs", given)) != set(modes):
+        raise InputError("--eager", eager, f"the same modes as --cuda-graphs {given}, or only one of the two")
+    raw["cuda_graphs"] = ",".join("true" if m else "false" for m in modes)
+    return raw
+
+
+def _reason(exc: CalcError) -> str:
+    """A skip reason: the error line without the value-by-value wording of a refusal."""
+    if isinstance(exc, InputError) and exc.value is not None:
+        return f"{exc.field} {exc.value}: needs {exc.allowed}"
+    return exc.message
+
+
+def plan_sweep(raw: Mapping[str, str | None]) -> SweepPlan:
+    """Parse every flag, check every value and resolve every combination, before any work.
+
+    A combination invalid by construction is skipped (and counted); a value is refused only
+    when no combination that uses it is valid, with the error of its first combination.
+    """
+    raw = _graph_modes(raw)
+    unknown = [k for k in raw if k not in FIELDS]
+    if unknown:
+        raise InputError("sweep field", unknown[0], f"one of {', '.join(FIELDS)}")
+    axes: dict[str, list[Any]] = {}
+    numeric = tuple(f for f in FIELDS if f in VARIABLE)
+    categorical = tuple(f for f in FIELDS if f not in VARIABLE)
+    per = 1
+    for name in FIELDS:  # refuse as soon as the numeric axes parsed so far are over the row limit
+        axes[name] = parse_values(name, raw.get(name))
+        if name in VARIABLE:
+            per *= len(axes[name])
+            if per > MAX_ROWS:
+                raise InputError("sweep", f"{per:,} rows or more", f"at most {MAX_ROWS:,} rows")
+    for name in numeric:
+        arr = np.asarray(axes[name], dtype=bool if name in BOOL_FIELDS else float)
+        if name not in BOOL_FIELDS:
+            check_array(name, arr)
+    cat_sizes = [len(axes[f]) for f in categorical]
+    n_comb = math.prod(cat_sizes)
+    if n_comb > MAX_COMBINATIONS:
+        raise InputError(
+            "sweep", f"{n_comb:,} combinations", f"at most {MAX_COMBINATIONS:,} categorical combinations"
+        )
+    plan = SweepPlan(axes, numeric, categorical)
+    first_numeric = {f: axes[f][0] for f in numeric}
+
+    errors: list[tuple[tuple[int, ...], CalcError]] = []
+    for index in itertools.product(*(range(n) for n in cat_sizes)):
+        fields = {f: axes[f][i] for f, i in zip(categorical, index, strict=True)}
+        try:
+            resolved = resolve(_scenario({**fields, **first_numeric}))
+            check_splittable(resolved)  # a layout no arm can split, as `evaluate` refuses it
+        except CalcError as exc:
+            errors.append((index, exc))
+            plan.skipped.append(Combination(index, None, fields, _reason(exc)))
+            continue
+        plan.combinations.append(Combination(index, resolved, fields))
+    _refuse_values_invalid_everywhere(plan, errors)
+    if plan.rows > MAX_ROWS:
+        raise InputError("sweep", f"{plan.rows:,} rows", f"at most {MAX_ROWS:,} rows")
+    return plan
+
+
+def _refuse_values_invalid_everywhere(
+    plan: SweepPlan, errors: list[tuple[tuple[int, ...], CalcError]]
+) -> None:
+    """Raise the first error of a categorical value that no valid combination uses."""
+    if not errors:
+        return
+    if not plan.combinations:
+        raise errors[0][1]
+    for pos, name in enumerate(plan.categorical):
+        used = {c.index[pos] for c in plan.combinations}
+        for i in range(len(plan.axes[name])):
+            if i not in used:
+                raise next(exc for index, exc in errors if index[pos] == i)
+
+
+def _scenario(fields: dict[str, Any]) -> Scenario:
+    try:
+        return Scenario(**fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = str(err["loc"][0]) if err.get("loc") else "sweep"
+        raise InputError(flag(name), fields.get(name), err.get("msg", "a valid value")) from None
+
+
+# Evaluation -----------------------------------------------------------------------------------
+
+
+def numeric_columns(
+    plan: SweepPlan, start: int, stop: int
+) -> tuple[dict[str, np.ndarray], tuple[np.ndarray, ...]]:
+    """Rows [start, stop) of the flattened numeric grid, and each row's index on every axis."""
+    shape = plan.numeric_shape
+    idx = np.unravel_index(np.arange(start, stop, dtype=np.int64), shape)
+    cols = {}
+    for name, ix in zip(plan.numeric, idx, strict=True):
+        values = np.asarray(plan.axes[name], dtype=bool if name in BOOL_FIELDS else float)
+        cols[name] = values[ix]
+    return cols, idx
+
+
+def evaluate_chunk(resolved: Resolved, columns: dict[str, np.ndarray]) -> dict[str, Any]:
+    """One vectorised pass: the sweep's metric columns for these rows (arrays or scalars + tags).
+
+    Returns column name -> array (or a scalar that holds for every row), and `<column>_tag`
+    -> the provenance tag, which is one value for the whole pass. `verdict` and
+    `recommended_arm` are int8 positions in `VERDICT_CODES` and `ARM_NAMES`.
+    """
+
+    result = compute(resolved.vary(**columns))
+    codes, rec = classify_codes(result)
+    out: dict[str, Any] = {}
+    for key, arm_name in zip(ARM_KEYS, ("deepep", result.alternative, "replica"), strict=True):
+        arm = result.arms[arm_name]
+        for metric in ARM_METRICS:
+            q = getattr(arm, metric)
+            out[f"{key}_{metric}"] = q.value
+            out[f"{key}_{metric}_tag"] = str(q.tag)
+        out[f"{key}_feasible"] = np.asarray(arm.feasible, dtype=bool)
+    for metric in RESULT_METRICS:
+        q = getattr(result, metric)
+        out[metric] = q.value
+        out[f"{metric}_tag"] = str(q.tag)
+    # Codes become small integers here, once per pass: counts, the map and the writers all
+    # work on them, and names are attached only when a file is written.
+    out["verdict"] = code_index(codes, VERDICT_CODES)
+    out["recommended_arm"] = code_index(rec, ARM_NAMES)
+    return out
+
+
+@dataclass
+class Chunk:
+    combination: Combination
+    start: int
+    stop: int
+    numeric: dict[str, np.ndarray]
+    numeric_index: tuple[np.ndarray, ...]
+    metrics: dict[str, Any]  # empty for a skipped combination's rows (--keep-invalid)
+
+    @property
+    def skipped(self) -> str | None:
+        return self.combination.skipped
+
+    @property
+    def rows(self) -> int:
+        return self.stop - self.start
+
+    def column(self, name: str) -> Any:
+        """A metric or a numeric scenario column, broadcast to the chunk's rows."""
+        value = self.metrics[name] if name in self.metrics else self.numeric[name]
+        return np.broadcast_to(np.asarray(value), (self.rows,))
+
+
+def iter_chunks(
+    plan: SweepPlan,
+    chunk_rows: int = CHUNK_ROWS,
+    evaluator: Callable[..., dict[str, Any]] | None = None,
+    keep_invalid: bool = False,
+) -> Iterator[Chunk]:
+    """Evaluate the plan combination by combination, `chunk_rows` grid rows at a time.
+
+    With `keep_invalid`, skipped combinations yield chunks too (in grid order), with no metrics.
+    """
+    per = plan.rows_per_combination
+    run = evaluator or evaluate_chunk
+    for comb in plan.every_combination() if keep_invalid else plan.combinations:
+        for start in range(0, per, chunk_rows):
+            stop = min(start + chunk_rows, per)
+            cols, idx = numeric_columns(plan, start, stop)
+            metrics = {} if comb.resolved is None else run(comb.resolved, cols)
+            yield Chunk(comb, start, stop, cols, idx, metrics)
+
+
+# Running a sweep -----------------------------------------------------------------------------

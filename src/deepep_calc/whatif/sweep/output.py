@@ -1,0 +1,502 @@
+"""Sweep tables on disk: CSV or Parquet, streamed chunk by chunk, all or nothing.
+
+Rows go to the temporary file of a checked `files.Output` (in the target's directory); the
+command commits it with its other outputs once the last chunk is written, and on any failure,
+Ctrl-C and terminating signals included, the temporary file is removed. A stream target
+(`-o -`, a FIFO, a device) gets the rows as they are computed. CSV and Parquet are written by
+pyarrow's C++ writers (a default dependency); if pyarrow cannot be imported the standard library
+writes the same CSV columns and values, more slowly, and Parquet is refused before any work.
+
+CSV floats carry `precision` significant digits (6 by default, `--precision`): rounded here,
+in NumPy, so both writers print the same shortest text of the same rounded double. Parquet
+keeps every float64 bit. Verdict and arm codes travel as int8 until a writer names them.
+
+Why one module: the Arrow writer, its CSV formatting and the stdlib fallback must write the
+same columns with the same rounding; keeping them side by side is how they stay equal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...base.errors import CalcError
+from ...files.safe_write import Output
+from .grid import (
+    ARM_KEYS,
+    ARM_METRICS,
+    ARM_NAMES,
+    BOOL_FIELDS,
+    FIELDS,
+    FLOAT_FIELDS,
+    INT_FIELDS,
+    RESULT_METRICS,
+    VERDICT_CODES,
+    Chunk,
+    SweepPlan,
+)
+
+FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+
+
+def value_columns() -> list[str]:
+    """The metric columns that carry a provenance tag, in output order."""
+    cols = [f"{arm}_{m}" for arm in ARM_KEYS for m in ARM_METRICS]
+    return [*cols, *RESULT_METRICS]
+
+
+def columns(keep_invalid: bool = False) -> list[tuple[str, str]]:
+    """(name, kind) of every output column; kind is str, int, float or bool.
+
+    With `keep_invalid` a last `skipped_reason` column says why a row was not computed (null
+    for the rows that were).
+    """
+    out: list[tuple[str, str]] = []
+    for name in FIELDS:
+        kind = (
+            "int"
+            if name in INT_FIELDS
+            else "float"
+            if name in FLOAT_FIELDS
+            else "bool"
+            if name in BOOL_FIELDS
+            else "str"
+        )
+        out.append((name, kind))
+    for arm in ARM_KEYS:
+        out += [(f"{arm}_{m}", "float") for m in ARM_METRICS]
+        out.append((f"{arm}_feasible", "bool"))
+    out += [(m, "float") for m in RESULT_METRICS]
+    out += [("verdict", "str"), ("recommended_arm", "str")]
+    out += [(f"{c}_tag", "str") for c in value_columns()]
+    if keep_invalid:
+        out.append(("skipped_reason", "str"))
+    return out
+
+
+def chunk_values(chunk: Chunk, keep_invalid: bool = False) -> dict[str, Any]:
+    """Column -> array over the chunk's rows, or one scalar that holds for all of them.
+
+    Codes (verdict, recommended arm) come as (index array, names) pairs for dictionary encoding.
+    A skipped combination's rows carry their scenario fields and None for every metric.
+    """
+    r = chunk.combination.resolved
+    out: dict[str, Any] = {}
+    for name in FIELDS:
+        if name in chunk.numeric:
+            arr = chunk.numeric[name]
+            out[name] = arr.astype(bool) if name in BOOL_FIELDS else arr.astype(np.int64)
+        elif r is None:
+            out[name] = chunk.combination.fields.get(name)
+        elif name == "gpus_per_node":
+            out[name] = r.gpus_per_node
+        elif name == "weight_dtype":
+            out[name] = r.model.weight_dtype
+        else:
+            out[name] = getattr(r.scenario, name)
+    for name, _ in columns(keep_invalid):
+        if name in out:
+            continue
+        if name == "skipped_reason":
+            out[name] = chunk.skipped
+        elif r is None:
+            out[name] = None
+        elif name == "verdict":
+            out[name] = (chunk.column(name), VERDICT_CODES)
+        elif name == "recommended_arm":
+            out[name] = (chunk.column(name), ARM_NAMES)
+        elif name.endswith("_tag"):
+            out[name] = chunk.metrics[name]
+        else:
+            out[name] = chunk.column(name)
+    return out
+
+
+# 10**k for every k a float64 can hold, so rounding looks powers up instead of computing them.
+_POW10_OFFSET = 330
+with np.errstate(over="ignore"):
+    _POW10 = 10.0 ** np.arange(-_POW10_OFFSET, 310, dtype=float)
+_LOG10_2 = float(np.log10(2.0))
+
+
+FAST_DIGITS = 14  # up to here the integer significand and its power of ten are exact doubles
+MAX_EXACT_POWER = 22  # 10**22 is the largest power of ten a double holds exactly
+
+
+def _printf_rounded(values: np.ndarray, digits: int) -> np.ndarray:
+    """The slow, exact path: what printf's `%.{digits-1}e` reads back as."""
+    return np.array([float(f"{v:.{digits - 1}e}") for v in values.tolist()], dtype=float)
+
+
+def round_significant(values: np.ndarray, digits: int) -> np.ndarray:
+    """Each float rounded to `digits` significant digits (a new array; nan, inf and 0 kept).
+
+    The result is the double nearest the rounded decimal (an integer times or over an exact
+    power of ten), so a shortest-repr printer (Arrow's, Python's) prints at most `digits`
+    digits. The decimal exponent comes from frexp and one comparison, not log10: this runs on
+    every float column of a million-row CSV. Values whose power of ten is not an exact double
+    (beyond 1e22 either way) and more than `FAST_DIGITS` digits take printf's exact path.
+    """
+    x = np.asarray(values, dtype=float)
+    if digits >= 17:
+        return x
+    if digits > FAST_DIGITS:
+        out = x.copy()
+        finite = np.isfinite(x) & (x != 0)
+        out[finite] = _printf_rounded(x[finite], digits)
+        return out
+    a = np.abs(x)
+    _, b = np.frexp(a)  # a = f * 2**b with f in [0.5, 1)
+    e = np.floor((b - 1) * _LOG10_2).astype(np.int64)  # decimal exponent, at most one too low
+    np.clip(e, -_POW10_OFFSET + 1, 308, out=e)
+    e += a >= _POW10[e + 1 + _POW10_OFFSET]
+    k = digits - 1 - e  # decimals to keep
+    up = k >= 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        scale = _POW10[np.clip(k, -308, 308) + _POW10_OFFSET]
+        out = np.round(x * scale)
+        out /= scale
+        if not up.all():  # large values: divide by an exact power of ten instead
+            big = ~up
+            step = _POW10[np.clip(-k[big], -308, 308) + _POW10_OFFSET]
+            out[big] = np.round(x[big] / step) * step
+    inexact = (np.abs(k) > MAX_EXACT_POWER) & np.isfinite(x) & (a != 0)
+    if inexact.any():
+        out[inexact] = _printf_rounded(x[inexact], digits)
+    keep = ~np.isfinite(out) | (a == 0)
+    if keep.any():
+        out[keep] = x[keep]
+    return out
+
+
+def _rounded(value: Any, kind: str, digits: int | None) -> Any:
+    """A float column (or scalar) at `digits` significant digits; anything else as it is."""
+    if digits is None or kind != "float" or value is None or isinstance(value, tuple):
+        return value
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        return round_significant(value, digits)
+    item = value.item() if isinstance(value, np.ndarray) else value
+    return float(round_significant(np.asarray([item], dtype=float), digits)[0])
+
+
+class TableWriter:
+    """Streams chunks into the output's temporary file (or its stream); `close()` finishes the
+    file for the commit, `abort()` drops it. Write failures name the target, in one line.
+
+    Writing runs on one background thread, one chunk behind the model: Arrow's writers and
+    NumPy's rounding release the GIL, so on two cores the next chunk is computed while the last
+    one is formatted. At most one chunk waits; a failure surfaces at the next `write` or at
+    `close`, before anything is committed, and `abort` waits for the thread before discarding.
+    """
+
+    def __init__(
+        self, out: Output, plan: SweepPlan, precision: int | None = None, keep_invalid: bool = False
+    ) -> None:
+        self.out = out
+        self.plan = plan
+        self.precision = precision  # significant digits of floats (None: every bit)
+        self.keep_invalid = keep_invalid
+        self.columns = columns(keep_invalid)
+        self.pool: Any = None
+        self.pending: Any = None
+        self.sink: Any = out.temp_path() if out.is_file else _Unclosed(out.stream())
+        try:
+            self._open()
+        except OSError as exc:
+            self.abort()
+            raise out.failed(exc) from None
+        except BaseException:
+            self.abort()
+            raise
+
+    def _open(self) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _write(self, chunk: Chunk) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _close(self) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def write(self, chunk: Chunk) -> None:
+        """Hand the chunk to the writer thread, after the previous one is written."""
+        self._wait()
+        if self.pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sweep-writer")
+        self.pending = self.pool.submit(self._write, chunk)
+
+    def _wait(self) -> None:
+        """Block until the chunk in flight is written; its failure is raised here, in one line."""
+        pending, self.pending = self.pending, None
+        if pending is None:
+            return
+        try:
+            pending.result()
+        except OSError as exc:
+            raise self.out.failed(exc) from None
+
+    def _stop(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+            self.pool = None
+
+    def close(self) -> None:
+        """The last chunk is written: finish the file (footer, flush, fsync) for the commit."""
+        try:
+            self._wait()
+            self._stop()
+            self._close()
+        except OSError as exc:
+            raise self.out.failed(exc) from None
+        if self.out.is_file:
+            self.out.staged()
+
+    def abort(self) -> None:
+        with contextlib.suppress(BaseException):  # the chunk in flight is thrown away with the file
+            self._wait()
+        with contextlib.suppress(Exception):
+            self._stop()
+        with contextlib.suppress(Exception):  # the file is thrown away: a close error changes nothing
+            self._close()
+        self.out.discard()
+
+
+class _Unclosed(io.RawIOBase):
+    """A stream handed to a table writer, which must not close standard output under us."""
+
+    def __init__(self, handle: Any) -> None:
+        super().__init__()
+        self.handle = handle
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.handle.write(data)
+        return len(data)
+
+    def flush(self) -> None:
+        self.handle.flush()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.flush()
+        super().close()
+
+
+class ArrowWriter(TableWriter):
+    """CSV or Parquet through pyarrow; string columns are dictionary-encoded (cheap repeats)."""
+
+    def __init__(self, out: Output, plan: SweepPlan, fmt: str, **kwargs: Any) -> None:
+        self.fmt = fmt
+        super().__init__(out, plan, **kwargs)
+
+    def _open(self) -> None:
+        import pyarrow as pa
+
+        self.pa = pa
+        self.dict_type = pa.dictionary(pa.int32(), pa.string())
+        types = {"str": self.dict_type, "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
+        self.schema = pa.schema([(name, types[kind]) for name, kind in self.columns])
+        self.kinds = [kind for _, kind in self.columns]
+        self.names: dict[tuple[str, ...], Any] = {}
+        sink = str(self.sink) if isinstance(self.sink, Path) else self.sink
+        if self.fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            # Measured on a million rows (benchmarks/sweep_speed.py): dictionary pages only for
+            # the string columns (on distinct floats the attempt costs several times the write
+            # and saves nothing); floats byte-stream-split, which halves zstd's time on them;
+            # statistics only where a reader can use them to skip pages (not on labels).
+            strings = [name for name, kind in self.columns if kind == "str"]
+            floats = [name for name, kind in self.columns if kind == "float"]
+            stats = [name for name, kind in self.columns if kind in ("int", "float")]
+            self.writer: Any = pq.ParquetWriter(
+                sink,
+                self.schema,
+                compression="zstd",
+                compression_level=1,
+                use_dictionary=strings,
+                use_byte_stream_split=floats,
+                write_statistics=stats,
+            )
+        else:
+            import pyarrow.csv as pacsv
+
+            self.csv_schema = pa.schema(
+                [(f.name, pa.string() if f.type == self.dict_type else f.type) for f in self.schema]
+            )
+            self.writer = pacsv.CSVWriter(
+                sink, self.csv_schema, write_options=pacsv.WriteOptions(quoting_style=self._quoting())
+            )
+
+    def _quoting(self) -> str:
+        """ "none" (no quotes: smaller, faster) unless some string value needs quoting."""
+        texts = [name for name, _ in self.columns]
+        texts += [str(v) for name in FIELDS if name not in self.plan.numeric for v in self.plan.axes[name]]
+        texts += [*VERDICT_CODES, *ARM_NAMES]
+        texts += [str(c.skipped) for c in self.plan.skipped]
+        texts += [r.model.weight_dtype for c in self.plan.combinations if (r := c.resolved) is not None]
+        special = (",", '"', "\n", "\r")
+        return "needed" if any(ch in t for t in texts for ch in special) else "none"
+
+    def _dictionary(self, names: tuple[str, ...]) -> Any:
+        if names not in self.names:
+            self.names[names] = self.pa.array(list(names), self.pa.string())
+        return self.names[names]
+
+    def _array(self, value: Any, typ: Any, n: int) -> Any:
+        pa = self.pa
+        if isinstance(value, tuple):  # (indices, names): a code column
+            idx, names = value
+            return pa.DictionaryArray.from_arrays(pa.array(idx.astype(np.int32)), self._dictionary(names))
+        if isinstance(value, np.ndarray) and value.ndim == 1:
+            return pa.array(value, type=typ)
+        if isinstance(value, np.ndarray):
+            value = value.item()
+        if value is None:
+            return pa.nulls(n, typ)
+        if typ == self.dict_type:
+            zeros = pa.array(np.zeros(n, dtype=np.int32))
+            return pa.DictionaryArray.from_arrays(zeros, self._dictionary((str(value),)))
+        return pa.repeat(pa.scalar(value, typ), n)
+
+    def _csv_array(self, value: Any, typ: Any, n: int) -> Any:
+        """A CSV column: labels as plain strings (Arrow's CSV writer decodes a dictionary column
+        value by value, three times slower than writing plain strings)."""
+        arr = self._array(value, typ, n)
+        return arr.dictionary.take(arr.indices) if typ == self.dict_type else arr
+
+    def _write(self, chunk: Chunk) -> None:
+        values = chunk_values(chunk, self.keep_invalid)
+        if self.fmt == "csv":
+            arrays = [
+                self._csv_array(_rounded(values[f.name], kind, self.precision), f.type, chunk.rows)
+                for f, kind in zip(self.schema, self.kinds, strict=True)
+            ]
+            self.writer.write_table(self.pa.Table.from_arrays(arrays, schema=self.csv_schema))
+            return
+        arrays = [self._array(values[f.name], f.type, chunk.rows) for f in self.schema]
+        self.writer.write_table(self.pa.Table.from_arrays(arrays, schema=self.schema))
+
+    def _close(self) -> None:
+        if getattr(self, "writer", None) is not None:
+            self.writer.close()
+            self.writer = None
+
+
+class StdlibCsvWriter(TableWriter):
+    """CSV without pyarrow: the same columns and values, written by the csv module.
+
+    Floats are printed as Arrow prints them (shortest text of the rounded double, whole values
+    without ".0"), so a file reads the same whichever writer made it.
+    """
+
+    def _open(self) -> None:
+        if isinstance(self.sink, Path):
+            self.handle: Any = open(self.sink, "w", newline="", encoding="utf-8")  # noqa: SIM115
+        else:
+            self.handle = io.TextIOWrapper(self.sink, encoding="utf-8", newline="", write_through=True)
+        self.csv = csv.writer(self.handle)
+        self.csv.writerow([name for name, _ in self.columns])
+
+    def _write(self, chunk: Chunk) -> None:
+        n = chunk.rows
+        values = chunk_values(chunk, self.keep_invalid)
+        cols = []
+        for name, kind in self.columns:
+            value = _rounded(values[name], kind, self.precision)
+            if isinstance(value, tuple):
+                idx, names = value
+                cols.append(np.asarray(names, dtype=object)[idx].tolist())
+            elif isinstance(value, np.ndarray) and value.ndim == 1:
+                cols.append(_text_list(value, kind))
+            else:
+                item = value.item() if isinstance(value, np.ndarray) else value
+                cols.append([_text(item, kind)] * n)
+        self.csv.writerows(zip(*cols, strict=True))
+
+    def _close(self) -> None:
+        if getattr(self, "handle", None) is not None:
+            self.handle.close()
+            self.handle = None
+
+
+def _float_text(value: float) -> str:
+    """A float as Arrow's CSV writer prints it: 2 not 2.0, 1e-07 as 1e-7, 1.5e+20 kept."""
+    if value != value:
+        return "nan"
+    if value in (float("inf"), float("-inf")):
+        return "inf" if value > 0 else "-inf"
+    text = repr(float(value))
+    if text.endswith(".0"):
+        return text[:-2]
+    if "e-0" in text:
+        return text.replace("e-0", "e-")
+    return text
+
+
+def _text(value: Any, kind: str) -> str:
+    if value is None:
+        return ""
+    if kind == "bool":
+        return "true" if value else "false"
+    if kind == "float":
+        return _float_text(float(value))
+    return str(value)
+
+
+def _text_list(arr: np.ndarray, kind: str) -> list[Any]:
+    if kind == "bool":
+        return np.where(arr, "true", "false").tolist()
+    if kind == "float":
+        return [_float_text(v) for v in arr.tolist()]
+    return arr.tolist()
+
+
+def table_format(target: str) -> str:
+    """csv or parquet, from the file name; rows sent to stdout (`-o -`) are CSV."""
+    if target == "-":
+        return "csv"
+    fmt = FORMATS.get(Path(target).suffix.lower())
+    if fmt is None:
+        raise CalcError(f"-o {target}: the output must end in .csv or .parquet", "-o")
+    return fmt
+
+
+def have_pyarrow() -> bool:
+    try:
+        import pyarrow.csv
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def check_table_target(target: str) -> str:
+    """The format of `-o`, refused before any work if this install cannot write it."""
+    fmt = table_format(target)
+    if fmt == "parquet" and not have_pyarrow():
+        raise CalcError(
+            f"-o {target}: Parquet needs pyarrow, which could not be imported; reinstall it with "
+            "pip install pyarrow or write .csv",
+            "-o",
+        )
+    return fmt
+
+
+def open_table_writer(
+    out: Output, plan: SweepPlan, precision: int = 6, keep_invalid: bool = False
+) -> TableWriter:
+    """The writer for this checked output (its format was checked before any row was computed)."""
+    fmt = check_table_target(out.given)
+    if have_pyarrow():
+        return ArrowWriter(out, plan, fmt, precision=precision, keep_invalid=keep_invalid)
+    return StdlibCsvWriter(out, plan, precision=precision, keep_invalid=keep_invalid)

@@ -1,0 +1,215 @@
+"""Running a planned sweep: every chunk through the model, to the table and the map, or nothing.
+
+`grid.py` turns the flags into a plan and the plan into chunks of rows; this module drives
+them, counts the verdicts, shows progress, and commits the outputs together at the end
+(`output.py` writes the table, `verdict_map.py` draws the map).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...base.errors import InputError
+from ...files.safe_write import check_distinct, check_output, commit, scenario_inputs
+from .grid import ARM_NAMES, CHUNK_ROWS, VERDICT_CODES, SweepPlan, iter_chunks, plan_sweep
+from .output import check_table_target, open_table_writer
+from .verdict_map import MapGrid, check_map_target, render_map
+
+
+@dataclass
+class SweepSummary:
+    rows: int
+    combinations: int
+    chunks: int
+    seconds: float
+    verdicts: dict[str, int]
+    recommended: dict[str, int]
+    output: str | None
+    map: str | None
+    varied: dict[str, list[Any]]
+    skipped_combinations: int = 0
+    skipped_rows: int = 0
+    skipped_reasons: dict[str, int] = field(default_factory=dict)  # reason -> combinations
+    kept_invalid: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows,
+            "combinations": self.combinations,
+            "chunks": self.chunks,
+            "seconds": round(self.seconds, 3),
+            "rows_per_s": round(self.rows / self.seconds) if self.seconds > 0 else None,
+            "verdicts": self.verdicts,
+            "recommended_arm": self.recommended,
+            "output": self.output,
+            "map": self.map,
+            "varied": self.varied,
+            "skipped": {
+                "combinations": self.skipped_combinations,
+                "rows": self.skipped_rows,
+                "reasons": self.skipped_reasons,
+                "written": self.kept_invalid and self.output is not None,
+            },
+        }
+
+    def skipped_line(self) -> str | None:
+        """One line for stderr: how many combinations were skipped, counted per reason."""
+        if not self.skipped_combinations:
+            return None
+        reasons = "; ".join(f"{n} × {why}" for why, n in self.skipped_reasons.items())
+        kept = ", written with their reason" if self.kept_invalid and self.output else ""
+        return (
+            f"skipped {self.skipped_combinations:,} invalid combination(s) "
+            f"({self.skipped_rows:,} rows{kept}): {reasons}"
+        )
+
+
+MAX_PRECISION = 17  # significant digits that round-trip every float64
+
+
+def check_precision(precision: int) -> int:
+    """--precision: significant digits of CSV floats, 1 to 17 (17 round-trips exactly)."""
+    if isinstance(precision, bool) or not isinstance(precision, int) or not 1 <= precision <= MAX_PRECISION:
+        raise InputError("--precision", precision, f"a whole number from 1 to {MAX_PRECISION}")
+    return precision
+
+
+def run_sweep(
+    plan: SweepPlan,
+    output: str | None = None,
+    map_path: str | None = None,
+    x: str | None = None,
+    y: str | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+    progress: bool = True,
+    precision: int = 6,
+    keep_invalid: bool = False,
+) -> SweepSummary:
+    """Evaluate every row; stream them to `output` and fill the verdict map; all-or-nothing files.
+
+    Both targets are checked before the first row is computed (format, directory, permissions,
+    not an input of the sweep, not one file twice); both files are committed together at the
+    end, or neither (`deepep_calc.files.safe_write`). CSV floats carry `precision` significant digits
+    (Parquet keeps full doubles). `keep_invalid` writes the skipped combinations' rows too,
+    with a `skipped_reason` and null metrics.
+    """
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows <= 0:
+        raise InputError("--chunk-rows", chunk_rows, "a whole number greater than 0")
+    check_precision(precision)
+    inputs = scenario_inputs(plan.axes["model"], plan.axes["calibration"])
+    table_out = map_out = None
+    map_fmt = "html"
+    if output is not None:
+        check_table_target(output)
+        table_out = check_output(output, "-o", inputs=inputs)
+    grid = None
+    if map_path is not None:
+        map_fmt = check_map_target(map_path)
+        map_out = check_output(map_path, "--map", inputs=inputs)
+        grid = MapGrid(plan, x or "nodes", y or "concurrency")
+    outputs = check_distinct([table_out, map_out])
+    keep = keep_invalid and table_out is not None
+    verdicts = np.zeros(len(VERDICT_CODES), dtype=np.int64)
+    recommended = np.zeros(len(ARM_NAMES), dtype=np.int64)
+    per_comb = max(1, math.ceil(plan.rows_per_combination / chunk_rows))
+    n_chunks = len(plan.combinations) * per_comb
+    total = plan.rows + (plan.skipped_rows if keep else 0)
+    started = time.perf_counter()
+    bar = _ProgressBar(total, n_chunks > 1, started) if progress else None
+    writer = None
+    done = 0
+    try:
+        if table_out is not None:
+            writer = open_table_writer(table_out, plan, precision=precision, keep_invalid=keep)
+        for chunk in iter_chunks(plan, chunk_rows, keep_invalid=keep):
+            if chunk.skipped is None:
+                verdicts += np.bincount(chunk.column("verdict"), minlength=len(VERDICT_CODES))
+                recommended += np.bincount(chunk.column("recommended_arm"), minlength=len(ARM_NAMES))
+                if grid is not None:
+                    grid.add(chunk)
+            if writer is not None:
+                writer.write(chunk)
+            done += chunk.rows
+            if bar is not None:
+                bar.update(done)
+        if writer is not None:
+            writer.close()
+        if grid is not None and map_out is not None:
+            map_out.stage(render_map(grid, map_fmt))
+        commit(outputs)
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        for out in outputs:
+            out.discard()
+        raise
+    finally:
+        if bar is not None:
+            bar.stop()
+    elapsed = time.perf_counter() - started
+    return SweepSummary(
+        plan.rows,
+        len(plan.combinations),
+        n_chunks,
+        elapsed,
+        {k: int(v) for k, v in zip(VERDICT_CODES, verdicts, strict=True) if v},
+        {k: int(v) for k, v in zip(ARM_NAMES, recommended, strict=True) if v},
+        output,
+        map_path,
+        {f: plan.axes[f] for f in plan.varied},
+        len(plan.skipped),
+        plan.skipped_rows,
+        plan.skipped_reasons(),
+        keep,
+    )
+
+
+class _ProgressBar:
+    """A rich progress bar on stderr, shown for multi-chunk sweeps or once one runs past 1 s."""
+
+    def __init__(self, total: int, show_now: bool, started: float) -> None:
+        self.total, self.started = total, started
+        self.progress: Any = None
+        self.task: Any = None
+        if show_now:
+            self._start()
+
+    def _start(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        console = Console(stderr=True)
+        if not console.is_terminal:
+            self.progress = False
+            return
+        self.progress = Progress(
+            TextColumn("sweep"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        )
+        self.progress.start()
+        self.task = self.progress.add_task("sweep", total=self.total)
+
+    def update(self, done: int) -> None:
+        if self.progress is None and time.perf_counter() - self.started > 1.0:
+            self._start()
+        if self.progress:
+            self.progress.update(self.task, completed=done)
+
+    def stop(self) -> None:
+        if self.progress:
+            self.progress.stop()
+
+
+def sweep(raw: Mapping[str, str | None], **kwargs: Any) -> SweepSummary:
+    """Plan and run in one call (the Python twin of `deepep-calc sweep`)."""
+    return run_sweep(plan_sweep(raw), **kwargs)

@@ -1,0 +1,562 @@
+"""The accuracy report: the model against every published reference, in and out of sample.
+
+In-sample: the built-in fit (`fit/build.py`) predicts every reference. That is bookkeeping:
+the references it was fitted to are reproduced by construction or near it.
+
+Out of sample (`cross_validate`): each reference is predicted by a fit that never saw it.
+- kernel rows: leave one row out (a transport whose only fit row is left out falls back to the
+  median of its class); then leave each transport and each instance out whole;
+- serving runs: leave one run out (both sides of an A/B together, so a ratio is never half
+  in-sample); then leave each engine, each model and each transport out whole (a transport's
+  kernel rows leave with its serving runs).
+The leave-one-out residuals set the bands every modelled figure carries (10th-90th percentile
+of model / reference per kind of figure), written to `catalog/data/bands.toml`.
+
+Serving references are compared with the model itself, never with the measured substitution
+`evaluate()` applies at a cell. A/B verdicts use the verdict's noise band: above 1 + band the
+DeepEP side wins, below 1 - band the other side does, between is a tie, which the verdict
+counts against DeepEP. `render_markdown()` is deterministic: docs/model.md embeds it.
+
+Why one module: the in-sample table, the leave-one-group-out folds and the report that
+prints both read the same reference rows and residual records; apart they would drift.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..catalog.constants import const
+from ..catalog.hardware import get_instance
+from ..catalog.references import not_compared
+from ..estimate.evaluate import Result, compute
+from ..fit.build import built_in_table, fit_kernels, fit_table
+from ..fit.kernels import KernelRow, kernel_rows, shape_of
+from ..fit.observations import Obs, observations, pairs, reference_models
+from ..fit.table import Table
+from ..physics.deepep import kernel_us
+
+KINDS = ("kernel", "step", "aggregate", "ttft", "ratio")
+BAND_PERCENTILES = (10.0, 90.0)
+
+
+@dataclass
+class Row:
+    """One measured figure against the model: in sample and out of sample."""
+
+    kind: str  # "kernel", "step", "aggregate", "ttft"
+    reference: str
+    metric: str
+    measured: float
+    predicted: float  # the built-in fit
+    held_out: float | None  # a fit that never saw this reference (leave one out)
+    source: str
+    fitted: bool  # the built-in fit used this reference
+    in_scope: bool = True
+    scope_note: str = ""
+    groups: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def error(self) -> float:
+        return (self.predicted - self.measured) / self.measured
+
+    @property
+    def cv_error(self) -> float | None:
+        return None if self.held_out is None else (self.held_out - self.measured) / self.measured
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "reference": self.reference,
+            "metric": self.metric,
+            "measured": self.measured,
+            "predicted": self.predicted,
+            "held_out": self.held_out,
+            "error": self.error,
+            "cv_error": self.cv_error,
+            "fitted": self.fitted,
+            "in_scope": self.in_scope,
+            "scope_note": self.scope_note,
+            "source": self.source,
+        }
+
+
+@dataclass
+class ABRow:
+    pair: str
+    engine: str
+    labels: tuple[str, str]  # (DeepEP side, other side)
+    basis: str  # "aggregate" or "per-user"
+    measured_ratio: float
+    predicted_ratio: float
+    held_out_ratio: float | None
+
+    @staticmethod
+    def call(ratio: float, labels: tuple[str, str]) -> str:
+        band = const("noise_band").scalar
+        if ratio > 1.0 + band:
+            return labels[0]
+        if ratio < 1.0 - band:
+            return labels[1]
+        return "tie"
+
+    @property
+    def measured_call(self) -> str:
+        return self.call(self.measured_ratio, self.labels)
+
+    @property
+    def predicted_call(self) -> str:
+        ratio = self.held_out_ratio if self.held_out_ratio is not None else self.predicted_ratio
+        return self.call(ratio, self.labels)
+
+    @property
+    def agree(self) -> bool:
+        """Out of sample, the verdicts agree: a tie goes to the other side, as the verdict rules."""
+        return (self.measured_call == self.labels[0]) == (self.predicted_call == self.labels[0])
+
+    @property
+    def ratio_error(self) -> float | None:
+        return None if self.held_out_ratio is None else self.held_out_ratio - self.measured_ratio
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pair": self.pair,
+            "engine": self.engine,
+            "sides": list(self.labels),
+            "basis": self.basis,
+            "measured_ratio": self.measured_ratio,
+            "predicted_ratio": self.predicted_ratio,
+            "held_out_ratio": self.held_out_ratio,
+            "ratio_error": self.ratio_error,
+            "measured_call": self.measured_call,
+            "predicted_call": self.predicted_call,
+            "verdict_agrees": self.agree,
+        }
+
+
+@dataclass
+class GroupCV:
+    """One leave-a-group-out fold family: e.g. by engine, every engine left out in turn."""
+
+    by: str
+    folds: list[tuple[str, int, float]]  # (group left out, rows predicted, MAPE of those rows)
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "by": self.by,
+            "folds": [{"left_out": g, "rows": n, "mape": m} for g, n, m in self.folds],
+            "note": self.note,
+        }
+
+
+@dataclass
+class Report:
+    rows: list[Row] = field(default_factory=list)
+    ab: list[ABRow] = field(default_factory=list)
+    group_cv: list[GroupCV] = field(default_factory=list)
+    not_compared: list[tuple[str, str]] = field(default_factory=list)
+    cross_validated: bool = False
+
+    def kinds(self) -> dict[str, dict[str, Any]]:
+        """Per kind: rows, in-sample MAPE and (cross-validated) held-out MAPE, in-scope rows only."""
+        out: dict[str, dict[str, Any]] = {}
+        for kind in ("kernel", "step", "aggregate", "ttft"):
+            rows = [r for r in self.rows if r.kind == kind and r.in_scope]
+            if not rows:
+                continue
+            held = [r for r in rows if r.cv_error is not None]
+            out[kind] = {
+                "rows": len(rows),
+                "mape": _mape([r.error for r in rows]),
+                "held_out_rows": len(held),
+                "held_out_mape": _mape([r.cv_error for r in held]) if held else None,  # type: ignore[misc]
+            }
+        return out
+
+    def verdict_agreement(self) -> dict[str, Any]:
+        agree = sum(r.agree for r in self.ab)
+        errors = [abs(r.ratio_error) for r in self.ab if r.ratio_error is not None]
+        return {
+            "pairs": len(self.ab),
+            "agree": agree,
+            "rate": agree / len(self.ab) if self.ab else None,
+            "max_ratio_error": max(errors) if errors else None,
+        }
+
+    def bands(self) -> dict[str, tuple[float, float]]:
+        """Band factors per kind: 10th / 90th percentile of held-out model / reference."""
+        logs: dict[str, list[float]] = {k: [] for k in KINDS}
+        for r in self.rows:
+            if r.held_out is not None and r.in_scope and r.held_out > 0 and not r.groups.get("check"):
+                logs[r.kind].append(math.log(r.held_out / r.measured))
+        for a in self.ab:
+            if a.held_out_ratio is not None and a.held_out_ratio > 0:
+                logs["ratio"].append(math.log(a.held_out_ratio / a.measured_ratio))
+        out = {}
+        for kind, values in logs.items():
+            if len(values) >= 3:
+                lo, hi = np.percentile(values, BAND_PERCENTILES)
+                out[kind] = (math.exp(min(lo, 0.0)), math.exp(max(hi, 0.0)))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cross_validated": self.cross_validated,
+            "kinds": self.kinds(),
+            "verdict_agreement": self.verdict_agreement(),
+            "bands": {k: {"low": lo, "high": hi} for k, (lo, hi) in self.bands().items()},
+            "group_cv": [g.to_json() for g in self.group_cv],
+            "rows": [r.to_json() for r in self.rows],
+            "ab": [r.to_json() for r in self.ab],
+            "not_compared": [{"reference": k, "why": v} for k, v in self.not_compared],
+        }
+
+
+def _mape(errors: Sequence[float]) -> float:
+    return float(np.mean([abs(e) for e in errors])) if errors else float("nan")
+
+
+# Predictions ---------------------------------------------------------------------------------
+
+
+def kernel_prediction(row: KernelRow, table: Table) -> dict[str, float]:
+    ref = row.ref
+    inst = get_instance(ref.instance)
+    k = kernel_us(
+        row.transport,
+        inst,
+        inst.gpus_per_node,
+        ref.ep,
+        shape_of(ref),
+        ref.comms,
+        ref.qps,
+        table.kernel_constants(row.transport.name, inst.name),
+        ref.prefill,
+    )
+    return {name: k[name].scalar for name in ("dispatch", "combine", "total")}
+
+
+def _kernel_pairs(row: KernelRow, pred: dict[str, float]) -> list[tuple[str, float, float]]:
+    ref = row.ref
+    if ref.dispatch_us is not None and ref.combine_us is not None:
+        return [("D+C us", ref.dispatch_us + ref.combine_us, pred["total"])]
+    if ref.total_us is not None:
+        return [("D+C us", ref.total_us, pred["total"])]
+    assert ref.dispatch_us is not None
+    return [("dispatch us", ref.dispatch_us, pred["dispatch"])]
+
+
+def serving_prediction(o: Obs, table: Table) -> Result:
+    """The model (no measured substitution) for one observation, at this table's constants."""
+    r = o.resolved()
+    with reference_models():
+        return compute(r.vary(concurrency=[o.scenario.concurrency]), table=table)
+
+
+def _serving_values(o: Obs, table: Table) -> dict[str, float]:
+    res = serving_prediction(o, table)
+    arm = res.arms[o.arm]
+    return {
+        "step": _first(arm.step_ms.value),
+        "aggregate": _first(arm.aggregate_tok_s.value),
+        "ttft": _first(arm.ttft_ms.value),
+    }
+
+
+def _first(v: Any) -> float:
+    return float(np.asarray(v).reshape(-1)[0])
+
+
+def _serving_measured(o: Obs) -> list[tuple[str, str, float]]:
+    out = []
+    if o.step_ms is not None:
+        out.append(("step", "ITL / TPOT ms", o.step_ms))
+    if o.aggregate_tok_s is not None:
+        out.append(("aggregate", "aggregate tok/s", o.aggregate_tok_s))
+    if o.ttft_ms is not None:
+        out.append(("ttft", "TTFT p50 ms", o.ttft_ms))
+    return out
+
+
+def _ratio(sides: dict[str, Obs], values: dict[str, dict[str, float]]) -> tuple[str, float, float, str]:
+    """(basis, measured ratio, model ratio, other side) of one A/B pair."""
+    other = "versus" if "versus" in sides else "allgather"
+    dee, alt = sides["deepep"], sides[other]
+    if dee.aggregate_tok_s is not None and alt.aggregate_tok_s is not None:
+        measured = dee.aggregate_tok_s / alt.aggregate_tok_s
+        model = values[dee.id]["aggregate"] / values[alt.id]["aggregate"]
+        return "aggregate", measured, model, other
+    assert dee.step_ms is not None and alt.step_ms is not None
+    return "per-user", alt.step_ms / dee.step_ms, values[alt.id]["step"] / values[dee.id]["step"], other
+
+
+# The report -----------------------------------------------------------------------------------
+
+
+def validate(cross_validated: bool = False) -> Report:
+    """Every comparison; with `cross_validated`, each also predicted by a fit that never saw it."""
+    table = built_in_table()
+    krows, obs = kernel_rows(), observations()
+    report = Report(cross_validated=cross_validated)
+    held_kernel = _loo_kernels(krows) if cross_validated else {}
+    for row in krows:
+        pred = kernel_prediction(row, table)
+        held = held_kernel.get(row.key)
+        for metric, measured, predicted in _kernel_pairs(row, pred):
+            h = None
+            if held is not None:
+                h = next(v for m, _, v in _kernel_pairs(row, held) if m == metric)
+            report.rows.append(
+                Row(
+                    "kernel",
+                    row.ref.describe(row.transport.name),
+                    metric,
+                    measured,
+                    predicted,
+                    h,
+                    row.ref.source,
+                    row.ref.role == "fit",
+                    row.ref.in_scope,
+                    row.ref.scope_note,
+                    {"transport": row.transport.name, "instance": row.ref.instance},
+                )
+            )
+    values = {o.id: _serving_values(o, table) for o in obs}
+    held_serving = _loo_serving(krows, obs) if cross_validated else {}
+    for o in obs:
+        for kind, metric, measured in _serving_measured(o):
+            held = held_serving.get(o.id, {}).get(kind)
+            report.rows.append(
+                Row(
+                    kind,
+                    o.id,
+                    metric,
+                    measured,
+                    values[o.id][kind],
+                    held,
+                    o.source,
+                    o.use == "fit",
+                    o.use == "fit",
+                    "" if o.use == "fit" else "outside the model's domain (see the reference's note)",
+                    {**o.groups(), **({"check": "1"} if o.use != "fit" else {})},
+                )
+            )
+    for key, sides in sorted(pairs(obs).items()):
+        basis, measured, model, other = _ratio(sides, values)
+        held = None
+        if cross_validated and all(s.id in held_serving for s in sides.values()):
+            _, _, held, _ = _ratio(sides, held_serving)
+        dee = sides["deepep"]
+        labels = ("deepep", "dense") if other == "allgather" else (dee.transport, sides[other].transport)
+        report.ab.append(ABRow(key, dee.engine, labels, basis, measured, model, held))
+    if cross_validated:
+        report.group_cv = _group_cv(krows, obs)
+    report.not_compared = [(n.reference, n.why) for n in not_compared()]
+    return report
+
+
+def cross_validate() -> Report:
+    return validate(cross_validated=True)
+
+
+def _loo_kernels(krows: list[KernelRow]) -> dict[str, dict[str, float]]:
+    out = {}
+    for row in krows:
+        table = fit_kernels([r for r in krows if r.key != row.key])
+        out[row.key] = kernel_prediction(row, table)
+    return out
+
+
+def _runs(obs: Sequence[Obs]) -> dict[str, list[Obs]]:
+    runs: dict[str, list[Obs]] = {}
+    for o in obs:
+        runs.setdefault(o.pair or o.run, []).append(o)
+    return runs
+
+
+def _loo_serving(krows: list[KernelRow], obs: Sequence[Obs]) -> dict[str, dict[str, float]]:
+    """Every observation predicted by a fit without its run (and its A/B twin)."""
+    out = {}
+    for mine in _runs(obs).values():
+        ids = {o.id for o in mine}
+        table = fit_table(krows, [o for o in obs if o.id not in ids])
+        for o in mine:
+            out[o.id] = _serving_values(o, table)
+    return out
+
+
+def _group_cv(krows: list[KernelRow], obs: Sequence[Obs]) -> list[GroupCV]:
+    """Leave each engine / model / transport / instance out whole and predict it."""
+    out = []
+    for by, key in (("engine", "engine"), ("model", "model"), ("transport", "transport")):
+        folds = []
+        for group in sorted({o.groups()[key] for o in obs if o.use == "fit"} - {"(dense)"}):
+            test = [o for o in obs if o.groups()[key] == group and o.use == "fit"]
+            train = [o for o in obs if o.groups()[key] != group]
+            rows = krows if by != "transport" else [r for r in krows if r.transport.name != group]
+            table = fit_table(rows, train)
+            errs = [
+                (_serving_values(o, table)[kind] - measured) / measured
+                for o in test
+                for kind, _, measured in _serving_measured(o)
+            ]
+            folds.append((group, len(errs), _mape(errs)))
+        out.append(GroupCV(by, folds))
+    folds = []
+    instances = sorted({r.ref.instance for r in krows} - {"p5en"})
+    for inst in instances:
+        test = [r for r in krows if r.ref.instance == inst and r.ref.in_scope]
+        table = fit_kernels([r for r in krows if r.ref.instance != inst])
+        errs = [(p - m) / m for r in test for _, m, p in _kernel_pairs(r, kernel_prediction(r, table))]
+        folds.append((inst, len(errs), _mape(errs)))
+    out.append(
+        GroupCV(
+            "instance",
+            folds,
+            "kernel rows only: every serving reference ran on p5en, so leaving it out leaves nothing to fit",
+        )
+    )
+    return out
+
+
+# Markdown -------------------------------------------------------------------------------------
+
+
+def _pct(x: float | None) -> str:
+    if x is None or x != x:
+        return "—"
+    return "+0.0 %" if abs(x) < 5e-4 else f"{x * 100:+.1f} %"
+
+
+def _abs_pct(x: float | None) -> str:
+    return "—" if x is None or x != x else f"{x * 100:.1f} %"
+
+
+def _num(x: float) -> str:
+    return f"{x:,.3g}" if abs(x) < 10 else f"{x:,.1f}"
+
+
+def _line(*cells: Any) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def render_markdown(report: Report | None = None) -> str:
+    """The accuracy tables, deterministic (docs/model.md embeds this text)."""
+    rep = report or cross_validate()
+    out = ["### Accuracy by kind of figure (in-scope rows)", ""]
+    out += [
+        _line("kind", "rows", "in-sample MAPE", "held-out rows", "held-out MAPE"),
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, g in rep.kinds().items():
+        out.append(
+            _line(name, g["rows"], _abs_pct(g["mape"]), g["held_out_rows"], _abs_pct(g["held_out_mape"]))
+        )
+    va = rep.verdict_agreement()
+    worst = va["max_ratio_error"]
+    out += [
+        "",
+        f"A/B pairs: the held-out verdict agrees on {va['agree']} of {va['pairs']}; the largest held-out "
+        f"ratio error is {'—' if worst is None else f'{worst:.3f}'}.",
+        "",
+    ]
+    bands = rep.bands()
+    if bands:
+        out += ["### Bands (10th-90th percentile of held-out model / reference)", ""]
+        out += [_line("kind", "low", "high"), "|---|---:|---:|"]
+        out += [_line(k, f"{lo:.3f}", f"{hi:.3f}") for k, (lo, hi) in bands.items()]
+        out.append("")
+    if rep.group_cv:
+        out += ["### Leave a group out", ""]
+        out += [_line("by", "left out", "rows predicted", "MAPE"), "|---|---|---:|---:|"]
+        for g in rep.group_cv:
+            for name, n, m in g.folds:
+                out.append(_line(g.by, name, n, _abs_pct(m)))
+        notes = [f"- by {g.by}: {g.note}" for g in rep.group_cv if g.note]
+        out += ["", *notes, ""] if notes else [""]
+    out += ["### A/B pairs: ratio and verdict", ""]
+    out += [
+        _line(
+            "pair",
+            "engine",
+            "basis",
+            "measured",
+            "in-sample",
+            "held-out",
+            "measured call",
+            "held-out call",
+            "agrees",
+        ),
+        "|---|---|---|---:|---:|---:|---|---|---|",
+    ]
+    for a in rep.ab:
+        held = "—" if a.held_out_ratio is None else f"{a.held_out_ratio:.3f}"
+        out.append(
+            _line(
+                a.pair,
+                a.engine,
+                a.basis,
+                f"{a.measured_ratio:.3f}",
+                f"{a.predicted_ratio:.3f}",
+                held,
+                a.measured_call,
+                a.predicted_call,
+                _yes(a.agree),
+            )
+        )
+    out += ["", "### Kernels (per MoE layer)", ""]
+    out += [
+        _line("reference", "metric", "measured", "model", "error", "held-out error", "fit row", "source"),
+        "|---|---|---:|---:|---:|---:|---|---|",
+    ]
+    for r in (r for r in rep.rows if r.kind == "kernel"):
+        scope = "" if r.in_scope else f" (out of scope: {r.scope_note})"
+        out.append(
+            _line(
+                r.reference,
+                r.metric,
+                _num(r.measured),
+                _num(r.predicted),
+                _pct(r.error),
+                _pct(r.cv_error),
+                _yes(r.fitted),
+                r.source + scope,
+            )
+        )
+    out += ["", "### Serving references (model, not the measured substitution)", ""]
+    out += [
+        _line("reference", "metric", "measured", "model", "error", "held-out error", "fit row"),
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for r in (r for r in rep.rows if r.kind != "kernel"):
+        scope = "" if r.in_scope else " (check only)"
+        out.append(
+            _line(
+                r.reference + scope,
+                r.metric,
+                _num(r.measured),
+                _num(r.predicted),
+                _pct(r.error),
+                _pct(r.cv_error),
+                _yes(r.fitted),
+            )
+        )
+    if rep.not_compared:
+        out += ["", "### Not compared", ""]
+        out += [f"- {name}: {why}" for name, why in rep.not_compared]
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - prints the report
+    import sys
+
+    sys.stdout.write(render_markdown())
