@@ -14,7 +14,8 @@ import textwrap
 
 import pytest
 
-HEAVY = ("numpy", "pydantic", "deepep_calc.estimate.evaluate", "deepep_calc.question.scenario")
+# asyncio: only `serve` needs it (with ssl and concurrent.futures it costs ~30 ms at start-up)
+HEAVY = ("numpy", "pydantic", "asyncio", "deepep_calc.estimate.evaluate", "deepep_calc.question.scenario")
 
 
 def _modules_after(code: str) -> dict[str, bool]:
