@@ -600,6 +600,7 @@ def test_a_failed_rename_undoes_the_renames_before_it(tmp_path, monkeypatch):
         ("map.html", ["sweep", "--nodes", "1,2", "--map", "{t}"]),
         ("map.png", ["sweep", "--nodes", "1,2", "--map", "{t}"]),
         ("p.toml", ["calibrate", "--dense", str(REAL / DENSE), "--deepep", str(REAL / DEEPEP), "-o", "{t}"]),
+        ("plan.html", ["plan", "--concurrency", "32", "--max-nodes", "2", "--html", "{t}"]),
     ],
 )
 def test_created_files_get_the_mode_of_a_plain_open(name, args, umask_027, tmp_path, capsys):
