@@ -186,3 +186,27 @@ def count_types(f: Fields, layers: int, wanted: str) -> int | None:
     """Layers of one kind according to `layer_types`, or None when the config has no list."""
     types = f.texts("layer_types", layers)
     return None if types is None else sum(1 for t in types if t == wanted)
+
+
+def every_layer_moe(
+    f: Fields,
+    hidden: int,
+    layers: int,
+    experts: int,
+    topk: int,
+    moe_intermediate: int,
+    attention: dict[str, Any],
+) -> dict[str, Any]:
+    """The spec of a family whose every layer is MoE with no shared expert (Mixtral, DBRX,
+    gpt-oss): only the names of the fields differ between them, so the shape is stated once."""
+    return {
+        "hidden": hidden,
+        "layers": layers,
+        "moe_layers": layers,
+        "experts": experts,
+        "topk": topk,
+        "moe_intermediate": moe_intermediate,
+        "vocab": f.integer("vocab_size"),
+        "tie_embeddings": f.flag("tie_word_embeddings", False),
+        "attention": attention,
+    }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deepep_calc.catalog.hf.base import Adapter, Fields, check_topk, gqa, layer_count
+from deepep_calc.catalog.hf.base import Adapter, Fields, check_topk, every_layer_moe, gqa, layer_count
 
 
 def dbrx(f: Fields) -> dict[str, Any]:
@@ -16,24 +16,8 @@ def dbrx(f: Fields) -> dict[str, Any]:
     experts = ffn.integer("moe_num_experts")
     topk = ffn.integer("moe_top_k")
     check_topk(ffn, "moe_top_k", topk, experts)
-    return {
-        "hidden": hidden,
-        "layers": layers,
-        "moe_layers": layers,
-        "experts": experts,
-        "topk": topk,
-        "moe_intermediate": ffn.integer("ffn_hidden_size"),
-        "vocab": f.integer("vocab_size"),
-        "tie_embeddings": f.flag("tie_word_embeddings", False),
-        "attention": gqa(
-            f,
-            hidden,
-            derive_head_dim=True,
-            heads_key="n_heads",
-            kv_key="kv_n_heads",
-            kv_owner=attn,
-        ),
-    }
+    attention = gqa(f, hidden, derive_head_dim=True, heads_key="n_heads", kv_key="kv_n_heads", kv_owner=attn)
+    return every_layer_moe(f, hidden, layers, experts, topk, ffn.integer("ffn_hidden_size"), attention)
 
 
 ADAPTERS: dict[str, Adapter] = {"dbrx": dbrx}

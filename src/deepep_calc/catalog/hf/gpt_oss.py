@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from deepep_calc.catalog.hf.base import Adapter, Fields, check_topk, count_types, gqa, layer_count
+from deepep_calc.catalog.hf.base import (
+    Adapter,
+    Fields,
+    check_topk,
+    count_types,
+    every_layer_moe,
+    gqa,
+    layer_count,
+)
 
 
 def _alternating_sliding(f: Fields, layers: int) -> dict[str, int]:
@@ -31,17 +39,7 @@ def gpt_oss(f: Fields) -> dict[str, Any]:
     check_topk(f, topk_key, topk, experts)
     attention = gqa(f, hidden, derive_head_dim=False)
     attention.update(_alternating_sliding(f, layers))
-    return {
-        "hidden": hidden,
-        "layers": layers,
-        "moe_layers": layers,
-        "experts": experts,
-        "topk": topk,
-        "moe_intermediate": f.integer("intermediate_size"),
-        "vocab": f.integer("vocab_size"),
-        "tie_embeddings": f.flag("tie_word_embeddings", False),
-        "attention": attention,
-    }
+    return every_layer_moe(f, hidden, layers, experts, topk, f.integer("intermediate_size"), attention)
 
 
 ADAPTERS: dict[str, Adapter] = {"gpt_oss": gpt_oss}

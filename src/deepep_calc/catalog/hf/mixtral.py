@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deepep_calc.catalog.hf.base import Adapter, Fields, check_topk, gqa, layer_count
+from deepep_calc.catalog.hf.base import Adapter, Fields, check_topk, every_layer_moe, gqa, layer_count
 
 
 def mixtral(f: Fields) -> dict[str, Any]:
@@ -18,17 +18,7 @@ def mixtral(f: Fields) -> dict[str, Any]:
     window = f.integer("sliding_window", 0, minimum=0)
     if window:
         attention.update(sliding_window=window, sliding_layers=layers)
-    return {
-        "hidden": hidden,
-        "layers": layers,
-        "moe_layers": layers,
-        "experts": experts,
-        "topk": topk,
-        "moe_intermediate": f.integer("intermediate_size"),
-        "vocab": f.integer("vocab_size"),
-        "tie_embeddings": f.flag("tie_word_embeddings", False),
-        "attention": attention,
-    }
+    return every_layer_moe(f, hidden, layers, experts, topk, f.integer("intermediate_size"), attention)
 
 
 ADAPTERS: dict[str, Adapter] = {"mixtral": mixtral}
