@@ -6,77 +6,14 @@ test-artifacts/ (git-ignored).
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 
+from test_browser import ARTIFACTS, Watch, _poll, browser  # noqa: F401  (one browser setup)
 from web_fixtures import live_server  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
-ARGS = [
-    "--no-sandbox",
-    "--headless=new",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists() or not _playwright():
-        reason = "chromium or playwright is not installed"
-        if os.environ.get("DEEPEP_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"browser tests required but {reason}")
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield b
-        b.close()
-
-
-def _playwright() -> bool:
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-class Watch:
-    """Console errors, page errors and every request a page makes."""
-
-    def __init__(self, page) -> None:
-        self.errors: list[str] = []
-        self.requests: list[str] = []
-        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: self.errors.append(str(e)))
-        page.on("request", lambda r: self.requests.append(r.url))
-
-    def assert_local(self, base: str) -> None:
-        assert self.errors == []
-        assert [u for u in self.requests if not (u.startswith(base + "/") or u.startswith("data:"))] == []
-
-
-def _poll(page, expression: str, timeout_ms: int = 20000) -> None:
-    """Wait for a JS expression (page.wait_for_function would eval inside the page, which the
-    server's Content-Security-Policy forbids; evaluate does not)."""
-    waited = 0
-    while not page.evaluate(expression):
-        if waited > timeout_ms:
-            raise AssertionError(f"timed out waiting for {expression}")
-        page.wait_for_timeout(50)
-        waited += 50
-
 
 QUERY = urlencode(
     [
@@ -155,7 +92,7 @@ def test_plan_form_works_with_javascript_off(browser, live_server):  # noqa: F81
     context.close()
 
 
-def test_plan_html_file_opens_offline_and_links_to_serve(browser, tmp_path):
+def test_plan_html_file_opens_offline_and_links_to_serve(browser, tmp_path):  # noqa: F811
     from deepep_calc.report.plan_html import render_plan_html
     from deepep_calc.whatif.plan.search import plan_request, run_plan
 
