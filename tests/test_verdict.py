@@ -556,3 +556,72 @@ def test_a_proxy_the_model_charges_nothing_is_not_called_the_bottleneck(engine: 
     reasons = " ".join(eager.verdict.reasons)
     assert proxy > 5.0
     assert "issue-bound" in reasons and f"{proxy:.1f} ms" in reasons
+
+
+# Rule boundaries on results altered by hand (each would let a mutant of the rule survive) -----
+
+
+def test_a_band_that_touches_the_threshold_crosses_it() -> None:
+    """The band spans the threshold when either end equals it: a ratio that may be exactly the
+    noise band is a close call, not a certain one."""
+    from deepep_calc.decide.verdict import band_crosses
+
+    def ratio(low: float, high: float) -> Q:
+        return Q.assumed(1.0, "x", "t").with_band(low, high)
+
+    assert band_crosses(ratio(1.05, 1.20), 1.05) and band_crosses(ratio(0.90, 1.05), 1.05)
+    assert not band_crosses(ratio(1.0501, 1.20), 1.05) and not band_crosses(ratio(0.90, 1.0499), 1.05)
+    assert not band_crosses(Q.measured(1.0, "x", "t"), 1.0)  # a measured ratio has no band
+
+
+def test_the_comparison_carries_the_ratios_only_when_both_arms_run() -> None:
+    from deepep_calc.decide.verdict import compare
+
+    result = evaluate(Scenario(model="deepseek-v3", nodes=2, engine="sglang", cuda_graphs=True))
+    c = compare(result)
+    assert c.ratio is result.ratio_deepep_vs_alternative and c.per_user_ratio is result.ratio_per_user
+    assert c.tax_ms_per_token is result.tax_ms_per_token and c.note == ""
+    stopped = copy.copy(result)
+    stopped.arms = {**result.arms, "allgather": copy.copy(result.arms["allgather"])}
+    stopped.arms["allgather"].feasible = False
+    c = compare(stopped)
+    assert (c.ratio, c.per_user_ratio, c.tax_ms_per_token) == (None, None, None)
+    assert c.note == "allgather cannot run here"
+
+
+def test_a_measured_deepep_set_aside_names_the_alternative_as_the_unmeasured_partner() -> None:
+    """SGLang at concurrency 4 has a DeepEP cell and no allgather run: the measured DeepEP figure
+    is set aside, and the sentence names allgather (not DeepEP) as the arm with no measurement."""
+    result = evaluate(Scenario(engine="sglang", concurrency=4))
+    assert result.arms["deepep"].measured_cell and not result.arms["allgather"].measured_cell
+    (text,) = result.verdict.compared.set_aside
+    assert text.startswith("DeepEP's measured aggregate") and "and allgather has no measurement here" in text
+
+
+def test_forced_capacity_never_recommends_an_alternative_that_cannot_run() -> None:
+    """Kimi-K2 on 2x p5en is forced to capacity and allgather runs faster; when allgather cannot
+    run, DeepEP is the answer even though the (unusable) allgather figure is higher, and when
+    both run and DeepEP is faster, DeepEP too."""
+    from deepep_calc.decide.verdict import assess
+
+    result = evaluate(Scenario(model="kimi-k2"))
+    assert (result.verdict.code, result.verdict.recommended_arm) == ("capacity", "allgather")
+
+    def altered(**arms: dict[str, Any]) -> Any:
+        out = copy.copy(result)
+        out.arms = dict(result.arms)
+        for name, fields in arms.items():
+            out.arms[name] = copy.copy(result.arms[name])
+            for key, value in fields.items():
+                setattr(out.arms[name], key, value)
+        return assess(out)
+
+    a = altered(allgather={"feasible": False})
+    assert str(np.asarray(a.codes).reshape(-1)[0]) == "capacity"
+    assert str(np.asarray(a.recommended).reshape(-1)[0]) == "deepep"
+    faster = result.arms["allgather"].aggregate_tok_s * 2.0  # both figures the rule may compare
+    quick = {"aggregate_tok_s": faster, "model_aggregate_tok_s": faster}
+    a = altered(deepep=quick, allgather={"feasible": False})
+    assert str(np.asarray(a.recommended).reshape(-1)[0]) == "deepep"
+    a = altered(deepep=quick)
+    assert str(np.asarray(a.recommended).reshape(-1)[0]) == "deepep"
