@@ -625,3 +625,36 @@ def test_forced_capacity_never_recommends_an_alternative_that_cannot_run() -> No
     assert str(np.asarray(a.recommended).reshape(-1)[0]) == "deepep"
     a = altered(deepep=quick)
     assert str(np.asarray(a.recommended).reshape(-1)[0]) == "deepep"
+
+
+def test_nothing_is_set_aside_when_neither_arm_is_measured() -> None:
+    result = evaluate(Scenario(model="deepseek-v3", nodes=2, engine="sglang", cuda_graphs=True))
+    assert not any(a.measured_cell for a in result.arms.values())
+    assert result.verdict.compared.set_aside == [] and result.verdict.compared.basis == "model"
+
+
+def test_deepep_wins_only_by_beating_every_arm_in_contention() -> None:
+    """Replicas out of contention but fitting (so capacity is not forced): DeepEP wins when it
+    beats the alternative, whatever the replicas' figure; it does not when the alternative beats
+    it, even with the replicas out of the way."""
+    from deepep_calc.decide.verdict import assess
+
+    result = evaluate(Scenario(model="deepseek-v3", nodes=2, engine="sglang", cuda_graphs=True))
+    assert result.verdict.code == "deepep" and bool(result.arms["replica"].fits_memory)
+
+    def code_with(deepep_scale: float) -> str:
+        out = copy.copy(result)
+        out.arms = dict(result.arms)
+        out.arms["replica"] = copy.copy(result.arms["replica"])
+        out.arms["replica"].feasible = False
+        out.arms["deepep"] = copy.copy(result.arms["deepep"])
+        base = result.arms["allgather"].model_aggregate_tok_s * deepep_scale
+        out.arms["deepep"].aggregate_tok_s = out.arms["deepep"].model_aggregate_tok_s = base
+        return str(np.asarray(assess(out).codes).reshape(-1)[0])
+
+    # DeepEP at 1.5x allgather also beats the replicas' figure: an arm out of contention must
+    # not veto a win it would have lost anyway
+    replica, allgather = (result.arms[n].model_aggregate_tok_s.scalar for n in ("replica", "allgather"))
+    assert replica * 1.05 < allgather * 1.5
+    assert code_with(1.5) == "deepep"
+    assert code_with(0.8) == "dense"  # allgather beats it: no win with the replicas gone either

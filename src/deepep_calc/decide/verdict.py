@@ -218,6 +218,11 @@ class Verdict:
 # The rule ------------------------------------------------------------------------------------
 
 
+def first(x: Any) -> Any:
+    """The first element of a scalar or an array: a single scenario's value of a rule's state."""
+    return np.ravel(x)[0]
+
+
 def _meets(arm: Any) -> Any:
     ok = np.asarray(True)
     if arm.meets_slo is not None:
@@ -285,14 +290,14 @@ def classify_codes(result: Any) -> tuple[Any, Any]:
 def classify(result: Any) -> tuple[str, str]:
     """(verdict code, recommended arm) of a single scenario."""
     codes, rec = classify_codes(result)
-    return str(np.asarray(codes).reshape(-1)[0]), str(np.asarray(rec).reshape(-1)[0])
+    return str(first(codes)), str(first(rec))
 
 
 def status_of(a: Assessment) -> str:
     """ok, targets_missed (something runs, nothing meets the targets) or nothing_fits."""
-    if not bool(np.asarray(a.fits_any).reshape(-1)[0]):
+    if not bool(first(a.fits_any)):
         return "nothing_fits"
-    if a.targets and not bool(np.asarray(a.meets_any).reshape(-1)[0]):
+    if a.targets and not bool(first(a.meets_any)):
         return "targets_missed"
     return "ok"
 
@@ -339,6 +344,6 @@ def band_crosses(ratio: Q | None, threshold: float) -> bool:
     """Whether a banded ratio's range spans the decision threshold (a modelled ratio only)."""
     if ratio is None or not ratio.banded:
         return False
-    low = float(np.asarray(ratio.low).reshape(-1)[0])
-    high = float(np.asarray(ratio.high).reshape(-1)[0])
+    low = float(first(ratio.low))
+    high = float(first(ratio.high))
     return low <= threshold <= high
