@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,6 +68,23 @@ class Watch:
         assert [e for e in self.errors if not (noted and any(n in e for n in noted))] == []
         outside = [u for u in self.requests if not (u.startswith(base + "/") or u.startswith("data:"))]
         assert outside == []
+
+
+def offline_page(browser, viewport: dict[str, int]) -> tuple[Any, list[str]]:
+    """A page that may load file:// URLs only (any other request is aborted), and the list of
+    every URL it asked for: a saved report or plan page must work with no network."""
+    context = browser.new_context(viewport=viewport)
+    seen: list[str] = []
+
+    def only_files(route) -> None:
+        seen.append(route.request.url)
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            route.abort()
+
+    context.route("**/*", only_files)
+    return context.new_page(), seen
 
 
 def _updates(page) -> int:
@@ -223,7 +241,7 @@ def test_form_works_with_javascript_off(browser, live_server):  # noqa: F811
     assert error.is_visible()
     assert error.inner_text() == "nodes: 0 is not allowed; expected a whole number greater than 0"
     page.screenshot(path=str(ARTIFACTS / "calculator-no-javascript.png"), full_page=True)
-    context.close()
+    page.context.close()
 
 
 def test_html_report_opens_offline_from_disk(browser, tmp_path):
@@ -232,18 +250,7 @@ def test_html_report_opens_offline_from_disk(browser, tmp_path):
     from deepep_calc.report.html import write_html
 
     path = write_html(evaluate(Scenario(model="kimi-k2")), tmp_path / "report.html")
-    context = browser.new_context(viewport={"width": 1300, "height": 1000})
-    seen: list[str] = []
-
-    def only_files(route):
-        seen.append(route.request.url)
-        if route.request.url.startswith("file://"):
-            route.continue_()
-        else:
-            route.abort()
-
-    context.route("**/*", only_files)
-    page = context.new_page()
+    page, seen = offline_page(browser, {"width": 1300, "height": 1000})
     watch = Watch(page)
     page.goto(path.resolve().as_uri())
     _poll(page, "document.querySelectorAll('.js-plotly-plot .main-svg').length >= 4")
@@ -252,4 +259,4 @@ def test_html_report_opens_offline_from_disk(browser, tmp_path):
     page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
     assert watch.errors == []
     assert all(u.startswith("file://") for u in seen)
-    context.close()
+    page.context.close()

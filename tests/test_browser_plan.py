@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from test_browser import ARTIFACTS, Watch, _poll, browser  # noqa: F401  (one browser setup)
+from test_browser import ARTIFACTS, Watch, _poll, browser, offline_page  # noqa: F401  (one browser setup)
 from web_fixtures import live_server  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.browser
@@ -89,7 +89,7 @@ def test_plan_form_works_with_javascript_off(browser, live_server):  # noqa: F81
     error = page.locator('[data-error-for="concurrency"]')
     assert error.is_visible() and error.inner_text().startswith("--concurrency: -4")
     assert page.evaluate("document.documentElement.scrollWidth") <= page.evaluate("window.innerWidth")
-    context.close()
+    page.context.close()
 
 
 def test_plan_html_file_opens_offline_and_links_to_serve(browser, tmp_path):  # noqa: F811
@@ -109,18 +109,7 @@ def test_plan_html_file_opens_offline_and_links_to_serve(browser, tmp_path):  # 
     )
     path = tmp_path / "plan.html"
     path.write_text(render_plan_html(plan))
-    context = browser.new_context(viewport={"width": 390, "height": 900})
-    seen: list[str] = []
-
-    def only_files(route):
-        seen.append(route.request.url)
-        if route.request.url.startswith("file://"):
-            route.continue_()
-        else:
-            route.abort()
-
-    context.route("**/*", only_files)
-    page = context.new_page()
+    page, seen = offline_page(browser, {"width": 390, "height": 900})
     watch = Watch(page)
     page.goto(path.resolve().as_uri())
     _poll(page, "document.body.dataset.planChart === '1'")
@@ -132,4 +121,4 @@ def test_plan_html_file_opens_offline_and_links_to_serve(browser, tmp_path):  # 
     page.screenshot(path=str(ARTIFACTS / "plan-file.png"), full_page=True)
     assert watch.errors == []
     assert all(u.startswith("file://") for u in seen)
-    context.close()
+    page.context.close()

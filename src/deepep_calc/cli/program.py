@@ -114,37 +114,40 @@ def kernel_cmd(as_json: bool, **kw: Any) -> None:
         print_kernel(out, kw)
 
 
-@app.command("models")
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--sources", is_flag=True, help=SOURCES_HELP)
-def models_cmd(as_json: bool, sources: bool) -> None:
-    """The model presets."""
-    from ..report.catalogs import models_rows, print_rows
-
-    rows = models_rows()
-    emit_json(rows) if as_json else print_rows("Model presets", rows, sources)
-
-
-@app.command("instances")
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--sources", is_flag=True, help=SOURCES_HELP)
-def instances_cmd(as_json: bool, sources: bool) -> None:
-    """The instance catalog (network shown per GPU per direction, with the Gb/s conversion)."""
-    from ..report.catalogs import instances_rows, print_rows
-
-    rows = instances_rows()
-    emit_json(rows) if as_json else print_rows("Instances", rows, sources)
+# The catalog listings: (command, table title, rows function of report/catalogs.py, help).
+CATALOGS = (
+    ("models", "Model presets", "models_rows", "The model presets."),
+    (
+        "instances",
+        "Instances",
+        "instances_rows",
+        "The instance catalog (network shown per GPU per direction, with the Gb/s conversion).",
+    ),
+    (
+        "transports",
+        "Transports",
+        "transports_rows",
+        "The DeepEP transports and their primary kernel references.",
+    ),
+)
 
 
-@app.command("transports")
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--sources", is_flag=True, help=SOURCES_HELP)
-def transports_cmd(as_json: bool, sources: bool) -> None:
-    """The DeepEP transports and their primary kernel references."""
-    from ..report.catalogs import print_rows, transports_rows
+def _catalog_command(name: str, title: str, rows_of: str, help_: str) -> click.Command:
+    """One catalog listing: a table (wider terminals show more columns), `--json` or `--sources`."""
 
-    rows = transports_rows()
-    emit_json(rows) if as_json else print_rows("Transports", rows, sources)
+    @click.option("--json", "as_json", is_flag=True)
+    @click.option("--sources", is_flag=True, help=SOURCES_HELP)
+    def listing(as_json: bool, sources: bool) -> None:
+        from ..report import catalogs
+
+        rows = getattr(catalogs, rows_of)()
+        emit_json(rows) if as_json else catalogs.print_rows(title, rows, sources)
+
+    return click.command(name, help=help_)(listing)
+
+
+for _entry in CATALOGS:
+    app.add_command(_catalog_command(*_entry))
 
 
 # Commands that live with their subsystem register themselves here (each module is light:
