@@ -1,4 +1,4 @@
-"""The AIPerf metric reader (`calibrate/aiperf/metrics.py`): which statistic, which unit, which range.
+"""The AIPerf metric reader (`files/aiperf/metrics.py`): which statistic, which unit, which range.
 
 Exports are written here, in tmp_path, from numbers stated in each test, so nothing depends on
 fixture files: avg and p50 differ in every block, so reading one for the other fails.

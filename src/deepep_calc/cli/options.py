@@ -99,7 +99,7 @@ GRAPHS_HELP = "decode with CUDA graphs (bare, or true / false)  [default: eager]
 EAGER_HELP = "decode without CUDA graphs, the measured mode (bare, or true / false)"
 
 # (flag, type, help, default): the scenario flags of DESIGN.md, in one place. `scenario_options`
-# declares them on evaluate / report / breakeven / sensitivity; `commands/sweep.py` declares the
+# declares them on evaluate / report / breakeven / sensitivity; `cli/commands/sweep.py` declares the
 # same names with `ListOf(type)` so a sweep takes lists of the same words.
 SCENARIO_FLAGS: tuple[tuple[str, Any, str, Any], ...] = (
     ("--model", click.STRING, "preset name or path to a config.json (or its folder)", DEFAULTS["model"]),
