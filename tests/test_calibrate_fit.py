@@ -12,6 +12,7 @@ import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -385,3 +386,27 @@ def test_assemble_fills_concurrency_only_when_the_export_is_silent(tmp_path: Pat
     assert list(rs.deepep) == [(4, 1)]
     with pytest.raises(InputError, match="concurrency"):
         assemble([], [silent], Scenario())
+
+
+def test_one_evaluation_reads_its_profile_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every arm asks for the scenario's profile (its cells, its constants); the file is read
+    once per evaluation, not once per question, and the answer is the one the profile gives."""
+    import deepep_calc.fit.profile as profile_module
+    from deepep_calc import evaluate as evaluate_scenario
+
+    rs, cells, fit = trt_set()
+    out = tmp_path / "mine.toml"
+    write_text_atomic(
+        out, to_toml(build_profile(rs, cells, fit, None, input_records(rs, None), out.name)), False
+    )
+    reads: list[str] = []
+    real = profile_module.read_text_file
+
+    def counting(path: Any, limit: int) -> str:
+        reads.append(str(path))
+        return real(path, limit)
+
+    monkeypatch.setattr(profile_module, "read_text_file", counting)
+    result = evaluate_scenario(Scenario(comms=1, concurrency=4, calibration=str(out)))
+    assert [p for p in reads if p.endswith("mine.toml")] == [str(out)]
+    assert result.arms["deepep"].measured_cell is not None  # the profile's own cell was replayed

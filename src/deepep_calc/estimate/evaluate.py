@@ -16,7 +16,7 @@ pass over the same resolved scenario and memo; the formulas themselves live in p
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -461,6 +461,8 @@ def compute(r: Resolved, reuse: Result | None = None, table: Table | None = None
     do not depend on the transport and are taken as they are. `table`: constants other than
     the built-in fit (the cross-validation evaluates each fold's own).
     """
+    if r.profile is None and r.scenario.calibration is not None:
+        r = replace(r, profile=profile_of(r))  # read the profile once; every arm asks for it
     table = table if table is not None else table_for(r)
     memo = reuse.memo if reuse is not None else {}
     arms = {
