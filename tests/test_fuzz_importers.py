@@ -479,7 +479,7 @@ def _summary(out: Any) -> Any:
         return out.dispatch_us, out.combine_us, out.total_us, out.shape
     if hasattr(out, "constants"):
         return out.constants, out.measured
-    return out.model_dump(exclude={"source", "name"})
+    return out.as_dict(exclude={"source", "name"})
 
 
 @pytest.mark.parametrize("imp", IMPORTERS, ids=IDS)

@@ -121,7 +121,7 @@ def test_spec_from_dict_matches_file() -> None:
     d = _config("glm-4.5")
     spec = spec_from_hf_dict(d, source="uploaded", name="glm-upload")
     assert spec.name == "glm-upload" and spec.source == "uploaded"
-    assert spec.model_dump(exclude={"name", "source"}) == load_hf_config(FIXTURES / "glm-4.5").model_dump(
+    assert spec.as_dict(exclude={"name", "source"}) == load_hf_config(FIXTURES / "glm-4.5").as_dict(
         exclude={"name", "source"}
     )
 
@@ -501,7 +501,7 @@ def test_bad_boolean(tmp_path: Path) -> None:
 
 def test_schema_rule_becomes_one_line() -> None:
     """A rule only ModelSpec knows still comes out as one line naming the field."""
-    fields = spec_from_hf_dict(_config("mixtral-8x7b"), "t").model_dump()
+    fields = spec_from_hf_dict(_config("mixtral-8x7b"), "t").as_dict()
     fields["attention"]["kv_heads"] = 3
     with pytest.raises(FileInputError) as info:
         hf_config._build(fields, "cfg.json", "mixtral")

@@ -29,9 +29,9 @@ CAL = load_cells()["trt-ab-k8-c32"]
 
 def _cell(**changes: object) -> Cell:
     """A user cell shaped like the calibration cell (TRT-LLM, 2x p5en, comms 8, conc 32)."""
-    base = CAL.model_dump()
+    base = CAL.as_dict()
     base.update(changes)
-    return Cell.model_validate(base)
+    return Cell.validate(base)
 
 
 def _with_cells(r: object, *cells: Cell) -> object:

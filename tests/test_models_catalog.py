@@ -120,7 +120,7 @@ def test_every_preset_loads_and_validates() -> None:
         assert isinstance(spec, ModelSpec)
         assert spec.name == name
         # Re-validating the dump proves the row satisfies every schema rule on its own.
-        assert ModelSpec.model_validate(spec.model_dump()) == spec
+        assert ModelSpec.validate(spec.as_dict()) == spec
 
 
 def test_rows_cite_facts_and_hf_id() -> None:
@@ -265,14 +265,14 @@ def test_vocab_sizes() -> None:
 def test_r1_is_v3_structure() -> None:
     m = load_models()
     drop = {"name", "hf_id", "source"}
-    assert m["deepseek-r1"].model_dump(exclude=drop) == m["deepseek-v3"].model_dump(exclude=drop)
+    assert m["deepseek-r1"].as_dict(exclude=drop) == m["deepseek-v3"].as_dict(exclude=drop)
 
 
 def test_fp8_variants_differ_only_in_dtype() -> None:
     m = load_models()
     drop = {"name", "hf_id", "source", "weight_dtype"}
     for base in ("qwen3-235b-a22b", "qwen3-30b-a3b"):
-        assert m[base + "-fp8"].model_dump(exclude=drop) == m[base].model_dump(exclude=drop)
+        assert m[base + "-fp8"].as_dict(exclude=drop) == m[base].as_dict(exclude=drop)
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -312,7 +312,7 @@ def test_resolve_paths_to_config_json() -> None:
     assert spec.source.startswith("config.json at ")
     assert spec.experts == 8
     by_file = resolve_model(str(FIXTURES / "mixtral-8x7b" / "config.json"))
-    assert by_file.model_dump(exclude={"source"}) == spec.model_dump(exclude={"source"})
+    assert by_file.as_dict(exclude={"source"}) == spec.as_dict(exclude={"source"})
 
 
 def test_resolve_relative_folder_without_slash(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -68,3 +68,116 @@ def test_unwritable_directory_and_unmarshalable_values(tmp_path: Path, writing: 
 
 def test_not_a_path_is_parsed_not_cached() -> None:
     assert _toml.loads_packaged("a = 1\n", None) == {"a": 1}
+
+
+# The validated rows' cache: a pickle of the rows, written after they all validated ------------
+
+from deepep_calc.base.records import Record  # noqa: E402
+from deepep_calc.catalog.engines import Engine  # noqa: E402
+from deepep_calc.catalog.hardware import Instance  # noqa: E402
+from deepep_calc.catalog.measured import Cell, Fact  # noqa: E402
+from deepep_calc.catalog.transports import Transport  # noqa: E402
+
+ROWS = [
+    ("instances.toml", "instance", Instance),
+    ("engines.toml", "engine", Engine),
+    ("transports.toml", "transport", Transport),
+    ("measured.toml", "cell", Cell),
+    ("measured.toml", "fact", Fact),
+]
+
+
+@pytest.fixture
+def beside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writing: None) -> Path:
+    """Packaged texts read as if they lay in tmp_path (so their caches are written there)."""
+    real = _toml.packaged_text
+
+    def moved(filename: str) -> tuple[str, Path]:
+        text, _ = real(filename)
+        return text, tmp_path / filename
+
+    monkeypatch.setattr(_toml, "packaged_text", moved)
+    return tmp_path
+
+
+def _pickles(folder: Path) -> list[Path]:
+    return sorted((folder / "__pycache__").glob("*.pickle"))
+
+
+@pytest.mark.parametrize(("filename", "part", "cls"), ROWS, ids=[r[1] for r in ROWS])
+def test_cached_rows_equal_freshly_validated_rows(filename: str, part: str, cls: type, beside: Path) -> None:
+    fresh = _toml._rows(filename, part, cls)
+    assert _toml.validate_rows(filename, part, cls) == fresh  # validated, pickle written
+    (entry,) = _pickles(beside)
+    assert entry.name.startswith(f"{filename}.") and entry.name.endswith(f".{part}.pickle")
+    calls: list[int] = []
+
+    def build() -> dict[str, Record]:
+        calls.append(1)
+        return fresh
+
+    assert _toml.validated(filename, part, cls, build) == fresh
+    assert calls == []  # read from the pickle: the rows were not built again
+
+
+def test_constants_table_and_model_presets_go_through_the_same_cache(
+    beside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deepep_calc.catalog import model_catalog
+    from deepep_calc.catalog.constants import Constant
+
+    fresh = _toml._tables("constants.toml", Constant)
+    assert _toml.validate_table("constants.toml", Constant) == fresh
+    assert _toml.validate_table("constants.toml", Constant) == fresh
+    monkeypatch.setattr(model_catalog, "packaged_text", _toml.packaged_text)  # the moved texts
+    presets = model_catalog._packaged_models.__wrapped__()
+    assert model_catalog._packaged_models.__wrapped__() == presets == model_catalog.load_models()
+    assert sorted(p.name.split(".")[-2] for p in _pickles(beside)) == ["model", "tables"]
+
+
+@pytest.mark.parametrize("damage", [b"\x00garbage", None], ids=["corrupt", "rows-of-another-type"])
+def test_a_damaged_or_foreign_pickle_is_only_a_miss(damage: bytes | None, beside: Path) -> None:
+    import pickle
+
+    fresh = _toml.validate_rows("instances.toml", "instance", Instance)
+    (entry,) = _pickles(beside)
+    entry.write_bytes(damage if damage is not None else pickle.dumps({"p5en": "not an Instance"}))
+    calls: list[int] = []
+
+    def build() -> dict[str, Record]:
+        calls.append(1)
+        return _toml._rows("instances.toml", "instance", Instance)
+
+    assert _toml.validated("instances.toml", "instance", Instance, build) == fresh
+    assert calls == [1]  # rebuilt, and the pickle rewritten with good rows
+    assert _toml.validated("instances.toml", "instance", Instance, build) == fresh
+    assert calls == [1]
+
+
+def test_changed_row_code_misses(beside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _toml.validate_rows("engines.toml", "engine", Engine)
+    (before,) = _pickles(beside)
+    monkeypatch.setattr(_toml, "_code_digest", lambda: b"another version of the row classes")
+    calls: list[int] = []
+
+    def build() -> dict[str, Engine]:
+        calls.append(1)
+        return _toml._rows("engines.toml", "engine", Engine)
+
+    _toml.validated("engines.toml", "engine", Engine, build)
+    assert calls == [1]
+    (after,) = _pickles(beside)  # the stale entry of the old code is replaced, not kept
+    assert after != before
+
+
+def test_a_broken_row_is_named_with_its_field(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from deepep_calc.base.errors import CalcError
+
+    text = _toml.packaged_text("instances.toml")[0].replace("gpus_per_node = 8", "gpus_per_node = 0", 1)
+    monkeypatch.setattr(_toml, "packaged_text", lambda _name: (text, tmp_path / "instances.toml"))
+    monkeypatch.setattr(_toml, "read_data", lambda _name: tomllib.loads(text))
+    with pytest.raises(
+        CalcError, match=r"catalog instances.toml: instance '\w+': gpus_per_node: .*greater than 0"
+    ):
+        _toml.validate_rows("instances.toml", "instance", Instance)
+    assert not list(tmp_path.glob("__pycache__/*.pickle"))  # nothing cached for a broken file

@@ -1,32 +1,38 @@
 """Read a packaged TOML table and validate its rows, reporting a bad row by name and field.
 
-Parsing every catalog costs a CLI run about as much as a tenth of importing numpy, each time. So a
-packaged file's parse is kept the way Python keeps bytecode: a marshal file in `__pycache__`
-beside the data, named by the SHA-256 of the text it came from (an edited catalog misses and is
-parsed afresh), written atomically when that directory is writable and bytecode writing is on
-(`PYTHONDONTWRITEBYTECODE` turns both off), and silently skipped otherwise.
+Parsing and validating every catalog costs a CLI run about as much as importing numpy, each
+time (validation needs pydantic, whose import alone is most of that). So a packaged file is
+kept the way Python keeps bytecode, in `__pycache__` beside the data:
+
+- its parse, as a marshal file named by the SHA-256 of the text (an edited catalog misses);
+- its validated rows, as a pickle named by the SHA-256 of the text *and* of the source of the
+  modules that define the rows (`catalog/*.py`, `base/records.py`), so a changed row class
+  misses too. A pickle is only ever written by this module, after every row validated, into
+  the package's own bytecode directory, and is trusted like the `.pyc` files beside it.
+
+Both are written atomically when that directory is writable and bytecode writing is on
+(`PYTHONDONTWRITEBYTECODE` turns both off), and are silently skipped otherwise; a cache that
+cannot be read, or holds anything but the expected rows, only costs the parse and validation.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import marshal
 import os
+import pickle
 import sys
-import tomllib
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from ..base.errors import CalcError
+from ..base.records import Record, RecordError
 
-if TYPE_CHECKING:
-    from pydantic import BaseModel
-
-    M = TypeVar("M", bound=BaseModel)
-else:
-    M = TypeVar("M")
+M = TypeVar("M", bound=Record)
 
 
 def packaged_text(filename: str) -> tuple[str, Any]:
@@ -35,11 +41,24 @@ def packaged_text(filename: str) -> tuple[str, Any]:
     return where.read_text("utf-8"), where
 
 
-def _cache_file(where: Any, text: str) -> Path | None:
+def _cache_file(where: Any, text: str, kind: str = "marshal", salt: bytes = b"") -> Path | None:
     if not isinstance(where, Path):
         return None  # inside a zip or another loader: no directory to cache in
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
-    return where.parent / "__pycache__" / f"{where.name}.{digest}.marshal"
+    digest = hashlib.sha256(text.encode("utf-8") + salt).hexdigest()[:24]
+    return where.parent / "__pycache__" / f"{where.name}.{digest}.{kind}"
+
+
+@cache
+def _code_digest() -> bytes:
+    """SHA-256 of the source of every module that defines catalog rows."""
+    h = hashlib.sha256()
+    here = Path(__file__).parent
+    for path in (*sorted(here.glob("*.py")), here.parent / "base" / "records.py"):
+        try:
+            h.update(path.read_bytes())
+        except OSError:
+            h.update(path.name.encode())
+    return h.digest()
 
 
 def loads_packaged(text: str, where: Any) -> dict[str, Any]:
@@ -56,19 +75,18 @@ def loads_packaged(text: str, where: Any) -> dict[str, Any]:
                 return data
         except (OSError, ValueError, EOFError, TypeError):
             pass
+    import tomllib  # only on a miss
+
     data = tomllib.loads(text)
     if cache_file is not None and not sys.dont_write_bytecode:
-        _write_cache(cache_file, data)
+        with contextlib.suppress(ValueError):  # a type marshal cannot hold (a TOML date): no cache
+            _write_cache(cache_file, marshal.dumps(data))
     return data
 
 
-def _write_cache(cache_file: Path, data: dict[str, Any]) -> None:
+def _write_cache(cache_file: Path, blob: bytes) -> None:
     import tempfile  # only when writing: it imports random and shutil
 
-    try:
-        blob = marshal.dumps(data)
-    except ValueError:  # a type marshal cannot hold (a TOML date): parse it every time
-        return
     try:
         cache_file.parent.mkdir(exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=cache_file.parent, prefix=".tmp-", suffix=".marshal")
@@ -79,8 +97,8 @@ def _write_cache(cache_file: Path, data: dict[str, Any]) -> None:
         except BaseException:
             os.unlink(tmp)
             raise
-        stem = cache_file.name.split(".", 2)
-        for old in cache_file.parent.glob(f"{stem[0]}.{stem[1]}.*.marshal"):  # stale digests
+        name, ext, _digest, kind = cache_file.name.split(".", 3)
+        for old in cache_file.parent.glob(f"{name}.{ext}.*.{kind}"):  # stale digests
             if old != cache_file:
                 old.unlink(missing_ok=True)
     except OSError:
@@ -94,19 +112,50 @@ def read_data(filename: str) -> dict[str, Any]:
 
 
 def validate_rows(filename: str, key: str, model: type[M]) -> dict[str, M]:
-    """Validate every `[[key]]` row; a broken row is a packaging bug, named precisely."""
-    from pydantic import ValidationError
+    """Every `[[key]]` row, validated, by name; a broken row is a packaging bug, named precisely."""
+    return validated(filename, key, model, lambda: _rows(filename, key, model))
 
+
+def validate_table(filename: str, model: type[M]) -> dict[str, M]:
+    """Every top-level `[name]` table of the file, validated as one row each."""
+    return validated(filename, "tables", model, lambda: _tables(filename, model))
+
+
+def _rows(filename: str, key: str, model: type[M]) -> dict[str, M]:
     rows: dict[str, M] = {}
     for i, raw in enumerate(read_data(filename).get(key, [])):
         label = raw.get("name") or raw.get("id") or f"row {i + 1}"
-        try:
-            row = model.model_validate(raw)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ".".join(str(p) for p in err["loc"])
-            raise CalcError(f"catalog {filename}: {key} {label!r}: {loc}: {err['msg']}") from None
         if label in rows:
             raise CalcError(f"catalog {filename}: duplicate {key} {label!r}")
-        rows[label] = row
+        rows[label] = _one(model, raw, f"catalog {filename}: {key} {label!r}")
+    return rows
+
+
+def _tables(filename: str, model: type[M]) -> dict[str, M]:
+    doc = read_data(filename)
+    return {name: _one(model, raw, f"catalog {filename}: {name!r}") for name, raw in doc.items()}
+
+
+def _one(model: type[M], raw: Any, where: str) -> M:
+    try:
+        return model.validate(raw)
+    except RecordError as exc:
+        raise CalcError(f"{where}: {exc}") from None
+
+
+def validated(filename: str, part: str, model: type[M], build: Callable[[], dict[str, M]]) -> dict[str, M]:
+    """`build()`, the validated `part` rows of a packaged file, through their pickle (module
+    docstring): on a hit neither the TOML parser nor pydantic is imported."""
+    text, where = packaged_text(filename)
+    cache_file = _cache_file(where, text, f"{part}.pickle", _code_digest())
+    if cache_file is not None:
+        try:
+            rows = pickle.loads(cache_file.read_bytes())
+            if isinstance(rows, dict) and all(type(v) is model for v in rows.values()):
+                return rows
+        except Exception:  # any unreadable cache is only a miss
+            pass
+    rows = build()
+    if cache_file is not None and not sys.dont_write_bytecode:
+        _write_cache(cache_file, pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL))
     return rows

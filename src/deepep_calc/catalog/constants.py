@@ -11,21 +11,23 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import cache
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from ..base.quantity import Q, Tag
-from ._toml import read_data
+from ..base.records import Record
+from ._toml import validate_table
+
+if TYPE_CHECKING:
+    from annotated_types import Ge
 
 
-class Constant(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+@dataclass(frozen=True, kw_only=True)
+class Constant(Record):
     tag: Literal["measured", "derived", "assumed"] = "assumed"
     value: float
-    spread: float = Field(ge=0)
+    spread: Annotated[float, Ge(0)]
     unit: str
     source: str
 
@@ -35,7 +37,7 @@ class Constant(BaseModel):
 
 @cache
 def load_constants() -> dict[str, Constant]:
-    return {k: Constant.model_validate(v) for k, v in read_data("constants.toml").items()}
+    return validate_table("constants.toml", Constant)
 
 
 _OVERRIDES: ContextVar[tuple[tuple[str, float], ...]] = ContextVar("constant_overrides", default=())

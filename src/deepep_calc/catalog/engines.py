@@ -2,35 +2,36 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from functools import cache
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from ..base.errors import InputError
+from ..base.records import Record
 from ._toml import validate_rows
+
+if TYPE_CHECKING:
+    from annotated_types import Gt
 
 Arm = Literal["deepep", "allgather", "tp", "replica"]
 
 
-class ArmFlags(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class ArmFlags(Record):
+    env: dict[str, str] = field(default_factory=dict)
+    config: dict[str, str] = field(default_factory=dict)
+    args: list[str] = field(default_factory=list)
 
-    env: dict[str, str] = Field(default_factory=dict)
-    config: dict[str, str] = Field(default_factory=dict)
-    args: list[str] = Field(default_factory=list)
 
-
-class Engine(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+@dataclass(frozen=True, kw_only=True)
+class Engine(Record):
     name: str
     label: str
-    max_batch_per_rank: int = Field(gt=0)
+    max_batch_per_rank: Annotated[int, Gt(0)]
     max_batch_source: str
     graph_flag_eager: str
     graph_flag_graphs: str
-    prior_engine: str = Field("", description="engine whose constants stand in where ours are unpinned")
+    prior_engine: str = ""  # engine whose constants stand in where ours are unpinned
     flags: dict[Arm, ArmFlags]
 
 

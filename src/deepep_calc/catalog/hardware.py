@@ -2,33 +2,35 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from ..base.errors import InputError
 from ..base.quantity import Q
+from ..base.records import Record
 from ._toml import validate_rows
 
+if TYPE_CHECKING:
+    from annotated_types import Gt
 
-class Instance(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
+@dataclass(frozen=True, kw_only=True)
+class Instance(Record):
     name: str
     aws_name: str
     fabric: Literal["efa", "ib"]
     gpu: str
-    gpus_per_node: int = Field(gt=0)
-    hbm_gb: float = Field(gt=0)
-    hbm_tb_s: float = Field(gt=0)
-    nvlink_gb_s_bidir: float = Field(gt=0)
-    nic_count: int = Field(gt=0)
-    nic_gbit_each: float = Field(gt=0)
-    bf16_tflops: float = Field(gt=0)
-    fp8_tflops: float = Field(gt=0)
-    fp4_tflops: float = Field(gt=0)
-    price_per_hour: float | None = Field(None, gt=0)
+    gpus_per_node: Annotated[int, Gt(0)]
+    hbm_gb: Annotated[float, Gt(0)]
+    hbm_tb_s: Annotated[float, Gt(0)]
+    nvlink_gb_s_bidir: Annotated[float, Gt(0)]
+    nic_count: Annotated[int, Gt(0)]
+    nic_gbit_each: Annotated[float, Gt(0)]
+    bf16_tflops: Annotated[float, Gt(0)]
+    fp8_tflops: Annotated[float, Gt(0)]
+    fp4_tflops: Annotated[float, Gt(0)]
+    price_per_hour: Annotated[float, Gt(0)] | None = None
     price_source: str
     gda_supported: bool
     source: str

@@ -3,32 +3,33 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from functools import cache
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from ..base.quantity import Q
+from ..base.records import Record
 from ._toml import validate_rows
+
+if TYPE_CHECKING:
+    from annotated_types import Ge, Gt
 
 CALIBRATION_MODEL = "qwen3-30b-a3b-fp8"
 CALIBRATION_INSTANCE = "p5en"
 CALIBRATION_NODES = 2
 
 
-class ArmMetrics(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class ArmMetrics(Record):
+    aggregate_tok_s: Annotated[float, Gt(0)] | None = None
+    per_user_tok_s: Annotated[float, Gt(0)] | None = None
+    itl_ms: Annotated[float, Gt(0)] | None = None
+    ttft_p50_ms: Annotated[float, Gt(0)] | None = None
 
-    aggregate_tok_s: float | None = Field(None, gt=0)
-    per_user_tok_s: float | None = Field(None, gt=0)
-    itl_ms: float | None = Field(None, gt=0)
-    ttft_p50_ms: float | None = Field(None, gt=0)
 
-
-class Cell(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class Cell(Record):
     """One measured regime. Shared context: Qwen3-30B-A3B-FP8, 2x p5en, EP16, eager."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
     role: Literal["calibration", "anchor", "cross-check", "reference-only"]
@@ -36,16 +37,16 @@ class Cell(BaseModel):
     engine: str
     transport: str
     versus_transport: str | None = None
-    comms: int = Field(gt=0)
+    comms: Annotated[int, Gt(0)]
     comms_assumed: bool = False
-    concurrency: int = Field(gt=0)
-    isl: int = Field(ge=0)
-    osl: int = Field(ge=0)
+    concurrency: Annotated[int, Gt(0)]
+    isl: Annotated[int, Ge(0)]
+    osl: Annotated[int, Ge(0)]
     osl_assumed: bool = False
     shape_assumed: bool = False
     cuda_graphs: bool = False  # the catalog's cells are eager; a user's calibration may not be
-    max_qps: int = Field(2, gt=0)  # EP_EFA_MAX_QPS the cell ran with
-    max_batch: int | None = Field(None, gt=0)  # the run's batch limit per rank, when it set one
+    max_qps: Annotated[int, Gt(0)] = 2  # EP_EFA_MAX_QPS the cell ran with
+    max_batch: Annotated[int, Gt(0)] | None = None  # the run's batch limit per rank, when it set one
     source: str
     deepep: ArmMetrics
     allgather: ArmMetrics | None = None
@@ -77,9 +78,8 @@ class Cell(BaseModel):
         return Q.measured(value, unit, f"{self.source} [cell {self.id}]")
 
 
-class Fact(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+@dataclass(frozen=True, kw_only=True)
+class Fact(Record):
     name: str
     value: float
     unit: str

@@ -7,15 +7,13 @@ with the preset and field, instead of surfacing later as a wrong number.
 
 from __future__ import annotations
 
-import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from deepep_calc.base.errors import CalcError, InputError
-from deepep_calc.catalog._toml import loads_packaged, packaged_text
+from deepep_calc.base.records import RecordError
+from deepep_calc.catalog._toml import loads_packaged, packaged_text, validated
 from deepep_calc.catalog.models import ModelSpec
 
 MODELS_FILE = "models.toml"
@@ -25,6 +23,8 @@ def parse_models(text: str, origin: str = MODELS_FILE, where: Any = None) -> dic
     """Validate TOML text holding `[[model]]` rows; keys are lower-case preset names, in order.
 
     `where`: the packaged file the text was read from, whose parse may be cached (`_toml`)."""
+    import tomllib
+
     try:
         data = tomllib.loads(text) if where is None else loads_packaged(text, where)
     except tomllib.TOMLDecodeError as err:
@@ -46,8 +46,8 @@ def _parse_row(raw: Any, index: int, origin: str, seen: dict[str, ModelSpec]) ->
     if not isinstance(raw, dict):
         raise CalcError(f"catalog {origin}: model {label!r}: not a table", field="model")
     try:
-        spec = ModelSpec.model_validate(raw)
-    except ValidationError as err:
+        spec = ModelSpec.validate(raw)
+    except RecordError as err:
         from deepep_calc.catalog.hf import validation_summary  # the config.json reader: on demand
 
         loc, msg = validation_summary(err)
@@ -65,8 +65,11 @@ def _parse_row(raw: Any, index: int, origin: str, seen: dict[str, ModelSpec]) ->
 
 @lru_cache(maxsize=1)
 def _packaged_models() -> dict[str, ModelSpec]:
-    text, where = packaged_text(MODELS_FILE)
-    return parse_models(text, where=where)
+    def build() -> dict[str, ModelSpec]:
+        text, where = packaged_text(MODELS_FILE)
+        return parse_models(text, where=where)
+
+    return validated(MODELS_FILE, "model", ModelSpec, build)
 
 
 def load_models() -> dict[str, ModelSpec]:
@@ -124,7 +127,7 @@ _NOT_ARCHITECTURE = frozenset(
 
 def architecture(spec: ModelSpec) -> dict[str, Any]:
     """What makes two models the same network: shape, attention layout and dtypes."""
-    return spec.model_dump(exclude=set(_NOT_ARCHITECTURE))
+    return spec.as_dict(exclude=_NOT_ARCHITECTURE)
 
 
 @lru_cache(maxsize=256)

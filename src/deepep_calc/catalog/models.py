@@ -8,9 +8,13 @@ or data type changes memory and time, as it should.
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from ..base.records import Record
+
+if TYPE_CHECKING:
+    from annotated_types import Ge, Gt
 
 # Bytes per stored weight or cache element. Block-scaled formats include their scales:
 # FP8 block-128 keeps one fp32 scale per 128x128 block; MXFP4 one 8-bit scale per 32 values;
@@ -29,28 +33,26 @@ DTYPE_BYTES: dict[str, float] = {
 DTYPES = tuple(DTYPE_BYTES)
 
 
-class Attention(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class Attention(Record):
     """Attention layout: enough to count its weights and its KV cache per token."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     kind: Literal["mla", "gqa"]
-    heads: int = Field(gt=0)
-    kv_heads: int = Field(gt=0, description="GQA key/value heads; MLA: equal to heads")
-    head_dim: int = Field(ge=0, description="GQA head dimension; 0 for MLA")
-    q_lora_rank: int = Field(0, ge=0, description="MLA query compression; 0 = none")
-    kv_lora_rank: int = Field(0, ge=0)
-    qk_rope_head_dim: int = Field(0, ge=0)
-    qk_nope_head_dim: int = Field(0, ge=0)
-    v_head_dim: int = Field(0, ge=0)
-    sliding_window: int = Field(0, ge=0, description="tokens kept by sliding layers; 0 = none")
-    sliding_layers: int = Field(0, ge=0, description="layers whose KV is capped at the window")
-    linear_layers: int = Field(0, ge=0, description="linear-attention layers (constant state)")
-    linear_state_bytes: int = Field(0, ge=0, description="state per sequence per linear layer")
-    linear_params: int = Field(0, ge=0, description="weights of one linear-attention layer")
+    heads: Annotated[int, Gt(0)]
+    kv_heads: Annotated[int, Gt(0)]  # GQA key/value heads; MLA: equal to heads
+    head_dim: Annotated[int, Ge(0)]  # GQA head dimension; 0 for MLA
+    q_lora_rank: Annotated[int, Ge(0)] = 0  # MLA query compression; 0 = none
+    kv_lora_rank: Annotated[int, Ge(0)] = 0
+    qk_rope_head_dim: Annotated[int, Ge(0)] = 0
+    qk_nope_head_dim: Annotated[int, Ge(0)] = 0
+    v_head_dim: Annotated[int, Ge(0)] = 0
+    sliding_window: Annotated[int, Ge(0)] = 0  # tokens kept by sliding layers; 0 = none
+    sliding_layers: Annotated[int, Ge(0)] = 0  # layers whose KV is capped at the window
+    linear_layers: Annotated[int, Ge(0)] = 0  # linear-attention layers (constant state)
+    linear_state_bytes: Annotated[int, Ge(0)] = 0  # state per sequence per linear layer
+    linear_params: Annotated[int, Ge(0)] = 0  # weights of one linear-attention layer
 
-    @model_validator(mode="after")
-    def _check(self) -> Attention:
+    def __post_init__(self) -> None:
         if self.kind == "mla" and (self.kv_lora_rank <= 0 or self.qk_rope_head_dim <= 0):
             raise ValueError("MLA attention needs kv_lora_rank and qk_rope_head_dim > 0")
         if self.kind == "gqa" and self.head_dim <= 0:
@@ -59,45 +61,41 @@ class Attention(BaseModel):
             raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
         if self.sliding_layers and not self.sliding_window:
             raise ValueError("sliding_layers given without sliding_window")
-        return self
 
 
-class ModelSpec(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec(Record):
     """One MoE model's structure, with where it came from."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     hf_id: str = ""
-    family: str = Field(description="HF model_type, e.g. deepseek_v3, qwen3_moe")
+    family: str  # HF model_type, e.g. deepseek_v3, qwen3_moe
     source: str
-    verified: bool = Field(True, description="False where facts say '(nv)': tag figures assumed")
+    verified: bool = True  # False where facts say '(nv)': tag figures assumed
 
-    hidden: int = Field(gt=0)
-    layers: int = Field(gt=0)
-    moe_layers: int = Field(ge=0, description="0 only for the dense models of engine-overhead references")
-    experts: int = Field(gt=0, description="routed experts per MoE layer")
-    shared_experts: int = Field(0, ge=0)
-    topk: int = Field(gt=0)
-    moe_intermediate: int = Field(gt=0)
-    shared_intermediate: int = Field(0, ge=0, description="intermediate size of ONE shared expert")
-    dense_intermediate: int = Field(0, ge=0, description="MLP size of non-MoE layers")
-    vocab: int = Field(gt=0)
+    hidden: Annotated[int, Gt(0)]
+    layers: Annotated[int, Gt(0)]
+    moe_layers: Annotated[int, Ge(0)]  # 0 only for the dense models of engine-overhead references
+    experts: Annotated[int, Gt(0)]  # routed experts per MoE layer
+    shared_experts: Annotated[int, Ge(0)] = 0
+    topk: Annotated[int, Gt(0)]
+    moe_intermediate: Annotated[int, Gt(0)]
+    shared_intermediate: Annotated[int, Ge(0)] = 0  # intermediate size of ONE shared expert
+    dense_intermediate: Annotated[int, Ge(0)] = 0  # MLP size of non-MoE layers
+    vocab: Annotated[int, Gt(0)]
     tie_embeddings: bool = False
     attention: Attention
 
     weight_dtype: str = "bf16"
-    expert_dtype: str | None = Field(None, description="routed-expert dtype when it differs")
+    expert_dtype: str | None = None  # routed-expert dtype when it differs
     kv_dtype: str = "bf16"
-    max_context: int = Field(
-        0, ge=0, description="max_position_embeddings: longest ISL + OSL the model takes; 0 = unknown"
-    )
+    # max_position_embeddings: the longest ISL + OSL the model takes; 0 = unknown
+    max_context: Annotated[int, Ge(0)] = 0
 
     stated_total_params_b: float | None = None
     stated_active_params_b: float | None = None
 
-    @model_validator(mode="after")
-    def _check(self) -> ModelSpec:
+    def __post_init__(self) -> None:
         if self.moe_layers > self.layers:
             raise ValueError(f"moe_layers ({self.moe_layers}) exceeds layers ({self.layers})")
         if self.topk > self.experts:
@@ -116,7 +114,6 @@ class ModelSpec(BaseModel):
         att = self.attention
         if att.sliding_layers + att.linear_layers > self.layers:
             raise ValueError("sliding_layers + linear_layers exceed layers")
-        return self
 
     @property
     def dense_layers(self) -> int:

@@ -6,21 +6,23 @@ cells) into constants and predicts the rest out of sample. See `data/references.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
-from typing import Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from ._toml import read_data, validate_rows
+from ..base.records import Record
+from ._toml import validate_rows
 from .models import ModelSpec
+
+if TYPE_CHECKING:
+    from annotated_types import Gt
 
 Arm = Literal["deepep", "allgather", "tp", "replica"]
 
 
-class ServingRef(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class ServingRef(Record):
     """One published serving measurement, as the scenario it ran and its decode step."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
     title: str
@@ -31,25 +33,24 @@ class ServingRef(BaseModel):
     use_note: str = ""
     model: str
     instance: str
-    nodes: int = Field(gt=0)
-    gpus_per_node: int | None = Field(None, gt=0)
+    nodes: Annotated[int, Gt(0)]
+    gpus_per_node: Annotated[int, Gt(0)] | None = None
     engine: str
     cuda_graphs: bool
     arm: Arm
     transport: str
-    comms: int = Field(8, gt=0)
-    attention_tp: int = Field(1, gt=0)
+    comms: Annotated[int, Gt(0)] = 8
+    attention_tp: Annotated[int, Gt(0)] = 1
     disaggregated: bool = False
-    isl: int = Field(gt=0)
-    osl: int = Field(gt=0)
-    concurrency: int = Field(gt=0)
+    isl: Annotated[int, Gt(0)]
+    osl: Annotated[int, Gt(0)]
+    concurrency: Annotated[int, Gt(0)]
     concurrency_note: str = ""
-    tpot_ms: float = Field(gt=0)
+    tpot_ms: Annotated[float, Gt(0)]
 
 
-class NotCompared(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+@dataclass(frozen=True, kw_only=True)
+class NotCompared(Record):
     reference: str
     why: str
 
@@ -62,10 +63,9 @@ def load_serving_refs() -> dict[str, ServingRef]:
 @cache
 def inline_models() -> dict[str, ModelSpec]:
     """Models that only references use (a dense GPT-2 for the engine-overhead rows)."""
-    rows = read_data("references.toml").get("inline_model", [])
-    return {row["name"]: ModelSpec.model_validate(row) for row in rows}
+    return validate_rows("references.toml", "inline_model", ModelSpec)
 
 
 @cache
 def not_compared() -> list[NotCompared]:
-    return [NotCompared.model_validate(r) for r in read_data("references.toml").get("not_compared", [])]
+    return list(validate_rows("references.toml", "not_compared", NotCompared).values())

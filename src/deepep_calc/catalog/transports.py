@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from functools import cache
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from ..base.errors import InputError
+from ..base.records import Record
 from ._toml import validate_rows
 from .constants import override_key
 
+if TYPE_CHECKING:
+    from annotated_types import Ge, Gt, Le
 
-class KernelRef(BaseModel):
+
+@dataclass(frozen=True, kw_only=True)
+class KernelRef(Record):
     """One published dispatch / combine measurement (decode shape unless stated).
 
     `role`: `fit` rows pin a fitted constant (the per-selection cost, the NVLink constants);
@@ -23,35 +27,31 @@ class KernelRef(BaseModel):
     pairs fit the instance factors. `trust = "assumed"` for a weak source.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     instance: str
-    ep: int = Field(gt=0)
-    comms: int = Field(8, gt=0)
-    qps: int = Field(6, gt=0)
+    ep: Annotated[int, Gt(0)]
+    comms: Annotated[int, Gt(0)] = 8
+    qps: Annotated[int, Gt(0)] = 6
     role: Literal["fit", "cross-check"] = "cross-check"
     harness: str = ""
     trust: Literal["measured", "assumed"] = "measured"
     in_scope: bool = True
     scope_note: str = ""
-    prefill: bool = Field(False, description="high-throughput (prefill) kernels, not low-latency")
+    prefill: bool = False  # high-throughput (prefill) kernels, not low-latency
     dispatch_dtype: Literal["fp8", "bf16"] = "fp8"
-    dispatch_us: float | None = Field(None, gt=0)
-    combine_us: float | None = Field(None, gt=0)
-    total_us: float | None = Field(None, gt=0)
+    dispatch_us: Annotated[float, Gt(0)] | None = None
+    combine_us: Annotated[float, Gt(0)] | None = None
+    total_us: Annotated[float, Gt(0)] | None = None
     tokens: int = 128
     hidden: int = 7168
     topk: int = 8
     experts: int = 256
     source: str
 
-    @model_validator(mode="after")
-    def _check(self) -> KernelRef:
+    def __post_init__(self) -> None:
         if self.total_us is None and self.dispatch_us is None:
             raise ValueError("a reference needs dispatch_us (and combine_us), or total_us")
         if self.total_us is None and self.combine_us is None and self.role == "fit":
             raise ValueError("a fit reference needs both dispatch_us and combine_us, or total_us")
-        return self
 
     @property
     def dispatch_only(self) -> bool:
@@ -71,34 +71,31 @@ class KernelRef(BaseModel):
         return f"{transport} @ {self.instance} EP{self.ep} {self.tokens} tok{extra}{dtype}"
 
 
-class Transport(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+@dataclass(frozen=True, kw_only=True)
+class Transport(Record):
     name: str
     label: str
     fabric: Literal["efa", "ib", "nvlink"]
     initiation: Literal["host-proxy", "gpu"]
-    ops_per_token: int = Field(gt=0, description="work requests per remote token (SRD: 2)")
-    issue_lanes: int = Field(1, gt=0, description="proxy threads or issuers posting in parallel")
-    wire_efficiency: float | None = Field(None, gt=0, le=1)
-    bw_k1_gb_s: float | None = Field(None, gt=0)
-    bw_comms_exponent: float | None = Field(None, ge=0)
+    ops_per_token: Annotated[int, Gt(0)]  # work requests per remote token (SRD: 2)
+    issue_lanes: Annotated[int, Gt(0)] = 1  # proxy threads or issuers posting in parallel
+    wire_efficiency: Annotated[float, Gt(0), Le(1)] | None = None
+    bw_k1_gb_s: Annotated[float, Gt(0)] | None = None
+    bw_comms_exponent: Annotated[float, Ge(0)] | None = None
     bw_source: str
-    prefill_dispatch_gb_s: float | None = Field(None, gt=0)
-    prefill_combine_gb_s: float | None = Field(None, gt=0)
+    prefill_dispatch_gb_s: Annotated[float, Gt(0)] | None = None
+    prefill_combine_gb_s: Annotated[float, Gt(0)] | None = None
     prefill_source: str = ""
     instances: list[str]
     env: dict[str, str]
     requires: str = ""
     reference: KernelRef
-    cross_check: list[KernelRef] = Field(default_factory=list)
-    fit: list[KernelRef] = Field(default_factory=list, description="extra shapes the fit uses")
+    cross_check: list[KernelRef] = field(default_factory=list)
+    fit: list[KernelRef] = field(default_factory=list)  # extra shapes the fit uses
 
-    @model_validator(mode="after")
-    def _check(self) -> Transport:
+    def __post_init__(self) -> None:
         if (self.wire_efficiency is None) == (self.bw_k1_gb_s is None):
             raise ValueError("give exactly one of wire_efficiency or bw_k1_gb_s")
-        return self
 
     @property
     def host_proxied(self) -> bool:
@@ -129,5 +126,5 @@ def get_transport(name: str) -> Transport:
         prefix = f"transport:{key}:"
         update = {k[len(prefix) :]: v for k, v in active if k.startswith(prefix)}
         if update:  # a sensitivity case on this transport's assumed figures
-            return transports[key].model_copy(update=update)
+            return transports[key].copy(**update)
     return transports[key]

@@ -13,23 +13,19 @@ from __future__ import annotations
 
 import hashlib
 import math
-import tomllib
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from ..base.errors import FileInputError, InputError, printable
 from ..base.textfile import MIN_POSITIVE, read_text_file, stat_path
-from ..question.scenario import Resolved, Scenario
-from .profile_records import (
-    KIND,
-    MAX_PROFILE_BYTES,
-    MAX_PROFILE_NUMBER,
-    SCHEMA_VERSION,
-    Profile,
-)
+
+if TYPE_CHECKING:
+    from ..question.scenario import Resolved, Scenario
+    from .profile_records import Profile
+
+# The profile's schema (pydantic records) is imported by the functions that read a profile, so
+# an evaluation with no --calibration never builds it (`profile_of` is on every evaluation).
 
 
 def fingerprint(path: Path) -> tuple[str, int]:
@@ -62,6 +58,8 @@ def load_profile(path: str | Path) -> Profile:
         raise
     if p.is_dir():
         raise FileInputError(p, "is a directory; expected a calibration profile (.toml)")
+    from .profile_records import MAX_PROFILE_BYTES
+
     text = read_text_file(p, MAX_PROFILE_BYTES)
     profile = parse_profile(p.resolve().name, text, str(path))
     verify_inputs(profile, p.resolve().parent)
@@ -81,6 +79,8 @@ def _out_of_range(value: object, where: str = "") -> str | None:
     else:
         if isinstance(value, bool) or not isinstance(value, int | float):
             return None
+        from .profile_records import MAX_PROFILE_NUMBER
+
         return where if not (math.isfinite(value) and abs(value) <= MAX_PROFILE_NUMBER) else None
     for key, item in items:
         found = _out_of_range(item, f"{where}.{key}" if where else str(key))
@@ -91,6 +91,8 @@ def _out_of_range(value: object, where: str = "") -> str | None:
 
 @lru_cache(maxsize=32)
 def parse_profile(name: str, text: str, shown: str) -> Profile:
+    import tomllib
+
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -119,6 +121,10 @@ def _escaped(value: Any) -> Any:
 
 def validate_document(doc: dict[str, Any], shown: str) -> Profile:
     """Every check a profile must pass, applied alike when reading and before writing one."""
+    from pydantic import ValidationError
+
+    from .profile_records import KIND, SCHEMA_VERSION, Profile
+
     doc = _escaped(doc)
     if doc.get("kind") != KIND or "schema_version" not in doc:
         raise FileInputError(
@@ -156,7 +162,7 @@ def validate_document(doc: dict[str, Any], shown: str) -> Profile:
     for i, cell in enumerate(profile.measured):
         for arm in ("deepep", "allgather", "versus"):
             metrics = cell.arm(arm)
-            for key, value in (metrics.model_dump() if metrics is not None else {}).items():
+            for key, value in (metrics.as_dict() if metrics is not None else {}).items():
                 if value is not None and value < MIN_POSITIVE:  # 1000 / 5e-324 is inf
                     raise FileInputError(
                         shown,

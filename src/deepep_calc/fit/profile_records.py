@@ -216,7 +216,7 @@ class Profile(BaseModel):
 
     def cells(self) -> list[Cell]:
         """The user's cells, their source prefixed with this profile's file name."""
-        return [c.model_copy(update={"source": f"{self.label}: {c.source}"}) for c in self.measured]
+        return [c.copy(source=f"{self.label}: {c.source}") for c in self.measured]
 
     @property
     def graphs(self) -> bool:

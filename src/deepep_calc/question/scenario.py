@@ -229,7 +229,7 @@ def resolve(scenario: Scenario) -> Resolved:
         dtype = s.weight_dtype.strip().lower()
         if dtype not in DTYPES:
             raise InputError("--weight-dtype", s.weight_dtype, f"one of {', '.join(DTYPES)}")
-        model = model.model_copy(update={"weight_dtype": dtype, "expert_dtype": None})
+        model = model.copy(weight_dtype=dtype, expert_dtype=None)
     if instance.name not in transport.instances:
         raise InputError(
             "--transport",
@@ -291,7 +291,7 @@ def _apply_overrides(model: ModelSpec, s: Scenario) -> ModelSpec:
         update[name] = value
     if not update:
         return model
-    merged = {**model.model_dump(), **update}
+    merged = {**model.as_dict(exclude={"attention"}), **update}
     if merged["topk"] > merged["experts"]:
         raise InputError("--topk", merged["topk"], f"at most the expert count ({merged['experts']})")
     if merged["moe_layers"] > merged["layers"]:
@@ -302,7 +302,7 @@ def _apply_overrides(model: ModelSpec, s: Scenario) -> ModelSpec:
         merged["dense_intermediate"] = merged["moe_intermediate"] * merged["topk"]
     merged["name"] = f"{model.name} (modified)"
     merged["source"] = f"{model.source}; user overrides {sorted(update)}"
-    return ModelSpec.model_validate(merged)
+    return model.copy(**merged)  # every value checked above; the spec's own rules run again
 
 
 def _transports_for(instance: str) -> list[str]:

@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import ValidationError
-
 from deepep_calc.base.errors import FileInputError
+from deepep_calc.base.records import RecordError
 from deepep_calc.catalog.hf import dbrx, deepseek, glm4_moe, gpt_oss, llama4, mixtral, qwen3
 from deepep_calc.catalog.hf.base import Adapter, Fields, one_line, show
 from deepep_calc.catalog.hf.dtypes import read_dtypes
@@ -41,30 +40,28 @@ _FAMILY = {"llama4_text": "llama4"}
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(ADAPTERS))
 
 
-def validation_summary(err: ValidationError) -> tuple[str, str]:
-    """(field, message) of pydantic's first problem, on one line.
+def validation_summary(err: RecordError) -> tuple[str, str]:
+    """(field, message) of the first problem, on one line.
 
     Cross-field rules carry no location, so their field is taken from the message's first
     word when that names a ModelSpec field ("topk (9) exceeds experts (8)" -> topk).
     """
-    first = err.errors()[0]
-    loc = ".".join(str(p) for p in first.get("loc", ()))
-    msg = one_line(str(first.get("msg", "invalid value")).removeprefix("Value error, "))
+    loc, msg = err.loc, one_line(err.msg)
     if not loc:
         head = msg.split(" ", 1)[0]
-        loc = head if head in ModelSpec.model_fields else "model"
+        loc = head if head in ModelSpec.field_names() else "model"
     return loc, msg
 
 
-def _validation_error(origin: str, family: str, err: ValidationError) -> FileInputError:
+def _validation_error(origin: str, family: str, err: RecordError) -> FileInputError:
     loc, msg = validation_summary(err)
     return FileInputError(origin, f"does not describe a valid model: {loc}: {msg} ({family})", loc)
 
 
 def _build(fields: dict[str, Any], origin: str, family: str) -> ModelSpec:
     try:
-        return ModelSpec(**fields)
-    except ValidationError as err:
+        return ModelSpec.validate(fields)
+    except RecordError as err:
         raise _validation_error(origin, family, err) from None
 
 

@@ -1,0 +1,85 @@
+"""Rows read from files: frozen dataclasses that pydantic validates only when a row is new.
+
+Building pydantic model classes and importing pydantic cost a CLI run about as much as
+importing numpy, and the packaged catalogs are the same rows on every run. So a catalog row is a
+stdlib dataclass: its constraints are `annotated_types` metadata in the annotations (which
+pydantic honours), the cross-field rules are in `__post_init__`, and `Record.validate` runs a
+pydantic `TypeAdapter`, built on first use, for rows that come from a file or a user. A packaged
+catalog is validated when its text (or the code of its rows) changes and is read back from a
+cache after that (`catalog/_toml.py`).
+
+`copy()` is `dataclasses.replace` (like pydantic's `model_copy`, it checks no types, but the
+cross-field rules run); `as_dict()` is `dataclasses.asdict` with pydantic's `exclude` options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, fields, replace
+from functools import cache
+from typing import Any, ClassVar, TypeVar
+
+R = TypeVar("R", bound="Record")
+
+
+class RecordError(ValueError):
+    """A row that does not validate: the first problem, as a dotted field path and a message.
+
+    `loc` is empty for a cross-field rule (a `__post_init__` check), which has no one field.
+    """
+
+    def __init__(self, loc: str, msg: str) -> None:
+        super().__init__(f"{loc}: {msg}" if loc else msg)
+        self.loc = loc
+        self.msg = msg
+
+
+class Record:
+    """Base of the frozen dataclass rows (catalog rows, measured cells, kernel references)."""
+
+    # pydantic reads the config of a stdlib dataclass from this attribute (a plain dict).
+    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+
+    @classmethod
+    def validate(cls: type[R], raw: Any, *, strict: bool = False) -> R:
+        """`raw` (a mapping) checked against the annotations and rules; RecordError if not."""
+        from pydantic import ValidationError
+
+        try:
+            return _adapter(cls).validate_python(raw, strict=strict)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first.get("loc", ()))
+            msg = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+            raise RecordError(loc, " ".join(msg.split())) from None
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+
+    def copy(self: R, **update: Any) -> R:
+        return replace(self, **update)  # type: ignore[type-var]
+
+    def as_dict(
+        self, exclude: set[str] | frozenset[str] = frozenset(), exclude_none: bool = False
+    ) -> dict[str, Any]:
+        """Plain (deep-copied) fields; nested rows become dicts too."""
+        out = asdict(self)  # type: ignore[call-overload]
+        for name in exclude:
+            out.pop(name, None)
+        if exclude_none:
+            out = {k: v for k, v in out.items() if v is not None}
+        return out
+
+
+@cache
+def _adapter(cls: type) -> Any:
+    """The validator of one row class, built once.
+
+    The rows' modules name their constraints (`Annotated[int, Gt(0)]`) in string annotations
+    and import `annotated_types` only for type checkers; pydantic resolves those strings in
+    the namespace of the frame that builds the adapter, so the names are imported here.
+    """
+    from annotated_types import Ge, Gt, Le, MaxLen, MinLen  # noqa: F401 - resolved by pydantic
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(cls)
