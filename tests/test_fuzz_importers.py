@@ -364,7 +364,7 @@ def test_profile_one_leaf_wrong(workdir: Path, profile_path: Path, data: st.Data
     if isinstance(out, CalcError):
         return
     # accepted: --calibration must still give finite numbers (or a one-line refusal)
-    check_evaluates(out.scenario.model_copy(update={"calibration": str(path)}))
+    check_evaluates(out.scenario.copy(**{"calibration": str(path)}))
     try:
         with fp_strict():
             totals = kernel_query(calibration=str(path))
@@ -710,7 +710,7 @@ def test_cli_calibrate_on_a_mutated_export(
     if code == 0:
         summary = json.loads(stdout)
         assert summary["profile"] == str(out)
-        check_evaluates(load_profile(out).scenario.model_copy(update={"calibration": str(out)}))
+        check_evaluates(load_profile(out).scenario.copy(**{"calibration": str(out)}))
         return
     assert code == 2, err
     assert stdout == "" and err.startswith("deepep-calc: error: ") and err.count("\n") == 1, err

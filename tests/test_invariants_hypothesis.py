@@ -161,7 +161,7 @@ def growths(draw: st.DrawFn) -> tuple[Scenario, dict[str, Any]]:
 def test_memory_per_gpu_never_falls_when_the_model_grows(case: tuple[Scenario, dict[str, Any]]) -> None:
     base, change = case
     small = evaluate_or_refuse(base)
-    big = evaluate_or_refuse(base.model_copy(update=change))
+    big = evaluate_or_refuse(base.copy(**change))
     assume(small is not None and big is not None)
     assert small is not None and big is not None
     assert count_params(big.model).total >= count_params(small.model).total
@@ -183,8 +183,8 @@ def test_more_moe_layers_never_shrink_the_fully_sharded_arm(base: Scenario, data
     m = MODELS[base.model]
     assume(m.moe_layers < m.layers)
     more = data.draw(st.integers(m.moe_layers + 1, m.layers))
-    base = base.model_copy(update={"alternative": "tp"})
-    small, big = evaluate_or_refuse(base), evaluate_or_refuse(base.model_copy(update={"moe_layers": more}))
+    base = base.copy(**{"alternative": "tp"})
+    small, big = evaluate_or_refuse(base), evaluate_or_refuse(base.copy(**{"moe_layers": more}))
     assume(small is not None and big is not None)
     assert small is not None and big is not None
     grew = count_params(big.model).total - count_params(small.model).total
@@ -195,7 +195,7 @@ def test_more_moe_layers_never_shrink_the_fully_sharded_arm(base: Scenario, data
 def test_moe_layers_growth_can_lower_memory_per_gpu_on_wide_ep() -> None:
     """Pins the documented exception above, so a change in it is noticed."""
     base = Scenario(model="deepseek-v3", nodes=8)
-    small, big = evaluate(base), evaluate(base.model_copy(update={"moe_layers": 61}))
+    small, big = evaluate(base), evaluate(base.copy(**{"moe_layers": 61}))
     assert big.arms["deepep"].memory_gb_per_gpu.scalar < small.arms["deepep"].memory_gb_per_gpu.scalar
     assert count_params(big.model).total > count_params(small.model).total
 
@@ -295,7 +295,7 @@ def test_nothing_one_step_off_a_measured_cell_is_measured(cell: Any, step: dict[
     for f, v in update.items():
         if isinstance(v, int) and not isinstance(v, bool) and f != "gpus_per_node":
             update[f] = getattr(base, f) + v * k  # a neighbour, never the cell itself
-    off = evaluate_or_refuse(base.model_copy(update=update))
+    off = evaluate_or_refuse(base.copy(**update))
     assert off is not None
     measured = measured_paths(off)
     if set(update) <= DEEPEP_ONLY:  # the other arms never read these knobs: their runs still hold
@@ -378,7 +378,7 @@ def test_verdict_is_deterministic_across_processes_and_order() -> None:
     here = [json.loads(json.dumps(evaluate(s).to_json(), sort_keys=True)) for s in FIXED]
     child = subprocess.run(
         [sys.executable, "-c", _CHILD],
-        input=json.dumps([s.model_dump(exclude_none=True) for s in FIXED]),
+        input=json.dumps([s.as_dict(exclude_none=True) for s in FIXED]),
         capture_output=True,
         text=True,
         check=True,
@@ -438,7 +438,7 @@ def test_vectorised_path_equals_scalar_path(case: tuple[Scenario, dict[str, np.n
         for i in range(len(cols["nodes"])):
             row = {k: (bool(v[i]) if k == "cuda_graphs" else int(v[i])) for k, v in cols.items()}
             try:
-                resolve(base.model_copy(update=row))
+                resolve(base.copy(**row))
             except CalcError:
                 refused += 1
         assert refused, exc.message
@@ -449,7 +449,7 @@ def test_vectorised_path_equals_scalar_path(case: tuple[Scenario, dict[str, np.n
         row = {k: (bool(v[i]) if k == "cuda_graphs" else int(v[i])) for k, v in cols.items()}
         try:
             with fp_strict():
-                one = compute(resolve(base.model_copy(update=row)))
+                one = compute(resolve(base.copy(**row)))
         except CalcError:  # NVLink across nodes: refused alone, an infeasible DeepEP arm in a grid
             assert r.transport.fabric == "nvlink" and row["nodes"] > 1, row
             assert not bool(_at(vec.arms["deepep"].feasible, i, n)), row

@@ -399,7 +399,7 @@ def test_progress_is_reported_and_larger_plans_are_larger():
 
 def test_config_names_are_exactly_scenario_fields(small):
     for p in [small.best, *small.frontier]:
-        assert set(p.config) <= set(Scenario.model_fields)
+        assert set(p.config) <= set(Scenario.field_names())
         assert Scenario(**p.config).max_qps == DEFAULTS["max_qps"]
 
 

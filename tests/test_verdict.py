@@ -219,9 +219,7 @@ def test_nothing_fits_says_so_and_names_the_smallest_change(capsys: pytest.Captu
     changes = [f["change"] for f in v["fixes"]]
     assert changes[0] == "--nodes 2" and "--instance p5en" in changes
     for fix in v["fixes"]:  # every fix offered works on the same model and rule
-        after = evaluate(
-            Scenario(model="deepseek-v3", instance="p5", nodes=1).model_copy(update=fix["update"])
-        )
+        after = evaluate(Scenario(model="deepseek-v3", instance="p5", nodes=1).copy(**fix["update"]))
         assert after.verdict.status == "ok" and after.arms[after.verdict.recommended_arm].feasible
     code, out, _ = run_cli(capsys, "evaluate", "--model", "deepseek-v3", "--instance", "p5", "--nodes", "1")
     assert code == 0 and "nothing runs as asked" in out and "★" not in out and "no: HBM" in out
@@ -248,7 +246,7 @@ def test_a_missed_slo_leads_the_headline_with_what_would_meet_it(capsys: pytest.
     assert v["headline"].startswith("No arm meets the 30 tok/s per-user floor")
     assert v["fixes"] and "Smallest change that meets it" in v["headline"]
     for fix in v["fixes"]:
-        after = evaluate(Scenario(slo_tok_s=30).model_copy(update=fix["update"]))
+        after = evaluate(Scenario(slo_tok_s=30).copy(**fix["update"]))
         assert after.verdict.status == "ok"
         assert after.arms[after.verdict.recommended_arm].meets_slo
 
@@ -296,7 +294,7 @@ def test_the_prompt_ceiling_is_ten_minutes_unless_the_user_allows_more() -> None
     assert prompt_ceiling_ms(3_600_000) == 3_600_000
     slow = Scenario(concurrency=40_000, max_batch=16)
     assert not evaluate(slow).arms["allgather"].feasible
-    patient = evaluate(slow.model_copy(update={"ttft_ms": 36_000_000.0}))
+    patient = evaluate(slow.copy(**{"ttft_ms": 36_000_000.0}))
     assert patient.arms["allgather"].feasible
 
 

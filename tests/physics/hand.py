@@ -1,7 +1,7 @@
 """Round-numbered catalog rows for hand-worked physics tests.
 
 Every number a test expects is worked out in its docstring from the values below, so the rows
-are built here by hand (`model_copy` of a catalog row with every field the physics reads
+are built here by hand (`copy()` of a catalog row with every field the physics reads
 replaced), never read from the catalog data, which can move without the formulas moving.
 
 The toy model `TOY` (GQA, BF16, all layers MoE), counted once here for every test:
@@ -54,8 +54,8 @@ TOY = ModelSpec(
     attention=Attention(kind="gqa", heads=8, kv_heads=2, head_dim=128),
 )
 
-TOY_INSTANCE = get_instance("p5en").model_copy(
-    update={
+TOY_INSTANCE = get_instance("p5en").copy(
+    **{
         "name": "toy-node",
         "fabric": "efa",
         "gpus_per_node": 8,
@@ -72,8 +72,8 @@ TOY_INSTANCE = get_instance("p5en").model_copy(
 )
 
 # Host-proxied NCCL-GIN-like transport: 8 GB/s at one comm, x comms^0.5, reference at 4 QPs.
-PROXY = get_transport("efa-proxy").model_copy(
-    update={
+PROXY = get_transport("efa-proxy").copy(
+    **{
         "fabric": "efa",
         "initiation": "host-proxy",
         "bw_k1_gb_s": 8.0,
@@ -81,12 +81,12 @@ PROXY = get_transport("efa-proxy").model_copy(
         "wire_efficiency": None,
         "prefill_dispatch_gb_s": None,
         "prefill_combine_gb_s": None,
-        "reference": get_transport("efa-proxy").reference.model_copy(update={"qps": 4}),
+        "reference": get_transport("efa-proxy").reference.copy(**{"qps": 4}),
     }
 )
 # GPU-initiated transport at 0.5 of line rate with 2 fixed issue lanes.
-GPU = get_transport("efa-gda").model_copy(
-    update={
+GPU = get_transport("efa-gda").copy(
+    **{
         "fabric": "efa",
         "initiation": "gpu",
         "issue_lanes": 2,

@@ -29,7 +29,7 @@ PINNED = {
     "nccl_hop_ib_us": 5.0,
 }
 C = collective_constants()
-IB = TOY_INSTANCE.model_copy(update={"fabric": "ib"})
+IB = TOY_INSTANCE.copy(**{"fabric": "ib"})
 
 
 @pytest.fixture(autouse=True)

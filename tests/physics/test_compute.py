@@ -120,7 +120,7 @@ def test_bf16_experts_of_an_fp8_model_use_the_fp8_peak() -> None:
     """The peak follows the routed dtype unless that is BF16, then the weights': FP8 weights with
     BF16 experts multiply at the FP8 peak, 71,467,008 / (2,000 × 0.5) = 0.071467008 us."""
     lay = ep_layout(expert_shard=4.0, group_tokens=4.0)
-    m = TOY.model_copy(update={"weight_dtype": "fp8", "expert_dtype": "bf16"})
+    m = TOY.copy(**{"weight_dtype": "fp8", "expert_dtype": "bf16"})
     with overrides(ROUND):
         d = decode_device_us(resolved(m), lay, 1000.0, 200.0, q(0.25, ""))
     assert val(d["compute"]) == exact(0.071467008)
@@ -130,8 +130,8 @@ def test_fp8_models_use_the_fp8_peak() -> None:
     """An FP8 model multiplies at the 2,000 TFLOP/s FP8 peak: 71,467,008 / (2,000 × 0.5) =
     0.071467008 us; an MXFP4-expert model at the 4,000 FP4 peak: 0.035733504 us."""
     lay = ep_layout(expert_shard=4.0, group_tokens=4.0)
-    fp8 = TOY.model_copy(update={"weight_dtype": "fp8"})
-    fp4 = TOY.model_copy(update={"weight_dtype": "fp8", "expert_dtype": "mxfp4"})
+    fp8 = TOY.copy(**{"weight_dtype": "fp8"})
+    fp4 = TOY.copy(**{"weight_dtype": "fp8", "expert_dtype": "mxfp4"})
     with overrides(ROUND):
         d8 = decode_device_us(resolved(fp8), lay, 1000.0, 200.0, q(0.25, ""))
         d4 = decode_device_us(resolved(fp4), lay, 1000.0, 200.0, q(0.25, ""))
@@ -158,7 +158,7 @@ def test_prefill_attention_is_split_by_attention_tp_and_skips_linear_layers() ->
     81,920,000) / 2 + 157,286,400 = 1,355,776,000 FLOP = 2.711552 us. One linear layer of 4
     drops a quarter of the causal term: 2,554,265,600 − 20,480,000 = 2,533,785,600 = 5.0675712 us
     (its own weights are counted in `count_params`, here 0)."""
-    linear = TOY.model_copy(update={"attention": TOY.attention.model_copy(update={"linear_layers": 1})})
+    linear = TOY.copy(**{"attention": TOY.attention.copy(**{"linear_layers": 1})})
     with overrides(ROUND):
         tp2 = prefill_device_us(resolved(), ep_layout(replicated_shard=2.0), 100.0)
         lin = prefill_device_us(resolved(linear), ep_layout(), 100.0)

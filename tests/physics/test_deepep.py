@@ -73,7 +73,7 @@ def test_scaleout_bandwidth_of_each_kind_of_transport() -> None:
     assert val(scaleout_bw(PROXY, INST, 8, 64)) == 50.0
     gda = scaleout_bw(GPU, INST, 8, 4)
     assert val(gda) == 25.0 and gda.tag is Tag.ASSUMED
-    pre = PROXY.model_copy(update={"prefill_dispatch_gb_s": 40.0, "prefill_source": "measured x"})
+    pre = PROXY.copy(**{"prefill_dispatch_gb_s": 40.0, "prefill_source": "measured x"})
     measured = scaleout_bw(pre, INST, 8, 4, prefill=True)
     assert val(measured) == 40.0 and measured.tag is Tag.MEASURED
     assert val(scaleout_bw(pre, INST, 8, 4)) == 16.0  # decode ignores the prefill figure
@@ -124,7 +124,7 @@ def test_wire_bound_decode_exchange() -> None:
     d, c = variable_us(PROXY, INST, 8, 16, shape(128), 4, 4, k)
     assert (val(d), val(c)) == exact((8.576, 16.384))
     # measured prefill bandwidths play no part in decode
-    pre = PROXY.model_copy(update={"prefill_dispatch_gb_s": 40.0, "prefill_combine_gb_s": 20.0})
+    pre = PROXY.copy(**{"prefill_dispatch_gb_s": 40.0, "prefill_combine_gb_s": 20.0})
     d, c = variable_us(pre, INST, 8, 16, shape(128), 4, 4, k)
     assert (val(d), val(c)) == exact((8.576, 16.384))
 
@@ -154,7 +154,7 @@ def test_prefill_uses_measured_bandwidths_per_direction() -> None:
     """Prefill at EP16, 4 tokens, top-2: 4 × (1 − (1/2)²) = 3 remote copies. Measured 40 GB/s
     dispatch, 20 GB/s combine, β ≈ 0: dispatch 3 × 1,072 / 40 = 0.0804 us, combine
     3 × 2,048 / 20 = 0.3072 us."""
-    pre = PROXY.model_copy(update={"prefill_dispatch_gb_s": 40.0, "prefill_combine_gb_s": 20.0})
+    pre = PROXY.copy(**{"prefill_dispatch_gb_s": 40.0, "prefill_combine_gb_s": 20.0})
     k = kernel_constants(beta_dispatch_us=q(1e-6), beta_combine_us=q(1e-6))
     d, c = variable_us(pre, INST, 8, 16, shape(4), 4, 4, k, prefill=True)
     assert (val(d), val(c)) == exact((0.0804, 0.3072))

@@ -82,13 +82,9 @@ def test_uneven_shards_are_not_rounded() -> None:
 def test_a_model_without_kv_cache_still_has_a_finite_capacity() -> None:
     """All layers linear attention with no state: 0 B of KV per sequence. The capacity is huge
     but finite (free HBM over a 1e-30 floor), never a division by zero."""
-    att = TOY.attention.model_copy(
-        update={"linear_layers": 4, "linear_state_bytes": 0, "linear_params": 1000}
-    )
+    att = TOY.attention.copy(**{"linear_layers": 4, "linear_state_bytes": 0, "linear_params": 1000})
     with np.errstate(divide="raise", invalid="raise"):
-        m = memory(
-            resolved(TOY.model_copy(update={"attention": att})), ep_layout(arm="allgather"), 1000.0, 200.0
-        )
+        m = memory(resolved(TOY.copy(**{"attention": att})), ep_layout(arm="allgather"), 1000.0, 200.0)
     assert val(m.kv_gb) == 0.0
     assert np.isfinite(val(m.max_concurrency)) and val(m.max_concurrency) > 1e30
 
@@ -104,7 +100,7 @@ def test_replicas_multiply_the_concurrency_by_their_count() -> None:
 def test_a_node_too_small_does_not_fit_and_holds_no_sequence() -> None:
     """4 GB of HBM: usable 3.6 GB is below the 4 GB reserve alone, so nothing fits and the free
     memory is negative: no sequence, no token."""
-    small = TOY_INSTANCE.model_copy(update={"hbm_gb": 4.0})
+    small = TOY_INSTANCE.copy(**{"hbm_gb": 4.0})
     r = resolved()
     r = type(r)(**{**r.__dict__, "instance": small})
     m = memory(r, ep_layout(arm="allgather"), 1000.0, 200.0)
@@ -121,7 +117,7 @@ def test_fits_exactly_at_usable_and_per_row_in_sweeps() -> None:
 
 
 def test_unverified_models_give_assumed_weights() -> None:
-    m = memory(resolved(TOY.model_copy(update={"verified": False})), ep_layout(), 1000.0, 200.0)
+    m = memory(resolved(TOY.copy(**{"verified": False})), ep_layout(), 1000.0, 200.0)
     assert m.weights_gb.tag is Tag.ASSUMED and m.max_concurrency.tag is Tag.ASSUMED
     v = memory(resolved(), ep_layout(), 1000.0, 200.0)
     assert v.weights_gb.tag is Tag.DERIVED

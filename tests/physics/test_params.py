@@ -43,7 +43,7 @@ def test_mla_attention_without_q_compression() -> None:
         qk_nope_head_dim=32,
         v_head_dim=32,
     )
-    assert attention_params_per_layer(TOY.model_copy(update={"attention": att})) == 425_984
+    assert attention_params_per_layer(TOY.copy(**{"attention": att})) == 425_984
 
 
 def test_toy_counts_by_placement_class() -> None:
@@ -66,8 +66,8 @@ def test_shared_and_dense_layers_and_tied_embeddings() -> None:
     routed = 3 × 16 × 1,572,864 = 75,497,472; router = 3 × 1024 × 16 = 49,152; LM head 0.
     active = 10,485,760 + 6,291,456 + 2,359,296 + 49,152 + 0 + 3 × 2 × 1,572,864 = 28,622,848.
     total = 10,485,760 + 6,291,456 + 2,359,296 + 75,497,472 + 49,152 + 1,024,000 = 95,707,136."""
-    m = TOY.model_copy(
-        update={
+    m = TOY.copy(
+        **{
             "moe_layers": 3,
             "shared_experts": 1,
             "shared_intermediate": 256,
@@ -89,8 +89,8 @@ def test_weight_bytes_with_dense_layers_and_shared_experts() -> None:
     """The model above, untied, BF16: replicated = (10,485,760 + 6,291,456 + 2,359,296) × 2
     + 49,152 × 2 + 2 × 1,024,000 × 2 = 38,273,024 + 98,304 + 4,096,000 = 42,467,328 B; read per
     step = 38,273,024 + 98,304 + 2,048,000 (head only) = 40,419,328 B."""
-    m = TOY.model_copy(
-        update={"moe_layers": 3, "shared_experts": 1, "shared_intermediate": 256, "dense_intermediate": 2048}
+    m = TOY.copy(
+        **{"moe_layers": 3, "shared_experts": 1, "shared_intermediate": 256, "dense_intermediate": 2048}
     )
     wb = weight_bytes(m)
     assert wb.replicated == 42_467_328
@@ -100,8 +100,8 @@ def test_weight_bytes_with_dense_layers_and_shared_experts() -> None:
 
 def test_linear_attention_layers_carry_their_own_weights() -> None:
     """1 of 4 layers linear with 1,000,000 weights: 3 × 2,621,440 + 1,000,000 = 8,864,320."""
-    att = TOY.attention.model_copy(update={"linear_layers": 1, "linear_params": 1_000_000})
-    assert count_params(TOY.model_copy(update={"attention": att})).attention == 8_864_320
+    att = TOY.attention.copy(**{"linear_layers": 1, "linear_params": 1_000_000})
+    assert count_params(TOY.copy(**{"attention": att})).attention == 8_864_320
 
 
 def test_bf16_weight_bytes() -> None:
@@ -122,7 +122,7 @@ def test_fp8_weights_keep_router_and_embeddings_bf16_and_mxfp4_experts() -> None
     """FP8 weights (1 + 4/128² B), MXFP4 experts (4.25 bits = 0.53125 B):
     replicated = 10,485,760 × fp8 + 65,536 × 2 + 2,048,000 × 2; routed = 100,663,296 × 0.53125
     = 53,477,376; read = 10,485,760 × fp8 + 65,536 × 2 + 1,024,000 × 2."""
-    wb = weight_bytes(TOY.model_copy(update={"weight_dtype": "fp8", "expert_dtype": "mxfp4"}))
+    wb = weight_bytes(TOY.copy(**{"weight_dtype": "fp8", "expert_dtype": "mxfp4"}))
     assert wb.replicated == exact(10_485_760 * FP8 + 131_072 + 4_096_000)
     assert wb.routed == 53_477_376
     assert wb.expert_layer == 1_572_864 * 0.53125
@@ -132,7 +132,7 @@ def test_fp8_weights_keep_router_and_embeddings_bf16_and_mxfp4_experts() -> None
 def test_tied_embeddings_are_stored_once_and_read_as_the_head() -> None:
     """Tied: replicated holds the table once, (10,485,760 + 65,536 + 1,024,000) × 2 = 23,150,592,
     and the step still reads it as the LM head: read = 23,150,592, head bytes 2,048,000."""
-    wb = weight_bytes(TOY.model_copy(update={"tie_embeddings": True}))
+    wb = weight_bytes(TOY.copy(**{"tie_embeddings": True}))
     assert wb.replicated == 23_150_592
     assert wb.lm_head == 2_048_000
     assert wb.per_token_replicated_read == 23_150_592
@@ -148,7 +148,7 @@ def test_kv_bytes_per_token_mla_and_gqa() -> None:
     assert kv_bytes_per_token_layer(qw) == 2_048
     assert kv_bytes_per_token(qw) == 98_304
     assert kv_bytes_per_token_layer(TOY) == 1_024
-    assert kv_bytes_per_token_layer(TOY.model_copy(update={"kv_dtype": "fp8"})) == exact(512 * FP8)
+    assert kv_bytes_per_token_layer(TOY.copy(**{"kv_dtype": "fp8"})) == exact(512 * FP8)
 
 
 def test_kv_per_sequence_full_sliding_and_linear_layers() -> None:
@@ -160,15 +160,13 @@ def test_kv_per_sequence_full_sliding_and_linear_layers() -> None:
     = 2,155,400; no token count changes the state.
     `kv_bytes_per_token` ignores windows but not linear layers: 1,024 × 3 = 3,072."""
     assert kv_bytes_per_sequence(TOY, 1000.0) == 4_096_000
-    sliding = TOY.model_copy(
-        update={"attention": TOY.attention.model_copy(update={"sliding_layers": 2, "sliding_window": 100})}
-    )
+    sliding = TOY.copy(**{"attention": TOY.attention.copy(**{"sliding_layers": 2, "sliding_window": 100})})
     assert kv_bytes_per_sequence(sliding, 1000.0) == 2_252_800
     assert kv_bytes_per_sequence(sliding, 50.0) == 204_800
-    mixed = TOY.model_copy(
-        update={
-            "attention": TOY.attention.model_copy(
-                update={
+    mixed = TOY.copy(
+        **{
+            "attention": TOY.attention.copy(
+                **{
                     "sliding_layers": 1,
                     "sliding_window": 100,
                     "linear_layers": 1,

@@ -59,8 +59,8 @@ def test_kernels_per_step() -> None:
     assert kernels_per_step(resolved(), "tp") == 57
     assert kernels_per_step(resolved(attention_tp=2), "allgather") == 57
     ds = resolve_model("deepseek-v3")
-    mla = TOY.model_copy(
-        update={
+    mla = TOY.copy(
+        **{
             "attention": ds.attention,
             "moe_layers": 3,
             "shared_experts": 1,

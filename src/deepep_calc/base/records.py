@@ -8,8 +8,8 @@ pydantic `TypeAdapter`, built on first use, for rows that come from a file or a 
 catalog is validated when its text (or the code of its rows) changes and is read back from a
 cache after that (`catalog/_toml.py`).
 
-`copy()` is `dataclasses.replace` (like pydantic's `model_copy`, it checks no types, but the
-cross-field rules run); `as_dict()` is `dataclasses.asdict` with pydantic's `exclude` options.
+`copy()` is `dataclasses.replace` (the rules of `__post_init__` run again on the copy);
+`as_dict()` is `dataclasses.asdict` with pydantic's `exclude` options.
 """
 
 from __future__ import annotations
@@ -71,15 +71,25 @@ class Record:
         return out
 
 
-@cache
-def _adapter(cls: type) -> Any:
-    """The validator of one row class, built once.
+def constraint_names() -> dict[str, Any]:
+    """The names the rows' annotations use for their constraints, for pydantic to resolve.
 
     The rows' modules name their constraints (`Annotated[int, Gt(0)]`) in string annotations
-    and import `annotated_types` only for type checkers; pydantic resolves those strings in
-    the namespace of the frame that builds the adapter, so the names are imported here.
+    and import `annotated_types` only for type checkers, so that reading a catalog imports
+    nothing more; whatever builds a validator of a row (or of a model that embeds one, as the
+    calibration profile does: `model_rebuild(_types_namespace=constraint_names())`) supplies
+    the names from here.
     """
-    from annotated_types import Ge, Gt, Le, MaxLen, MinLen  # noqa: F401 - resolved by pydantic
+    import annotated_types
+
+    return {name: getattr(annotated_types, name) for name in ("Ge", "Gt", "Le", "Lt")}
+
+
+@cache
+def _adapter(cls: type) -> Any:
+    """The validator of one row class, built once. Pydantic resolves the string annotations
+    in the namespace of the frame that builds the adapter, so the names are bound here."""
+    from annotated_types import Ge, Gt, Le, Lt  # noqa: F401 - resolved by pydantic in this frame
     from pydantic import TypeAdapter
 
     return TypeAdapter(cls)

@@ -172,8 +172,8 @@ def _observations(base: Scenario, cells: Sequence[Cell]) -> list[Obs]:
     """The user's cells as observations on the profile's scenario (model, instance, nodes)."""
     out = []
     for o in cell_observations(list(cells)):
-        s = base.model_copy(
-            update={
+        s = base.copy(
+            **{
                 "concurrency": o.scenario.concurrency,
                 "comms": o.scenario.comms,
                 "transport": o.scenario.transport,

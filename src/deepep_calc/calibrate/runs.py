@@ -275,7 +275,7 @@ def assemble(
     shared["concurrency"] = base.concurrency if "concurrency" in explicit else concs[0]
     if "comms" not in explicit:  # the scenario names one cell: the first at its concurrency
         shared["comms"] = min(k for c, k in deepep if c == shared["concurrency"])
-    scenario = base.model_copy(update=shared)
+    scenario = base.copy(**shared)
     resolved = resolve(scenario)
     if resolved.gpus_per_node != resolved.instance.gpus_per_node:
         _warn(

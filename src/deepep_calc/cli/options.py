@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from ..question.scenario import Scenario
 
 
-# The light field list, not `Scenario.model_fields`: building the pydantic class is most of
-# what `--help` would otherwise cost (tests/test_speed_imports.py).
+# The light field list, not `Scenario.field_names()`: importing numpy and the catalogs is most
+# of what `--help` would otherwise cost (tests/test_speed_imports.py).
 SCENARIO_KEYS = FIELDS
 
 

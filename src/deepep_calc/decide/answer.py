@@ -27,7 +27,7 @@ def evaluate(scenario: Scenario | None = None, /, **fields: Any) -> Result:
     if scenario is None:
         scenario = Scenario(**fields)
     elif fields:
-        scenario = scenario.model_copy(update=fields)
+        scenario = scenario.copy(**fields)
     r = resolve(scenario)
     check_splittable(r)
     result = compute(r)

@@ -176,7 +176,7 @@ def _from_the_measured_knobs(result: Any) -> list[str]:
     cell = deepep_neighbour_cell(r)
     if cell is None or cell.deepep is None or cell.deepep.aggregate_tok_s is None:
         return []
-    there = compute(resolve(s.model_copy(update={"comms": cell.comms, "max_qps": cell.max_qps})))
+    there = compute(resolve(s.copy(**{"comms": cell.comms, "max_qps": cell.max_qps})))
     model_there = there.arms["deepep"].model_aggregate_tok_s
     here = dee.model_aggregate_tok_s or dee.aggregate_tok_s
     if model_there is None or not model_there.scalar > 0:
@@ -285,7 +285,7 @@ def deepep_whatif(result: Any, update: dict[str, Any]) -> Any:
     they and the arm-independent pieces (layout, memory, device times) are taken as they are.
     """
 
-    r = resolve(result.scenario.model_copy(update=update))
+    r = resolve(result.scenario.copy(**update))
     return compute(r, reuse=result if REUSE_OTHER_ARMS else None).arms["deepep"]
 
 
@@ -363,7 +363,7 @@ def flip_advisory(result: Any, code: str) -> str:
         if name == s.transport or r.instance.name not in load_transports()[name].instances:
             continue
         try:
-            other = compute(resolve(s.model_copy(update={"transport": name})), reuse=result)
+            other = compute(resolve(s.copy(**{"transport": name})), reuse=result)
         except CalcError:
             continue
         new_code, _ = classify(other)

@@ -76,7 +76,7 @@ def _changed(result: Any, update: dict[str, Any]) -> Any | None:
     """The changed scenario computed (no verdict words), or None when it is refused."""
 
     try:
-        return compute(resolve(result.scenario.model_copy(update=update)))
+        return compute(resolve(result.scenario.copy(**update)))
     except CalcError:
         return None
 

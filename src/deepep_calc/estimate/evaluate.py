@@ -118,7 +118,7 @@ class Result:
         return self.resolved.model
 
     def to_json(self) -> dict[str, Any]:
-        s = self.scenario.model_dump()
+        s = self.scenario.as_dict()
         s["gpus_per_node"] = self.resolved.gpus_per_node
         s["model_resolved"] = self.model.name
         s["weight_dtype"] = self.model.weight_dtype

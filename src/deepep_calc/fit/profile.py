@@ -12,6 +12,7 @@ with the fit because that is what it is: the user's runs turned into constants (
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from functools import lru_cache
 from pathlib import Path
@@ -152,8 +153,10 @@ def validate_document(doc: dict[str, Any], shown: str) -> Profile:
                     "cannot say what it rests on; re-run deepep-calc calibrate",
                 )
     try:
-        # strict: TOML values are typed, so the string "NaN" in a number field is an error, not nan
-        profile = Profile.model_validate(doc, strict=True)
+        # strict: TOML values are typed, so the string "NaN" in a number field is an error, not
+        # nan. Validated as JSON text, where pydantic's strict mode takes an object for the
+        # dataclass rows (`Scenario`, `Cell`) as it does for models; a TOML date becomes text.
+        profile = Profile.model_validate_json(json.dumps(doc, default=str), strict=True)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(part) for part in err["loc"]) or "(top level)"

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from ..base.errors import InputError
 from ..base.quantity import Q, Tag
+from ..base.records import constraint_names
 from ..catalog.measured import Cell
 from ..physics.deepep import KernelShape
 from ..physics.step import EngineConstants
@@ -272,3 +273,8 @@ class Profile(BaseModel):
                 d, c = k.dispatch_p50_us.q(self.label), k.combine_p50_us.q(self.label)
                 return {"dispatch_us": d, "combine_us": c, "total_us": (d + c).as_("us")}
         return None
+
+
+# `Cell` and `Scenario` are dataclasses whose annotations name their constraints as strings
+# (base/records.py): the profile's validator is built with those names bound.
+Profile.model_rebuild(_types_namespace=constraint_names())

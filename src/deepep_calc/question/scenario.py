@@ -10,17 +10,18 @@ This is the heavy half (pydantic, numpy, the catalogs); `fields.py` holds the li
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from ..base.errors import InputError
+from ..base.records import Record
 from ..catalog.engines import Engine, get_engine
 from ..catalog.hardware import Instance, get_instance
 from ..catalog.model_catalog import resolve_model
@@ -29,54 +30,102 @@ from ..catalog.transports import Transport, get_transport
 from .fields import DEFAULTS, FIELDS, FLOAT_LIMIT, LIMITS, OVERRIDE_LIMIT
 
 
-class Scenario(BaseModel):
-    """One question. Field names are the CLI flags in snake_case; omitted = CLI default."""
+def _f(default: Any, description: str) -> Any:
+    """A field with the description `/openapi.json` shows for it."""
+    return field(default=default, metadata={"description": description})
 
-    model_config = ConfigDict(extra="forbid")
 
-    model: str = Field(DEFAULTS["model"], description="preset name or path to a config.json")
+ALTERNATIVES = ("allgather", "tp")
+
+
+@dataclass(kw_only=True)
+class Scenario(Record):
+    """One question. Field names are the CLI flags in snake_case; omitted = CLI default.
+
+    A plain dataclass, so the CLI's path never imports pydantic: construction checks only the
+    types (one line naming the flag, as the CLI would), `resolve()` checks the values. The web
+    API's body model is generated from these fields (`web/schemas.py`).
+    """
+
+    model: str = _f(DEFAULTS["model"], "preset name or path to a config.json")
     instance: str = DEFAULTS["instance"]
     nodes: int = DEFAULTS["nodes"]
-    gpus_per_node: int | None = Field(None, description="default: the instance's GPU count")
+    gpus_per_node: int | None = _f(None, "default: the instance's GPU count")
     engine: str = DEFAULTS["engine"]
-    cuda_graphs: bool = Field(False, description="false = eager (the measured mode)")
-    transport: str = Field(DEFAULTS["transport"], description="DeepEP transport; nvlink only with nodes = 1")
+    cuda_graphs: bool = _f(False, "false = eager (the measured mode)")
+    transport: str = _f(DEFAULTS["transport"], "DeepEP transport; nvlink only with nodes = 1")
     alternative: Literal["allgather", "tp"] = "allgather"
-    comms: int = Field(DEFAULTS["comms"], description="EP_NUM_COMMS")
-    max_qps: int = Field(DEFAULTS["max_qps"], description="EP_EFA_MAX_QPS")
+    comms: int = _f(DEFAULTS["comms"], "EP_NUM_COMMS")
+    max_qps: int = _f(DEFAULTS["max_qps"], "EP_EFA_MAX_QPS")
     concurrency: int = DEFAULTS["concurrency"]
-    isl: int = Field(DEFAULTS["isl"], description="input tokens; ISL + OSL within the model's context window")
-    osl: int = Field(
-        DEFAULTS["osl"], description="output tokens; ISL + OSL within the model's context window"
+    isl: int = _f(DEFAULTS["isl"], "input tokens; ISL + OSL within the model's context window")
+    osl: int = _f(DEFAULTS["osl"], "output tokens; ISL + OSL within the model's context window")
+    weight_dtype: str | None = _f(None, "default: the model's native dtype")
+    slo_tok_s: float | None = _f(None, "per-user decode floor")
+    ttft_ms: float | None = _f(
+        None, "time-to-first-token ceiling; above 10 min it also raises the prompt ceiling"
     )
-    weight_dtype: str | None = Field(None, description="default: the model's native dtype")
-    slo_tok_s: float | None = Field(None, description="per-user decode floor")
-    ttft_ms: float | None = Field(
-        None, description="time-to-first-token ceiling; above 10 min it also raises the prompt ceiling"
-    )
-    price_per_hour: float | None = Field(None, description="$ per node-hour override")
-    max_batch: int | None = Field(
-        None, description="sequences per DP rank the engine runs (default: the engine's)"
-    )
-    calibration: str | None = Field(None, description="profile written by `calibrate`")
-    experts: int | None = Field(None, description="override: routed experts (must split over some EP group)")
-    topk: int | None = Field(None, description="override: experts per token")
-    hidden: int | None = Field(None, description="override: hidden size")
-    moe_layers: int | None = Field(None, description="override: MoE layer count")
-    kv_dtype: str | None = Field(None, description="override: KV-cache dtype")
+    price_per_hour: float | None = _f(None, "$ per node-hour override")
+    max_batch: int | None = _f(None, "sequences per DP rank the engine runs (default: the engine's)")
+    calibration: str | None = _f(None, "profile written by `calibrate`")
+    experts: int | None = _f(None, "override: routed experts (must split over some EP group)")
+    topk: int | None = _f(None, "override: experts per token")
+    hidden: int | None = _f(None, "override: hidden size")
+    moe_layers: int | None = _f(None, "override: MoE layer count")
+    kv_dtype: str | None = _f(None, "override: KV-cache dtype")
+
+    def __post_init__(self) -> None:
+        _check_types(self)
 
 
-assert tuple(Scenario.model_fields) == FIELDS, "fields.FIELDS must list Scenario's fields in order"
+assert Scenario.field_names() == FIELDS, "fields.FIELDS must list Scenario's fields in order"
+
+# Each field's type, read once from the class's own annotations (strings: `int | None`).
+_KINDS = {name: ann.removesuffix(" | None") for name, ann in Scenario.__annotations__.items()}
+_OPTIONAL = frozenset(name for name, ann in Scenario.__annotations__.items() if ann.endswith(" | None"))
 
 
-def _fields_typed(*types: Any) -> tuple[str, ...]:
-    return tuple(name for name, f in Scenario.model_fields.items() if f.annotation in types)
+def _fields_typed(kind: str) -> tuple[str, ...]:
+    return tuple(name for name, k in _KINDS.items() if k == kind)
 
 
 # Scenario fields by type, for the faces that parse text into a Scenario (sweep lists, forms).
-INT_FIELDS = _fields_typed(int, int | None)
-FLOAT_FIELDS = _fields_typed(float, float | None)
-BOOL_FIELDS = _fields_typed(bool)
+INT_FIELDS = _fields_typed("int")
+FLOAT_FIELDS = _fields_typed("float")
+BOOL_FIELDS = _fields_typed("bool")
+
+
+def _check_types(s: Scenario) -> None:
+    """Each field of the type its annotation states, or one line naming the flag.
+
+    Whole numbers given as floats (2.0) become ints and numbers given for a float field become
+    floats, the conversions a JSON or TOML reader expects; nothing else is converted."""
+    for name, kind in _KINDS.items():
+        value = getattr(s, name)
+        if value is None and name in _OPTIONAL:
+            continue
+        flag = f"--{name.replace('_', '-')}"
+        if kind == "int":
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise InputError(flag, value, "a whole number")
+            if not isinstance(value, int):
+                if not (isinstance(value, numbers.Integral) or float(value).is_integer()):
+                    raise InputError(flag, value, "a whole number")
+                setattr(s, name, int(value))
+        elif kind == "float":
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise InputError(flag, value, "a number")
+            if type(value) is not float:
+                setattr(s, name, float(value))
+        elif kind == "bool":
+            if not isinstance(value, bool | np.bool_):
+                raise InputError(flag, value, "true or false")
+            setattr(s, name, bool(value))
+        elif kind == "str":
+            if not isinstance(value, str):
+                raise InputError(flag, value, "a text value")
+        elif value not in ALTERNATIVES:
+            raise InputError(flag, value, " or ".join(ALTERNATIVES))
 
 
 @dataclass(frozen=True)
@@ -109,9 +158,7 @@ class Resolved:
         This is how sweeps and the flip search run many scenarios through one pass of the
         same physics. Values are checked with the rules `resolve()` applies to scalars.
         """
-        fields = (
-            self.scenario.model_dump() if isinstance(self.scenario, Scenario) else dict(vars(self.scenario))
-        )
+        fields = self.scenario.as_dict() if isinstance(self.scenario, Scenario) else dict(vars(self.scenario))
         for name, value in values.items():
             if name not in VARIABLE:
                 raise InputError(name, value, f"one of the numeric fields {', '.join(VARIABLE)}")

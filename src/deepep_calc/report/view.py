@@ -259,7 +259,7 @@ def scenario_summary(data: dict[str, Any]) -> str:
 def cli_command(scenario: Any) -> str:
     """The `deepep-calc evaluate` line that reproduces a scenario (only flags that differ)."""
     parts = ["deepep-calc", "evaluate"]
-    for key, value in scenario.model_dump().items():
+    for key, value in scenario.as_dict().items():
         if value is None or value == DEFAULTS.get(key):
             continue
         if key == "cuda_graphs":

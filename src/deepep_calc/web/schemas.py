@@ -12,9 +12,10 @@ file reads as the API's contract.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import dataclasses
+from typing import Any, Literal, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from ..base.errors import InputError
 from ..estimate.kernel import LIMITS as KERNEL_LIMITS
@@ -80,7 +81,21 @@ def _kernel_limits(schema: dict[str, Any]) -> None:
         _constrain(props[name], "string", minLength=1)
 
 
-class EvaluateRequest(Scenario):
+def _scenario_body() -> type[BaseModel]:
+    """`Scenario`'s fields (types, defaults, descriptions) as a pydantic model: the body of
+    `/api/evaluate` is the CLI's scenario, declared once, in `question/scenario.py`."""
+    hints = get_type_hints(Scenario)
+    fields: dict[str, Any] = {
+        f.name: (hints[f.name], Field(f.default, description=f.metadata.get("description")))
+        for f in dataclasses.fields(Scenario)
+    }
+    return create_model("ScenarioBody", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+ScenarioBody = _scenario_body()
+
+
+class EvaluateRequest(ScenarioBody):  # type: ignore[misc, valid-type]
     """A scenario as the CLI flags spell it, plus an optional inline config.json.
 
     Strict types: `"nodes": "4"` or `"cuda_graphs": 0` are refused rather than coerced, so what
@@ -246,7 +261,7 @@ class VerdictOut(BaseModel):
     fixes: list[FixOut] = Field(default_factory=list)
 
 
-class ScenarioOut(Scenario):
+class ScenarioOut(ScenarioBody):  # type: ignore[misc, valid-type]
     """The scenario as evaluated: GPUs per node and weight dtype filled in."""
 
     gpus_per_node: int  # type: ignore[assignment]

@@ -131,7 +131,7 @@ def sensitivity(scenario: Scenario | None = None, /, **fields: Any) -> list[Row]
     if scenario is None:
         scenario = Scenario(**fields)
     elif fields:
-        scenario = scenario.model_copy(update=fields)
+        scenario = scenario.copy(**fields)
     base_code, base_ratio = _run(scenario)
     rows = []
     for case in cases(scenario):

@@ -255,7 +255,7 @@ def summarise(profile: Any, path: str) -> dict[str, Any]:
         }
     return {
         "profile": path,
-        "scenario": profile.scenario.model_dump(exclude_none=True),
+        "scenario": profile.scenario.as_dict(exclude_none=True),
         "inputs": [i.model_dump(exclude_none=True) for i in profile.inputs],
         "measured": measured,
         "derived": {"pairs": pairs, "multicomm": multicomm},

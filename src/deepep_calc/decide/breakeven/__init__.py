@@ -77,7 +77,7 @@ def breakeven(scenario: Scenario | None = None, /, **fields: Any) -> list[Answer
     if scenario is None:
         scenario = Scenario(**fields)
     elif fields:
-        scenario = scenario.model_copy(update=fields)
+        scenario = scenario.copy(**fields)
     r = resolve(scenario)
     return [
         kernel_tie(r),

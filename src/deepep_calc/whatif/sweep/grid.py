@@ -29,13 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from pydantic import ValidationError
 
 from ...base.errors import CalcError, InputError
 from ...decide.verdict import classify_codes
 from ...estimate.evaluate import check_splittable, compute
 from ...question.fields import DEFAULTS
 from ...question.scenario import (
+    ALTERNATIVES,
     BOOL_FIELDS,
     FLOAT_FIELDS,
     INT_FIELDS,
@@ -51,9 +51,8 @@ MAX_ROWS = 50_000_000  # valid rows; beyond this a sweep is a mistake, not a que
 MAX_COMBINATIONS = 20_000  # resolved one by one: keep the Python-level loop small
 MAX_AXIS_VALUES = 1_000_000
 
-FIELDS = tuple(Scenario.model_fields)
+FIELDS = Scenario.field_names()
 STRING_FIELDS = tuple(f for f in FIELDS if f not in INT_FIELDS + FLOAT_FIELDS + BOOL_FIELDS)
-ALTERNATIVES = ("allgather", "tp")
 
 ARM_KEYS = ("deepep", "alternative", "replica")
 ARM_METRICS = ("per_user_tok_s", "step_ms", "aggregate_tok_s", "ttft_ms", "usd_per_mtok", "memory_gb_per_gpu")
@@ -319,12 +318,7 @@ def _refuse_values_invalid_everywhere(
 
 
 def _scenario(fields: dict[str, Any]) -> Scenario:
-    try:
-        return Scenario(**fields)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        name = str(err["loc"][0]) if err.get("loc") else "sweep"
-        raise InputError(flag(name), fields.get(name), err.get("msg", "a valid value")) from None
+    return Scenario(**fields)  # a value of the wrong type: an InputError naming its flag
 
 
 # Evaluation -----------------------------------------------------------------------------------
