@@ -98,3 +98,43 @@ def test_scenario_names_come_from_one_place() -> None:
     from deepep_calc.question import fields, scenario
 
     assert scenario.DEFAULTS is fields.DEFAULTS and scenario.LIMITS is fields.LIMITS
+
+
+def _run_fresh(code: str) -> dict[str, bool]:
+    """`_modules_after` with bytecode (and so the catalogs' caches) written, as an install runs."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    probe = textwrap.dedent(code) + textwrap.dedent(
+        """
+        import json, sys
+        print(json.dumps({m: m in sys.modules for m in ("pydantic", "tomllib", "numpy")}))
+        """
+    )
+    runs = [
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env) for _ in "12"
+    ]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr
+    return json.loads(runs[-1].stdout.strip().splitlines()[-1])  # the second run: caches warm
+
+
+@pytest.mark.parametrize(
+    "argv", [["evaluate", "--json"], [], ["evaluate", "--model", "deepseek-v3", "--cuda-graphs", "--json"]]
+)
+def test_an_evaluation_imports_no_pydantic_and_parses_no_toml(argv: list[str]) -> None:
+    """The CLI's evaluations read catalogs from their validated cache: pydantic (the validator,
+    as costly to import as numpy) and the TOML parser stay out of the process."""
+    loaded = _run_fresh(
+        f"""
+        import contextlib, io
+        from deepep_calc.cli import main
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+            main({argv!r})
+        """
+    )
+    assert loaded == {"pydantic": False, "tomllib": False, "numpy": True}
+
+
+def test_the_python_api_evaluates_without_pydantic() -> None:
+    loaded = _run_fresh("from deepep_calc import Scenario, evaluate\nevaluate(Scenario(nodes=4)).to_json()")
+    assert loaded["pydantic"] is False

@@ -25,7 +25,6 @@ import pickle
 import sys
 from collections.abc import Callable
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -34,10 +33,16 @@ from ..base.records import Record, RecordError
 
 M = TypeVar("M", bound=Record)
 
+DATA = Path(__file__).parent / "data"  # the packaged catalogs, where an installed package has them
+
 
 def packaged_text(filename: str) -> tuple[str, Any]:
     """The text of a file under catalog/data/, and where it lies (a Path when on disk)."""
-    where = resources.files("deepep_calc.catalog").joinpath("data", filename)
+    where: Any = DATA / filename
+    if not where.is_file():  # not unpacked on disk (a zip import): ask the package's loader
+        from importlib import resources  # it imports tempfile, shutil and zipfile: ~10 ms
+
+        where = resources.files("deepep_calc.catalog").joinpath("data", filename)
     return where.read_text("utf-8"), where
 
 

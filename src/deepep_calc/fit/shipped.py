@@ -12,8 +12,6 @@ the equations change, so an old file is refused rather than misread.
 
 from __future__ import annotations
 
-import tomllib
-from importlib import resources
 from typing import Any
 
 from ..base.quantity import Q, Tag
@@ -80,6 +78,8 @@ def from_toml(text: str, where: Any = None) -> Table:
     """The table a shipped text holds; `where`, the packaged file it was read from, lets the
     parse come from the catalogs' marshal cache (`catalog/_toml.py`)."""
     if where is None:
+        import tomllib  # the packaged file's parse comes from the cache below
+
         doc = tomllib.loads(text)
     else:
         from ..catalog._toml import loads_packaged
@@ -116,7 +116,9 @@ def from_toml(text: str, where: Any = None) -> Table:
 
 
 def shipped_text() -> str | None:
+    from ..catalog._toml import packaged_text
+
     try:
-        return resources.files("deepep_calc.catalog").joinpath("data", FILE).read_text("utf-8")
+        return packaged_text(FILE)[0]
     except FileNotFoundError:
         return None

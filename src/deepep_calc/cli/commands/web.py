@@ -1,21 +1,24 @@
 """`deepep-calc serve` (the local web calculator) and `deepep-calc report` (HTML / Markdown).
 
-Light at import time: FastAPI, uvicorn and plotly are imported inside the commands.
+Light at import time: every command of the CLI imports this module to register its commands,
+so FastAPI, uvicorn, plotly, and even the standard library's socket, ipaddress and logging
+(~10 ms together), are imported inside the functions that use them.
 """
 
 from __future__ import annotations
 
 import errno
-import ipaddress
-import logging
 import signal
-import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ...base.errors import CalcError, InputError, printable
 from ..options import scenario_from, scenario_options
+
+if TYPE_CHECKING:
+    import logging
+    import socket
 
 # Longest wait for in-flight requests once asked to stop (a request takes milliseconds; this
 # only bounds a client that never finishes sending).
@@ -30,6 +33,8 @@ def register(app: click.Group) -> None:
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
+    import ipaddress
+
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
@@ -44,6 +49,8 @@ def _stop_cleanly(signum: int, frame: Any) -> None:
 def bind(host: str, port: int) -> socket.socket:
     """The listening socket, bound before anything is printed: a busy port or an address this
     machine does not have is one line and exit 2, never a "serving on" that is not true."""
+    import socket
+
     name = host.strip().strip("[]")
     family = socket.AF_INET6 if ":" in name else socket.AF_INET  # as uvicorn chooses
     # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say so, and without
@@ -71,12 +78,13 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-class _QuietShutdown(logging.Filter):
+class _QuietShutdown:
     """Drop uvicorn's report of the requests it cancels when the grace period ends.
 
     A client that never finishes its request is cancelled after GRACE_S; uvicorn then logs
     the cancellation and a CancelledError traceback per request. A stop asked for by SIGTERM
-    is silent (docs/security.md), so those records go; every other error is kept.
+    is silent (docs/security.md), so those records go; every other error is kept. (A logging
+    filter is any object with this method: no subclass of `logging.Filter` needed.)
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -118,6 +126,8 @@ def serve_cmd(host: str, port: int) -> None:
             )
         app = create_app(allowed_hosts=loopback_hosts(host) if is_loopback(host) else None)
         config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=GRACE_S)
+        import logging
+
         quiet = _QuietShutdown()
         for name in ("uvicorn.error", "uvicorn"):
             logging.getLogger(name).addFilter(quiet)
