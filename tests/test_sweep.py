@@ -14,6 +14,7 @@ import pytest
 from deepep_calc.base.errors import CalcError, InputError
 from deepep_calc.cli import main
 from deepep_calc.decide.answer import evaluate
+from deepep_calc.decide.verdict import VERDICT_CODES
 from deepep_calc.estimate.evaluate import compute
 from deepep_calc.question.scenario import Scenario, resolve
 from deepep_calc.whatif.sweep import grid as sweep_mod
@@ -385,7 +386,7 @@ def test_map_grid_holds_every_verdict() -> None:
     assert (grid.code >= 0).all()
     rows = _rows(plan)
     first = rows[0]
-    assert sweep_mod.VERDICT_CODES[grid.code[0, 0, 0]] == first["verdict"]
+    assert VERDICT_CODES[grid.code[0, 0, 0]] == first["verdict"]
 
 
 def test_cli_sweep_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -189,3 +189,19 @@ def test_a_sweep_mixing_one_node_and_two_node_rows() -> None:
     out = kernel_us(PROXY, INST, 8, np.array([8.0, 16.0]), shape(4), 4, 4, kernel_constants())
     assert np.asarray(out["dispatch"].value) == exact([15.03752, 22.0])
     assert np.asarray(out["combine"].value) == exact([15.07168, 11.0])
+
+
+def test_comms_power_is_np_power_bit_for_bit() -> None:
+    """The sweep's lookup of EP_NUM_COMMS powers gives exactly what np.power gives, and every
+    input it does not cover (small arrays, fractions, values past the table) takes np.power."""
+    import numpy as np
+
+    from deepep_calc.physics.deepep import comms_power
+
+    rng = np.random.default_rng(7)
+    whole = rng.integers(1, 65, 5000).astype(float)
+    for e in (0.0, 0.37, 0.5, 1.0, 1.7):
+        assert np.array_equal(comms_power(whole, e), np.power(whole, e))
+        assert comms_power(8, e) == np.power(8.0, e)
+    for other in (whole + 0.5, whole * 2.0, np.full(5000, 65.0), whole[:10]):
+        assert np.array_equal(comms_power(other, 0.37), np.power(other, 0.37))

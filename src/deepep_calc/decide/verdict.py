@@ -54,6 +54,12 @@ ARM_LABELS = {
 }
 NO_ARM = "none"
 STATUSES = ("ok", "targets_missed", "nothing_fits")
+# The rule works in positions of these tuples (small integers, cheap over a sweep's rows); the
+# names are attached on demand (`Assessment.codes`, `.recommended`) or by a sweep's writer.
+VERDICT_CODES = ("dense", "deepep", "capacity")
+ARM_NAMES = ("deepep", "allgather", "tp", "replica", NO_ARM)
+_DENSE, _DEEPEP, _CAPACITY = range(3)
+_ARM = {name: i for i, name in enumerate(ARM_NAMES)}
 
 
 def tagged(q: Q, digits: int = 1, unit: bool = True) -> str:
@@ -239,15 +245,26 @@ def decision_aggregates(a: Any, b: Any) -> tuple[Q, Q, bool]:
 
 @dataclass
 class Assessment:
-    """The rule's intermediate state, elementwise (one scenario or a sweep's rows)."""
+    """The rule's intermediate state, elementwise (one scenario or a sweep's rows).
 
-    codes: Any
-    recommended: Any
+    `code_index` and `arm_index` are positions in VERDICT_CODES and ARM_NAMES (int8);
+    `codes` and `recommended` are the same as names."""
+
+    code_index: Any
+    arm_index: Any
     contending: dict[str, Any]
     feasible: dict[str, Any]
     fits_any: Any
     meets_any: Any
     targets: bool  # the scenario sets an SLO or TTFT target
+
+    @property
+    def codes(self) -> Any:
+        return np.asarray(VERDICT_CODES)[self.code_index]
+
+    @property
+    def recommended(self) -> Any:
+        return np.asarray(ARM_NAMES)[self.arm_index]
 
 
 def assess(result: Any) -> Assessment:
@@ -270,12 +287,15 @@ def assess(result: Any) -> Assessment:
 
     dee, rep = "deepep", "replica"
     deepep_wins = pool[dee] & (~pool[alt] | beats(dee, alt)) & (~pool[rep] | beats(dee, rep))
-    dense_arm = np.where(pool[rep] & (~pool[alt] | beats(rep, alt)), rep, alt)
-    cap_arm = np.where(pool[dee] & (~pool[alt] | beats(dee, alt, 0.0)), dee, alt)
+    i8 = np.int8
+    dense_arm = np.where(pool[rep] & (~pool[alt] | beats(rep, alt)), i8(_ARM[rep]), i8(_ARM[alt]))
+    cap_arm = np.where(pool[dee] & (~pool[alt] | beats(dee, alt, 0.0)), i8(_ARM[dee]), i8(_ARM[alt]))
     forced = ~np.asarray(arms[rep].fits_memory, bool)
     nothing = ~fits_any
-    codes = np.where(nothing | forced, "capacity", np.where(deepep_wins, "deepep", "dense"))
-    rec = np.where(nothing, NO_ARM, np.where(forced, cap_arm, np.where(deepep_wins, dee, dense_arm)))
+    codes = np.where(nothing | forced, i8(_CAPACITY), np.where(deepep_wins, i8(_DEEPEP), i8(_DENSE)))
+    rec = np.where(
+        nothing, i8(_ARM[NO_ARM]), np.where(forced, cap_arm, np.where(deepep_wins, i8(_ARM[dee]), dense_arm))
+    )
     s = result.scenario
     targets = s.slo_tok_s is not None or s.ttft_ms is not None
     return Assessment(codes, rec, pool, feas, fits_any, meets_any, targets)
@@ -285,6 +305,12 @@ def classify_codes(result: Any) -> tuple[Any, Any]:
     """Verdict codes and recommended arms, elementwise (one scenario or a sweep)."""
     a = assess(result)
     return a.codes, a.recommended
+
+
+def classify_indices(result: Any) -> tuple[Any, Any]:
+    """`classify_codes` as positions in VERDICT_CODES and ARM_NAMES (int8): what a sweep keeps."""
+    a = assess(result)
+    return a.code_index, a.arm_index
 
 
 def classify(result: Any) -> tuple[str, str]:

@@ -23,6 +23,7 @@ with both constants fitted from kernel references at two token counts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -100,6 +101,30 @@ def traffic(ep: Any, gpn: int, shape: KernelShape, prefill: bool = False) -> Tra
     return Traffic(remote, sel * (local - 1.0) / ep)
 
 
+_COMMS_TABLE = 64  # the largest EP_NUM_COMMS the tool takes (question/fields.py LIMITS)
+
+
+@lru_cache(maxsize=32)
+def _comms_powers(e: float) -> np.ndarray:
+    return np.power(np.arange(_COMMS_TABLE + 1, dtype=float), e)
+
+
+def comms_power(comms: Any, e: float) -> Any:
+    """`comms ** e` elementwise, as `np.power` gives it.
+
+    EP_NUM_COMMS is a whole number from 1 to 64, and a sweep's column of 50,000 rows holds a
+    handful of them: a fractional power costs ~45 ns an element, a lookup in the powers of
+    0..64 (computed by the same `np.power`) a fiftieth of that. Anything else takes np.power.
+    """
+    c = np.asarray(comms, dtype=float)
+    if c.size < 256:
+        return np.power(c, e)
+    idx = c.astype(np.intp)
+    if not (np.array_equal(idx, c) and 0 <= idx.min() and idx.max() <= _COMMS_TABLE):
+        return np.power(c, e)
+    return _comms_powers(float(e))[idx]
+
+
 def scaleout_bw(t: Transport, inst: Instance, gpn: int, comms: Any, prefill: bool = False) -> Q:
     """Scale-out bandwidth per GPU per direction that this transport reaches."""
     line = inst.net_gb_s_per_gpu(gpn)
@@ -107,7 +132,7 @@ def scaleout_bw(t: Transport, inst: Instance, gpn: int, comms: Any, prefill: boo
         return Q.measured(t.prefill_dispatch_gb_s, "GB/s", t.prefill_source)
     if t.bw_k1_gb_s is not None:
         assert t.bw_comms_exponent is not None
-        bw = t.bw_k1_gb_s * np.power(np.asarray(comms, dtype=float), t.bw_comms_exponent)
+        bw = t.bw_k1_gb_s * comms_power(comms, t.bw_comms_exponent)
         return Q.derived(np.minimum(bw, line.value), "GB/s", t.bw_source)
     assert t.wire_efficiency is not None
     return (line * t.wire_efficiency).as_("GB/s", f"{t.wire_efficiency:g} x line rate; {t.bw_source}")
@@ -128,7 +153,7 @@ def issue_lanes(t: Transport, comms: Any, qps: Any) -> Any:
     if not t.comms_sensitive:
         return np.asarray(float(t.issue_lanes))
     e = t.bw_comms_exponent or 1.0
-    k = np.power(np.asarray(comms, dtype=float), e)
+    k = comms_power(comms, e)
     q = np.minimum(np.asarray(qps, dtype=float), t.reference.qps)
     return k * np.power(q, e)
 

@@ -25,14 +25,14 @@ import itertools
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from ...base.errors import CalcError, InputError
-from ...decide.verdict import classify_codes
-from ...estimate.evaluate import check_splittable, compute
+from ...decide.verdict import classify_indices
+from ...estimate.evaluate import check_splittable, compute, table_for
 from ...question.fields import DEFAULTS
 from ...question.scenario import (
     ALTERNATIVES,
@@ -57,8 +57,6 @@ STRING_FIELDS = tuple(f for f in FIELDS if f not in INT_FIELDS + FLOAT_FIELDS + 
 ARM_KEYS = ("deepep", "alternative", "replica")
 ARM_METRICS = ("per_user_tok_s", "step_ms", "aggregate_tok_s", "ttft_ms", "usd_per_mtok", "memory_gb_per_gpu")
 RESULT_METRICS = ("ratio_deepep_vs_alternative", "tax_ms_per_token")
-VERDICT_CODES = ("dense", "deepep", "capacity")
-ARM_NAMES = ("deepep", "allgather", "tp", "replica", "none")  # "none": nothing fits in that row
 
 # The value words of --cuda-graphs (and --eager, inverted): the same words in every command
 # (cli.BOOL_WORDS; tests/test_flag_spelling.py checks the two agree).
@@ -83,14 +81,6 @@ def graphs_word(flag_name: str, word: str) -> bool:
 
 def flag(name: str) -> str:
     return f"--{name.replace('_', '-')}"
-
-
-def code_index(values: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
-    """Position of each string in `names`, vectorised (much faster than np.unique on strings)."""
-    idx = np.zeros(np.shape(values), dtype=np.int8)
-    for i, name in enumerate(names[1:], start=1):
-        idx[values == name] = i
-    return idx
 
 
 # Parsing -------------------------------------------------------------------------------------
@@ -327,13 +317,17 @@ def _scenario(fields: dict[str, Any]) -> Scenario:
 def numeric_columns(
     plan: SweepPlan, start: int, stop: int
 ) -> tuple[dict[str, np.ndarray], tuple[np.ndarray, ...]]:
-    """Rows [start, stop) of the flattened numeric grid, and each row's index on every axis."""
+    """Rows [start, stop) of the flattened numeric grid, and each row's index on every axis.
+
+    A field the grid holds at one value is that value (a 0-d array), not a column repeating it:
+    the physics broadcasts it, and each operation on it costs one element, not a chunk's rows.
+    """
     shape = plan.numeric_shape
     idx = np.unravel_index(np.arange(start, stop, dtype=np.int64), shape)
     cols = {}
     for name, ix in zip(plan.numeric, idx, strict=True):
         values = np.asarray(plan.axes[name], dtype=bool if name in BOOL_FIELDS else float)
-        cols[name] = values[ix]
+        cols[name] = values[0] if len(values) == 1 else values[ix]
     return cols, idx
 
 
@@ -345,8 +339,11 @@ def evaluate_chunk(resolved: Resolved, columns: dict[str, np.ndarray]) -> dict[s
     `recommended_arm` are int8 positions in `VERDICT_CODES` and `ARM_NAMES`.
     """
 
-    result = compute(resolved.vary(**columns))
-    codes, rec = classify_codes(result)
+    # The file holds no bands (low / high), so the pass computes none: the same values, one
+    # array operation fewer per figure.
+    table = replace(table_for(resolved), bands={})
+    result = compute(resolved.vary(**columns), table=table)
+    codes, rec = classify_indices(result)
     out: dict[str, Any] = {}
     for key, arm_name in zip(ARM_KEYS, ("deepep", result.alternative, "replica"), strict=True):
         arm = result.arms[arm_name]
@@ -359,10 +356,10 @@ def evaluate_chunk(resolved: Resolved, columns: dict[str, np.ndarray]) -> dict[s
         q = getattr(result, metric)
         out[metric] = q.value
         out[f"{metric}_tag"] = str(q.tag)
-    # Codes become small integers here, once per pass: counts, the map and the writers all
-    # work on them, and names are attached only when a file is written.
-    out["verdict"] = code_index(codes, VERDICT_CODES)
-    out["recommended_arm"] = code_index(rec, ARM_NAMES)
+    # Codes are small integers from the rule on: counts, the map and the writers all work on
+    # them, and names are attached only when a file is written.
+    out["verdict"] = np.asarray(codes, dtype=np.int8)
+    out["recommended_arm"] = np.asarray(rec, dtype=np.int8)
     return out
 
 

@@ -26,17 +26,16 @@ from typing import Any
 import numpy as np
 
 from ...base.errors import CalcError
+from ...decide.verdict import ARM_NAMES, VERDICT_CODES
 from ...files.safe_write import Output
 from .grid import (
     ARM_KEYS,
     ARM_METRICS,
-    ARM_NAMES,
     BOOL_FIELDS,
     FIELDS,
     FLOAT_FIELDS,
     INT_FIELDS,
     RESULT_METRICS,
-    VERDICT_CODES,
     Chunk,
     SweepPlan,
 )
@@ -89,7 +88,7 @@ def chunk_values(chunk: Chunk, keep_invalid: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in FIELDS:
         if name in chunk.numeric:
-            arr = chunk.numeric[name]
+            arr = chunk.column(name)  # a field held at one value is a scalar in the pass
             out[name] = arr.astype(bool) if name in BOOL_FIELDS else arr.astype(np.int64)
         elif r is None:
             out[name] = chunk.combination.fields.get(name)

@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from ...base.errors import InputError
+from ...decide.verdict import ARM_NAMES, VERDICT_CODES
 from ...files.safe_write import check_distinct, check_output, commit, scenario_inputs
-from .grid import ARM_NAMES, CHUNK_ROWS, VERDICT_CODES, SweepPlan, iter_chunks, plan_sweep
+from .grid import CHUNK_ROWS, SweepPlan, iter_chunks, plan_sweep
 from .output import check_table_target, open_table_writer
 from .verdict_map import MapGrid, check_map_target, render_map
 

@@ -21,8 +21,9 @@ import numpy as np
 from ...base.errors import CalcError, InputError
 from ...base.palette import VERDICT as COLOURS
 from ...base.palette import VERDICT_TEXT as TEXT_COLOURS
+from ...decide.verdict import ARM_NAMES, VERDICT_CODES
 from ...files.safe_write import check_output, writing
-from .grid import ARM_NAMES, FIELDS, VERDICT_CODES, Chunk, SweepPlan
+from .grid import FIELDS, Chunk, SweepPlan
 
 MISSING = "#d4d4d8"
 SYMBOLS = {"dense": "■", "capacity": "◆", "deepep": "▲"}
