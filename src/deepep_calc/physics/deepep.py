@@ -120,7 +120,7 @@ def comms_power(comms: Any, e: float) -> Any:
     if c.size < 256:
         return np.power(c, e)
     idx = c.astype(np.intp)
-    if not (np.array_equal(idx, c) and 0 <= idx.min() and idx.max() <= _COMMS_TABLE):
+    if not (np.array_equal(idx, c) and idx.min() >= 0 and idx.max() <= _COMMS_TABLE):
         return np.power(c, e)
     return _comms_powers(float(e))[idx]
 
