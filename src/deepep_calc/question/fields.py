@@ -1,8 +1,8 @@
 """The question a user asks: its defaults, limits and field names, light enough for `--help`.
 
 Why a module of its own: the CLI's flags, `--help` and the shell completion need the defaults
-and the field names only, and importing pydantic and numpy for them costs most of `--help`'s
-time. This module holds those plain tables; the pydantic `Scenario`, `Resolved` and `resolve()`
+and the field names only, and importing numpy and the catalogs for them costs most of `--help`'s
+time. This module holds those plain tables; the `Scenario` dataclass, `Resolved` and `resolve()`
 are in `scenario.py`, which reads its defaults and limits from here.
 """
 
@@ -54,7 +54,7 @@ FLOAT_LIMIT = 1e12  # SLO, TTFT and price: positive and below this
 PROMPT_TIMEOUT_MS = 600_000.0
 
 # Scenario's fields in declaration order (`scenario.py` asserts they agree): the CLI pops these
-# out of a command's keyword arguments without building the pydantic class.
+# out of a command's keyword arguments without importing the scenario module.
 FIELDS = (
     "model",
     "instance",

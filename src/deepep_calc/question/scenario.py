@@ -4,7 +4,7 @@
 takes). `resolve()` turns it into catalog objects and checks every value, raising an
 `InputError` that names the CLI flag, the value and what is allowed.
 
-This is the heavy half (pydantic, numpy, the catalogs); `fields.py` holds the light half
+This is the heavy half (numpy, the catalogs); `fields.py` holds the light half
 (defaults, limits, field names) that `--help` needs.
 """
 
