@@ -6,9 +6,10 @@ kept the way Python keeps bytecode, in `__pycache__` beside the data:
 
 - its parse, as a marshal file named by the SHA-256 of the text (an edited catalog misses);
 - its validated rows, as a pickle named by the SHA-256 of the text *and* of the source of the
-  modules that define the rows (`catalog/*.py`, `base/records.py`), so a changed row class
-  misses too. A pickle is only ever written by this module, after every row validated, into
-  the package's own bytecode directory, and is trusted like the `.pyc` files beside it.
+  modules that define the rows (`catalog/*.py`, `base/records.py`) and the tool's version, so
+  a changed row class misses too. A pickle is only ever written by this module, after every
+  row validated, into the package's own bytecode directory, and is trusted like the `.pyc`
+  files beside it.
 
 Both are written atomically when that directory is writable and bytecode writing is on
 (`PYTHONDONTWRITEBYTECODE` turns both off), and are silently skipped otherwise; a cache that
@@ -55,8 +56,11 @@ def _cache_file(where: Any, text: str, kind: str = "marshal", salt: bytes = b"")
 
 @cache
 def _code_digest() -> bytes:
-    """SHA-256 of the source of every module that defines catalog rows."""
-    h = hashlib.sha256()
+    """SHA-256 of the tool's version and of the source of every module that defines catalog rows
+    (an install that ships no `.py` files still misses on a new version)."""
+    from ..base.version import __version__
+
+    h = hashlib.sha256(__version__.encode())
     here = Path(__file__).parent
     for path in (*sorted(here.glob("*.py")), here.parent / "base" / "records.py"):
         try:
