@@ -31,6 +31,10 @@ class Engine(BaseModel):
     graph_flag_eager: str
     graph_flag_graphs: str
     prior_engine: str = Field("", description="engine whose constants stand in where ours are unpinned")
+    proxy_wait: Literal["gpu", "host"] = Field(
+        "gpu", description="where eager runs wait for a host-proxied exchange (physics/step.py)"
+    )
+    proxy_wait_source: str = ""
     flags: dict[Arm, ArmFlags]
 
 
