@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -27,6 +28,7 @@ from deepep_calc.decide.breakeven import (
     qps_kernel,
     with_kernel_shift,
 )
+from deepep_calc.decide.breakeven import transport as breakeven_transport
 from deepep_calc.decide.verdict import classify_codes
 from deepep_calc.estimate.evaluate import table_for
 from deepep_calc.fit.build import built_in_table
@@ -155,16 +157,22 @@ def test_capacity_nodes_brackets() -> None:
     assert codes[0] == "capacity" and codes[1] != "capacity"
 
 
-def test_comms_proxy_lane_share_equals_fixed_share() -> None:
+def test_comms_proxy_lane_share_equals_fixed_share(monkeypatch: pytest.MonkeyPatch) -> None:
     """K* = proxy_lane_us / proxy_fixed_us: beyond it the part more comms divide is the smaller."""
-    r = _r(Scenario(engine="sglang"))
-    fit = built_in_table().engine("sglang", False)
+    r = _r(Scenario(engine="vllm"))
+    fit = built_in_table().engine("vllm", False)
     answer = comms_proxy(r)
     k = answer.check["solution"]  # the exact root; the value is the whole setting above it
     assert fit.proxy_lane_us.scalar / k.scalar == pytest.approx(fit.proxy_fixed_us.scalar, rel=1e-9)
     assert answer.value is not None and answer.value.scalar == math.ceil(k.scalar)
-    vllm = comms_proxy(_r(Scenario(engine="vllm")))
-    assert vllm.value is None and vllm.note.startswith("Never up to EP_NUM_COMMS=")  # vLLM: no fixed part
+    sglang = comms_proxy(_r(Scenario(engine="sglang")))  # its fit: the fixed part is the larger
+    assert built_in_table().engine("sglang", False).proxy_lane_us.scalar < fit.proxy_lane_us.scalar
+    assert sglang.value is None and sglang.note.startswith("Not issue-bound at any setting")
+    none = replace(fit, proxy_fixed_us=fit.proxy_fixed_us * 0.0)  # no fixed part at all
+    table = built_in_table().with_engine("vllm", False, none)
+    monkeypatch.setattr(breakeven_transport, "table_for", lambda _r: table)
+    zero = comms_proxy(_r(Scenario(engine="vllm")))
+    assert zero.value is None and zero.note.startswith("Never up to EP_NUM_COMMS=")
     assert comms_proxy(_r(GDA)).value is None  # GPU-initiated: not applicable
     graphs = comms_proxy(_r(Scenario(engine="vllm", cuda_graphs=True)))
     assert graphs.value is None and "CUDA graphs" in graphs.note

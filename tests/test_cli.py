@@ -92,7 +92,10 @@ def test_kernel_json_reproduces_the_reference_at_its_own_qps(capsys: pytest.Capt
     assert at6["total_us"]["value"] < at3["total_us"]["value"]  # fewer queue pairs, slower
     more = kernel("--max-qps", "129")  # not credited above the reference's count: the model at 6
     assert more["total_us"]["tag"] != "measured"
-    assert more["total_us"]["value"] == pytest.approx(at6["total_us"]["value"], rel=1e-9)
+    at7 = kernel("--max-qps", "7")  # no reference at 7 either: the model, capped at 6 as well
+    assert more["total_us"]["value"] == pytest.approx(at7["total_us"]["value"], rel=1e-9)
+    # the model at 6 QPs is the pooled fit of six efa-proxy references: near the gate run, not it
+    assert more["total_us"]["value"] == pytest.approx(at6["total_us"]["value"], rel=0.20)
 
 
 @pytest.mark.parametrize("cmd", ["models", "instances", "transports"])

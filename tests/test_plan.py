@@ -411,7 +411,7 @@ def test_docs_state_the_anchored_pairs_the_catalog_has():
         ("p5en", "efa-nvshmem"), ("p6-b200", "efa-nvshmem"),
         ("p5en", "efa-uccl"), ("p6-b200", "efa-uccl"),
         ("p5en", "efa-pplx"), ("p5en", "efa-native-cqpoll"),
-        ("ib-h800", "ib-ibgda"), ("ib-h100", "ib-ibgda"),
+        ("ib-h800", "ib-ibgda"),
         ("p5en", "nvlink"), ("p6-b300", "nvlink"),
     }  # fmt: skip
     assert set(evidence().kernel) == documented

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -77,30 +79,58 @@ def test_the_fit_is_redone_under_an_override() -> None:
     assert built_in_table() is base
 
 
-def test_kernel_reference_stays_exact_under_an_override() -> None:
-    """The per-selection cost is refitted against the transport's wire, so its fit row holds."""
-    t = get_transport("efa-gda")
+def _log_loss(name: str, table: object) -> float:
+    from deepep_calc.fit.kernels import fit_rows, kernel_rows
+    from deepep_calc.whatif.validate import kernel_prediction
+
+    total = 0.0
+    for r in fit_rows(get_transport(name), kernel_rows()):
+        pred = kernel_prediction(r, table)  # type: ignore[arg-type]
+        ref = r.ref
+        if ref.total_us is not None:
+            total += math.log(pred["total"] / ref.total_us) ** 2
+            continue
+        total += math.log(pred["dispatch"] / ref.dispatch_us) ** 2
+        if ref.combine_us is not None:
+            total += math.log(pred["combine"] / ref.combine_us) ** 2
+    return total
+
+
+def test_kernel_fit_reruns_under_an_override() -> None:
+    """The per-selection cost is refitted against the overridden wire: under the override the
+    refit reproduces the transport's references better than the built-in constants would."""
+    before = built_in_table().transports["efa-gda"]
+    with overrides({"transport:efa-gda:wire_efficiency": 0.3}):
+        assert get_transport("efa-gda").wire_efficiency == 0.3
+        table = built_in_table()
+        assert table.transports["efa-gda"].beta_combine_us.scalar != pytest.approx(
+            before.beta_combine_us.scalar
+        )
+        stale = replace(table, transports={**table.transports, "efa-gda": before})
+        assert _log_loss("efa-gda", table) < _log_loss("efa-gda", stale)
+    assert get_transport("efa-gda").wire_efficiency != 0.3  # the override ends with its block
+
+
+def test_a_single_kernel_reference_stays_exact_under_an_override() -> None:
+    """A transport with one reference is refitted to it exactly, whatever the override."""
+    t = get_transport("efa-native-cqpoll")
     ref = t.reference
     inst = get_instance(ref.instance)
     shape = KernelShape(ref.tokens, ref.hidden, ref.topk, ref.experts)
-    before = built_in_table().transports["efa-gda"].beta_combine_us.scalar
-    with overrides({"transport:efa-gda:wire_efficiency": 0.99}):
-        assert get_transport("efa-gda").wire_efficiency == 0.99
+    with overrides({"transport:efa-native-cqpoll:wire_efficiency": 0.5}):
         table = built_in_table()
-        assert table.transports["efa-gda"].beta_combine_us.scalar != pytest.approx(before)
         k = kernel_us(
-            get_transport("efa-gda"),
+            get_transport("efa-native-cqpoll"),
             inst,
             inst.gpus_per_node,
             ref.ep,
             shape,
             ref.comms,
             ref.qps,
-            table.kernel_constants("efa-gda", inst.name),
+            table.kernel_constants("efa-native-cqpoll", inst.name),
         )
         assert k["dispatch"].scalar == pytest.approx(ref.dispatch_us)
         assert k["combine"].scalar == pytest.approx(ref.combine_us)
-    assert get_transport("efa-gda").wire_efficiency == t.wire_efficiency
 
 
 def test_cases_cover_every_assumed_constant_with_a_spread() -> None:

@@ -233,7 +233,7 @@ def test_card_shows_bands_that_match_the_close_call(
     agg = band_range(doc["arms"]["deepep"]["aggregate_tok_s"], 1)
     assert one_line(text, f"({agg})")
     if width >= term.WIDE:
-        assert one_line(text, f"869.2 tok/s ○ ({agg})")
+        assert one_line(text, f"869.3 tok/s ○ ({agg})")
     assert BAND_LEGEND_SHORT in text and len(BAND_LEGEND_SHORT) <= 76
 
 
@@ -245,4 +245,4 @@ def test_measured_figures_carry_no_band(
     line = next(ln for ln in text.splitlines() if ln.strip("│ ").startswith("aggregate"))
     assert "545.0 tok/s ●" in line and "545.0 tok/s ● (" not in line
     assert "794.6 tok/s ●" in line and "794.6 tok/s ● (" not in line
-    assert re.search(r"869\.2 tok/s ○ \(\d", line), line
+    assert re.search(r"869\.3 tok/s ○ \(\d", line), line

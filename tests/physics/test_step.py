@@ -160,6 +160,25 @@ def test_eager_step_bound_by_the_cpu() -> None:
     assert val(st.parts_ms["hbm"]) == exact(0.4)
 
 
+def test_where_the_engine_waits_for_the_proxy() -> None:
+    """TensorRT-LLM (`proxy_wait = "host"`): its thread syncs on the proxy, t = max(CPU, GPU) +
+    proxy. vLLM (`"gpu"`): only the exchange kernel waits, so the proxy's 600 us join the GPU
+    path and hide under a longer CPU path. 50 us per launch: CPU 49 × 50 + 1,000 = 3,450 us;
+    GPU 1,698 us; host wait: 3,450 + 600 = 4,050 us; GPU wait: max(3,450, 1,698 + 600) =
+    3,450 us, engine part 3,450 − 1,698 − 600 = 1,152 us. With 10 us per launch (CPU 1,490 us)
+    the GPU path plus the proxy is the longer: 2,298 us either way."""
+    assert resolved().engine.proxy_wait == "host" and resolved(engine="vllm").engine.proxy_wait == "gpu"
+    slow = step_constants(eager=engine(50.0, 1000.0, 100.0, 400.0))
+    args = (ep_layout(), _device(1000, 400, 1000), q(500.0), 49)
+    host = _combine(resolved(), *args, slow, q(100.0))
+    gpu = _combine(resolved(engine="vllm"), *args, slow, q(100.0))
+    assert val(host.ms) == exact(4.05) and val(gpu.ms) == exact(3.45)
+    assert val(gpu.parts_ms["engine"]) == exact(1.152) and val(gpu.parts_ms["proxy"]) == exact(0.6)
+    assert sum(val(v) for v in gpu.parts_ms.values()) == exact(3.45)
+    fast = [_combine(resolved(engine=e), *args, C, q(100.0)) for e in ("trtllm", "vllm")]
+    assert [val(st.ms) for st in fast] == exact([2.298, 2.298])
+
+
 def test_graph_step_is_host_plus_gpu_without_proxy() -> None:
     """CUDA graphs: t = 500 + 1,698 = 2,198 us; no launches, no proxied host cost; the engine
     part is the whole host cost, 0.5 ms. Without a mixed-in prefill the GPU path is 1,598 us."""

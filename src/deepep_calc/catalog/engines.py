@@ -32,6 +32,10 @@ class Engine(Record):
     graph_flag_eager: str
     graph_flag_graphs: str
     prior_engine: str = ""  # engine whose constants stand in where ours are unpinned
+    proxy_wait: Literal["gpu", "host"] = (
+        "gpu"  # where eager runs wait for a host-proxied exchange (physics/step.py)
+    )
+    proxy_wait_source: str = ""
     flags: dict[Arm, ArmFlags]
 
 

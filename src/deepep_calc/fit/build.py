@@ -26,11 +26,12 @@ if TYPE_CHECKING:
 
 
 def fit_kernels(rows: Sequence[KernelRow]) -> Table:
-    """NVLink constants, instance factors and every transport's alpha / beta from `rows`."""
+    """NVLink constants, instance factors and every transport's alpha / beta from `rows`; a
+    transport with no reference in `rows` is unmeasured and takes its class's median beta."""
     from ..base.quantity import Q
     from ..catalog.transports import load_transports
     from .engines import FALLBACK, initial_engines
-    from .kernels import fallback_transport, fit_instance_factors, fit_nvlink, fit_transport
+    from .kernels import fallback_transport, fit_instance_factors, fit_nvlink, fit_rows, fit_transport_rows
 
     nvl_alpha, eff, _ = fit_nvlink(rows)
     factors = fit_instance_factors(rows, nvl_alpha)
@@ -47,13 +48,9 @@ def fit_kernels(rows: Sequence[KernelRow]) -> Table:
     )
     fitted: dict[str, TransportFit] = {}
     for t in load_transports().values():
-        own = [r for r in rows if r.transport.name == t.name and r.ref.role == "fit" and r.ref.in_scope]
-        if t.fabric == "nvlink" or not own:
-            continue
-        row = own[0]
-        fitted[t.name] = fit_transport(
-            row.transport, row.ref, nvl_alpha, eff, table.instance_factor(row.ref.instance)
-        )
+        own = fit_rows(t, rows)
+        if own:  # the rows carry the transport as the active overrides see it
+            fitted[t.name] = fit_transport_rows(own[0].transport, own, nvl_alpha, eff, table.instance_factor)
     for t in load_transports().values():
         if t.name not in fitted:
             fitted[t.name] = fallback_transport(t, fitted, nvl_alpha)

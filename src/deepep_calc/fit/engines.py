@@ -6,9 +6,12 @@ Stage G (CUDA graphs, dense arms): `step = step_us(engine) + device + floor x ke
 Stage E (eager, dense arms): `step = max(launch_us x kernels + step_us, GPU path)`; where the
     CPU path is the longer, `launch_us` per engine is the least-squares solution with step_us
     taken from the engine's graph-mode value (the same host work, before the launches).
-Stage P (eager, DeepEP over a host proxy, cross-node): `step = max(CPU, GPU) + L_moe x
-    (proxy_fixed_us + proxy_lane_us / lanes)`, least squares per engine with the stage-E
-    constants held fixed: the DeepEP arms never move the launch cost the dense arms pinned.
+Stage P (eager, DeepEP over a host proxy, cross-node): `step = max(CPU, GPU + L_moe x
+    (proxy_fixed_us + proxy_lane_us / lanes))`: the proxy's host work delays the GPU, not the
+    launching thread. Least squares on the log error per engine with the stage-E constants held
+    fixed: the DeepEP arms never move the launch cost the dense arms pinned. An engine with no
+    dense eager run (nor a prior engine with one) fits its launch cost here, from its DeepEP
+    runs, with proxy_fixed_us pinned at 0 (tagged assumed).
 Stage T: `ttft = prefill + ttft_steps x step`, least squares per engine over measured TTFTs.
 
 An aggregate-only observation enters through its step: `step = (running x OSL / aggregate -
@@ -353,43 +356,45 @@ def _one_round(obs: Sequence[Obs], table: Table, keep: bool = False) -> Table:
             )
     if keep:
         _keep_builtin(state, table)
-    else:
-        _launch_from_deepep_runs(state, ps, floor.scalar)
-        _fill_missing_partial(state, ("launch_us",))
+    else:  # an engine without a dense eager run borrows its prior engine's launch cost, if any
+        _borrow_prior_launch(state)
 
     # Stage P: DeepEP over a host proxy, eager, cross-node.
     for e in sorted({p.obs.engine for p in ps}):
         mine = [p for p in ps if p.obs.engine == e and not p.obs.graphs and p.proxied_layers > 0]
-        if not mine:
-            continue
-        launch = state.get((e, False), "launch_us") or 0.0
-        h = state.get((e, False), "step_us") or 0.0
-        A, b = [], []
+        rows = []
         for p in mine:
             target = _step_target(p, table, ttft_now.get(e, 1.0))
-            if target is None:
-                continue
-            base = max(launch * p.kernels + h, p.gpu(floor.scalar))
-            A.append([p.proxied_layers / target, p.proxied_layers / p.lanes / target])
-            b.append((target - base) / target)
-        A_, b_ = np.array(A), np.array(b)
-        lanes_vary = len({round(p.lanes, 6) for p in mine}) > 1
-        used = [p.obs for p in mine]
+            if target is not None:
+                rows.append((p, target))
+        if not rows:
+            continue
+        launch = state.get((e, False), "launch_us")
+        h = state.get((e, False), "step_us") or 0.0
+        lanes_vary = len({round(p.lanes, 6) for p, _ in rows}) > 1
+        used = [p.obs for p, _ in rows]
         src = f"fitted to eager DeepEP runs over a host proxy {_names(used)}"
-        if lanes_vary:
-            x, pinned = _nnls(A_, b_)
-            pin = "; pinned at 0 (a negative value is unphysical)"
-            state.set(
-                (e, False), "proxy_fixed_us", float(x[0]), src + (pin if 0 in pinned else ""), _tag(used)
+        free_launch = launch is None
+        on_gpu_path = rows[0][0].r.engine.proxy_wait == "gpu"
+        if on_gpu_path and not free_launch and not any(t > launch * p.kernels + h for p, t in rows):
+            why = (
+                "; pinned at 0: no run is slower than its CPU path, so the proxy's cost hides under "
+                "the launches in every one (bounded above, not pinned)"
             )
-            state.set(
-                (e, False), "proxy_lane_us", float(x[1]), src + (pin if 1 in pinned else ""), _tag(used)
+            state.set((e, False), "proxy_fixed_us", 0.0, src + why, _tag(used))
+            lane_src = (
+                f"built-in value kept: {table.engines[(e, False)].proxy_lane_us.source}"
+                if keep
+                else src + why
             )
-        elif keep:  # a user's runs at one lane count: the built-in lane part stays, the rest is fixed
+            lane_value = table.engines[(e, False)].proxy_lane_us.scalar if keep else 0.0
+            state.set((e, False), "proxy_lane_us", lane_value, lane_src, Q.assumed if keep else _tag(used))
+            continue
+        if keep and not lanes_vary:  # a user's runs at one lane count: the built-in lane part stays
             lane = table.engines[(e, False)].proxy_lane_us
-            x, pinned = _nnls(A_[:, :1], b_ - A_[:, 1] * lane.scalar)
-            pin = "; pinned at 0 (a negative value is unphysical)" if pinned else ""
-            state.set((e, False), "proxy_fixed_us", float(x[0]), src + pin, _tag(used))
+            fixed, _, _ = _fit_proxy(rows, floor.scalar, h, launch or 0.0, lane.scalar, fit_lane=False)
+            pin = "; pinned at 0 (a negative value is unphysical)" if fixed == 0.0 else ""
+            state.set((e, False), "proxy_fixed_us", fixed, src + pin, _tag(used))
             state.set(
                 (e, False),
                 "proxy_lane_us",
@@ -397,18 +402,33 @@ def _one_round(obs: Sequence[Obs], table: Table, keep: bool = False) -> Table:
                 f"built-in value kept (your runs share one lane count): {lane.source}",
                 Q.assumed,
             )
+            continue
+        fixed, lane_us, fitted_launch = _fit_proxy(
+            rows, floor.scalar, h, launch or 0.0, 0.0, fit_lane=lanes_vary, fit_launch=free_launch
+        )
+        pin = "; pinned at 0 (a negative value is unphysical)"
+        note = " (one lane count: all of it fixed)" if not lanes_vary else ""
+        if free_launch:
+            note += " (pinned at 0: the launch cost is fitted from the same runs)"
+        elif fixed == 0.0:
+            note += pin
+        state.set((e, False), "proxy_fixed_us", fixed, src + note, _tag(used))
+        if lanes_vary:
+            state.set((e, False), "proxy_lane_us", lane_us, src + (pin if lane_us == 0.0 else ""), _tag(used))
         else:
-            x, _ = _nnls(A_[:, :1], b_)
-            state.set(
-                (e, False),
-                "proxy_fixed_us",
-                float(x[0]),
-                src + " (one lane count: all of it fixed)",
-                _tag(used),
-            )
             state.set(
                 (e, False), "proxy_lane_us", 0.0, "not separable: the runs share one lane count", Q.assumed
             )
+        if free_launch and not keep:
+            state.set(
+                (e, False),
+                "launch_us",
+                fitted_launch,
+                f"from eager DeepEP runs {_names(used)} (no dense run of {e}: fitted with its proxy cost)",
+                Q.assumed,
+            )
+    if not keep:
+        _fill_missing_partial(state, ("launch_us",))
 
     # Stage T: TTFT steps per engine (eager and graphs pooled; prefill from the current table).
     if keep:
@@ -439,46 +459,127 @@ def _one_round(obs: Sequence[Obs], table: Table, keep: bool = False) -> Table:
     return _table_with(table, state)
 
 
-def _launch_from_deepep_runs(state: EngineFitState, ps: Sequence[Pieces], floor: float) -> None:
-    """Last resort before borrowing: an engine with no dense eager run of its own (nor a prior
-    engine that has one) but eager DeepEP runs at two or more lane counts. Their steps share
-    the CPU path, so `step = launch_us x kernels + step_us + L_moe x proxy_lane_us / lanes` with
-    proxy_fixed_us pinned at 0 separates the launch cost (tagged assumed: DeepEP runs stand in
-    for the dense arm)."""
+def _borrow_prior_launch(state: EngineFitState) -> None:
+    """Before stage P: an engine without dense eager runs takes its prior engine's launch cost."""
     engines = load_engines()
-    for e in sorted({p.obs.engine for p in ps}):
-        if state.get((e, False), "launch_us") is not None:
-            continue
-        prior = engines[e].prior_engine
-        if prior and state.get((prior, False), "launch_us") is not None:
-            continue
-        mine = [p for p in ps if p.obs.engine == e and not p.obs.graphs and p.proxied_layers > 0]
-        if len({round(p.lanes, 6) for p in mine}) < 2:
-            continue
-        h = state.get((e, False), "step_us") or FALLBACK["step_us"]
-        A, b = [], []
-        for p in mine:
-            target = _step_target(p, _NO_TABLE, 1.0) if p.obs.step_ms is not None else None
-            if target is None:
-                continue
-            A.append([p.kernels, p.proxied_layers / p.lanes])
-            b.append(target - h)
-        if len(A) < 2:
-            continue
-        x, _ = _nnls(np.array(A), np.array(b))
-        if x[0] * mine[0].kernels + h <= mine[0].gpu(floor):
-            continue  # GPU-bound: the runs say nothing about launches
-        used = [p.obs for p in mine]
-        state.set(
-            (e, False),
-            "launch_us",
-            float(x[0]),
-            f"from eager DeepEP runs {_names(used)} (no dense run of {e}; proxy_fixed_us pinned at 0)",
-            Q.assumed,
-        )
+    for name, engine in engines.items():
+        key, prior = (name, False), engine.prior_engine
+        if (
+            state.get(key, "launch_us") is None
+            and prior
+            and state.get((prior, False), "launch_us") is not None
+        ):
+            src, _ = state.sources[(prior, False)]["launch_us"]
+            value = state.values[(prior, False)]["launch_us"]
+            state.set(key, "launch_us", value, f"borrowed from {prior}: {src}", Q.assumed)
 
 
-_NO_TABLE: Any = None
+def _golden(fn: Any, lo: float, hi: float, steps: int = 60) -> float:
+    """Minimum of `fn` on [lo, hi]: a coarse grid, then golden-section search around its best."""
+    grid = np.linspace(lo, hi, 81)
+    j = int(np.argmin([fn(x) for x in grid]))
+    a, b = grid[max(j - 1, 0)], grid[min(j + 1, len(grid) - 1)]
+    g = (np.sqrt(5.0) - 1.0) / 2.0
+    c, d = b - g * (b - a), a + g * (b - a)
+    fc, fd = fn(c), fn(d)
+    for _ in range(steps):
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - g * (b - a)
+            fc = fn(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + g * (b - a)
+            fd = fn(d)
+    return float(0.5 * (a + b))
+
+
+def _fit_proxy(
+    rows: Sequence[tuple[Pieces, float]],
+    floor: float,
+    h: float,
+    launch: float,
+    lane: float,
+    fit_lane: bool = True,
+    fit_launch: bool = False,
+) -> tuple[float, float, float]:
+    """(proxy_fixed_us, proxy_lane_us, launch_us) minimising the squared log error of
+    `step = max(launch x kernels + h, GPU path + L_moe x (fixed + lane / lanes))` over `rows`.
+
+    The proxy's host work delays the GPU (the exchange waits for the proxy's posts), not the
+    launching thread, so a run whose CPU path is the longer hides it: such a run bounds the
+    proxy cost from above instead of pinning it. Nonlinear (the max), so coordinate descent:
+    each constant on a grid refined by golden-section search, all of them >= 0. With the launch
+    cost free (an engine with no dense eager run) the fixed part is pinned at 0: a fixed proxy
+    cost and a CPU path hide each other, and only the part that falls with the lanes separates
+    from the launches.
+    """
+    fixed = 0.0
+
+    on_gpu_path = rows[0][0].r.engine.proxy_wait == "gpu"
+
+    def step(p: Pieces, f: float, ln: float, la: float) -> float:
+        cpu, proxy = la * p.kernels + h, p.proxied_layers * (f + ln / p.lanes)
+        return max(cpu, p.gpu(floor) + proxy) if on_gpu_path else max(cpu, p.gpu(floor)) + proxy
+
+    def loss(f: float, ln: float, la: float) -> float:
+        return sum(float(np.log(step(p, f, ln, la) / target)) ** 2 for p, target in rows)
+
+    top = max(t for _, t in rows) / max(min(p.proxied_layers for p, _ in rows), 1.0)
+    top_launch = max(t / max(p.kernels, 1.0) for p, t in rows)
+    for _ in range(6):
+        if not fit_launch:  # with the launch cost free, a fixed proxy part and the CPU path
+            fixed = _golden(lambda x, ln=lane, la=launch: loss(x, ln, la), 0.0, top)  # trade off
+        if fit_lane:
+            lanes = max(p.lanes for p, _ in rows)
+            lane = _golden(lambda x, f=fixed, la=launch: loss(f, x, la), 0.0, top * lanes)
+        if fit_launch:
+            launch = _golden(lambda x, f=fixed, ln=lane: loss(f, ln, x), 0.0, top_launch)
+    # Polish: at the solution each run is bound by one path; least squares of the relative
+    # residuals on each path's runs (the linear problem the max hides), kept while it helps.
+    for _ in range(10):
+        proxy_rows, cpu_rows = [], []
+        for p, target in rows:
+            cpu = launch * p.kernels + h
+            shown = not on_gpu_path or p.gpu(floor) + p.proxied_layers * (fixed + lane / p.lanes) >= cpu
+            (proxy_rows if shown else cpu_rows).append((p, target))
+        f2, l2, la2 = fixed, lane, launch
+        if proxy_rows:
+            cols = ([0] if not fit_launch else []) + ([1] if fit_lane else [])
+            if cols:
+                A = np.array(
+                    [
+                        [(p.proxied_layers, p.proxied_layers / p.lanes)[c] / t for c in cols]
+                        for p, t in proxy_rows
+                    ]
+                )
+                known = {0: f2 if fit_launch else 0.0, 1: l2 if not fit_lane else 0.0}
+
+                cpu_now = [launch * p.kernels + h for p, _ in proxy_rows]
+                base = [
+                    p.gpu(floor) if on_gpu_path else max(c0, p.gpu(floor))
+                    for (p, _), c0 in zip(proxy_rows, cpu_now, strict=True)
+                ]
+                b = np.array(
+                    [
+                        (t - b0 - p.proxied_layers * (known[0] + known[1] / p.lanes)) / t
+                        for (p, t), b0 in zip(proxy_rows, base, strict=True)
+                    ]
+                )
+                x, _ = _nnls(A, b)
+                for c, v in zip(cols, x, strict=True):
+                    if c == 0:
+                        f2 = float(v)
+                    else:
+                        l2 = float(v)
+        if fit_launch and cpu_rows:
+            k = np.array([p.kernels / t for p, t in cpu_rows])
+            b = np.array([(t - h) / t for _, t in cpu_rows])
+            la2 = max(float(np.dot(k, b) / np.dot(k, k)), 0.0)
+        if (f2, l2, la2) == (fixed, lane, launch) or loss(f2, l2, la2) > loss(fixed, lane, launch) + 1e-12:
+            break
+        fixed, lane, launch = f2, l2, la2
+    return fixed, lane, launch
 
 
 def _fill_step_us_for_eager(state: EngineFitState) -> None:

@@ -6,26 +6,32 @@
 2. Fixed latency by class, from latency facts (assumed): per direction
    `alpha = alpha_nvl / 2 + one network one-way (EFA or IB) [+ proxy hand-off if host-proxied]`,
    never more than the reference leaves after its wire and NVLink time.
-3. Per transport: the reference's time beyond alpha is the issue pipe at the reference's lanes,
-   `beta = (t_ref - alpha) / (f(I_ref) x remote selections)`, per direction. A reference that
-   gives only dispatch + combine shares one beta, solved by bisection.
+3. Per transport: the time beyond alpha is the issue pipe, `f(I) x beta x remote selections x
+   reference lanes / lanes`, per direction. `beta` is fitted to **every** in-scope cross-node
+   low-latency reference of the transport (`fit_transport_rows`): least squares on the log
+   error of each published figure (dispatch and combine where both are given, else their sum,
+   else dispatch alone), with the instance factor, the lanes and the bytes computed, never
+   fitted. One reference is reproduced exactly (`fit_transport`, also a user's kernel log).
 4. Instance factors: the geometric mean, over same-harness pairs of one transport on two
    instances, of `(t_I - alpha) / (t_p5en - alpha)`; instances without such a pair get 1
    (assumed).
 
-Leaving references out (cross-validation) falls back by class: a transport without its fit
-row takes the median beta of the other transports of its class (fabric x initiation).
+Leaving references out (cross-validation) refits each transport from the references it has
+left; a transport with none left is *unmeasured* and takes the median beta of the other
+transports of its class (fabric x initiation), `fallback_transport`. The validation reports
+that case apart: it answers "how good is the class prior", not "how well does the model carry
+a measured transport to another shape, instance or harness".
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..base.quantity import Q
+from ..base.quantity import ASSUMED, Q
 from ..catalog.constants import const
 from ..catalog.hardware import get_instance, load_instances
 from ..catalog.transports import KernelRef, Transport, get_transport, load_transports
@@ -162,6 +168,110 @@ def fit_transport(t: Transport, ref: KernelRef, nvlink_alpha: Q, eff: Q, factor:
         lanes,
     )
     return replace(fit, residual_us=_residual(fit, t, ref, (rs, wd, wc, nd, nc), f))
+
+
+def fit_rows(t: Transport, rows: Iterable[KernelRow]) -> list[KernelRow]:
+    """The references `fit_transport_rows` uses for `t`: in scope, cross-node, low-latency."""
+    return [
+        r
+        for r in rows
+        if r.transport.name == t.name
+        and t.fabric != "nvlink"
+        and r.ref.in_scope
+        and not r.ref.prefill
+        and r.ref.ep > get_instance(r.ref.instance).gpus_per_node
+    ]
+
+
+def _golden(fn: Callable[[float], float], lo: float, hi: float, steps: int = 80) -> float:
+    """The minimum of a unimodal `fn` on [lo, hi] (golden-section search, deterministic)."""
+    g = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = lo, hi
+    c, d = b - g * (b - a), a + g * (b - a)
+    fc, fd = fn(c), fn(d)
+    for _ in range(steps):
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - g * (b - a)
+            fc = fn(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + g * (b - a)
+            fd = fn(d)
+    return 0.5 * (a + b)
+
+
+def fit_transport_rows(
+    t: Transport, rows: Sequence[KernelRow], nvlink_alpha: Q, eff: Q, factors: Callable[[str], Q]
+) -> TransportFit:
+    """alpha and beta per direction from every reference in `rows` (all of transport `t`).
+
+    alpha is the class prior, capped by what the fastest measured reference leaves after its
+    wire and NVLink time. beta minimises the sum of squared log errors of every published figure: each
+    reference's instance factor, lanes (its EP_NUM_COMMS and QPs) and bytes (its EP, hidden,
+    top-k and dispatch dtype) enter through the physics, so references at different shapes,
+    instances and dtypes constrain the same two constants. One reference: `fit_transport`.
+    """
+    if len(rows) == 1:
+        r = rows[0]
+        return fit_transport(t, r.ref, nvlink_alpha, eff, factors(r.ref.instance))
+    prior = alpha_prior(t, nvlink_alpha)
+    ref_lanes = float(np.asarray(issue_lanes(t, t.reference.comms, t.reference.qps)))
+    data = []
+    a_d = a_c = prior.scalar
+    # figures converted from a bandwidth (trust "assumed") carry no latency: they cap alpha only
+    # when no measured figure is left
+    capping = [r for r in rows if r.ref.trust == "measured"] or list(rows)
+    for r in rows:
+        ref = r.ref
+        rs, wd, wc, nd, nc = _pipes(t, ref, eff)
+        f = factors(ref.instance).scalar
+        scale = f * rs * ref_lanes / float(np.asarray(issue_lanes(t, ref.comms, ref.qps)))
+        data.append((ref, f, scale, max(wd, nd), max(wc, nc)))
+        if r not in capping:
+            continue
+        if ref.total_us is not None:
+            half = max(ref.total_us - max(wd, nd) - max(wc, nc), 0.0) / (2 * f)
+            a_d, a_c = min(a_d, half), min(a_c, half)
+        else:
+            assert ref.dispatch_us is not None
+            a_d = min(a_d, max(ref.dispatch_us - max(wd, nd), 0.0) / f)
+            if ref.combine_us is not None:
+                a_c = min(a_c, max(ref.combine_us - max(wc, nc), 0.0) / f)
+
+    def loss(b_d: float, b_c: float) -> float:
+        total = 0.0
+        for ref, f, scale, floor_d, floor_c in data:
+            d = f * a_d + max(floor_d, b_d * scale)
+            c = f * a_c + max(floor_c, b_c * scale)
+            if ref.total_us is not None:
+                total += math.log((d + c) / ref.total_us) ** 2
+                continue
+            assert ref.dispatch_us is not None
+            total += math.log(d / ref.dispatch_us) ** 2
+            if ref.combine_us is not None:
+                total += math.log(c / ref.combine_us) ** 2
+        return total
+
+    lo, hi = math.log(1e-5), math.log(50.0)
+    b_d = b_c = 0.3
+    for _ in range(8):  # coordinate descent: each direction's loss is unimodal in log beta
+        b_d = math.exp(_golden(lambda x, c=b_c: loss(math.exp(x), c), lo, hi))
+        b_c = math.exp(_golden(lambda x, d=b_d: loss(d, math.exp(x)), lo, hi))
+    names = "; ".join(r.ref.source.split(",")[0] + f" @ {r.ref.instance}" for r in rows)
+    src = f"least squares on the log error of {len(rows)} references ({names})"
+    weak = all(r.ref.trust == "assumed" for r in rows) or any(
+        factors(r.ref.instance).tag == ASSUMED for r in rows
+    )
+    tag = Q.assumed if weak else Q.derived
+    alpha_src = f"{prior.source} (capped by the fastest of {len(rows)} references)"
+    return TransportFit(
+        Q(a_d, "us", prior.tag, alpha_src),
+        Q(a_c, "us", prior.tag, alpha_src),
+        tag(b_d, "us", src),
+        tag(b_c, "us", src),
+        ref_lanes,
+    )
 
 
 def _residual(

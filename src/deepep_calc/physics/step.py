@@ -6,14 +6,22 @@
              + mixed-in prefill: requests joining per step x (prefill step - decode step)
     CPU path = kernels x launch cost + per-step host cost        (engine x graph mode)
 
-    eager:   t = max(CPU path, GPU path) + proxied host cost
+    eager:   t = max(CPU path, GPU path + proxied host cost)   (engine waits on the GPU)
+             t = max(CPU path, GPU path) + proxied host cost   (engine waits on the host)
     graphs:  t = per-step host cost + GPU path
 
 An eager engine launches asynchronously, so the GPU works while the CPU launches the next
 kernels: the step is the longer of the two, not their sum. A host-proxied DeepEP exchange in
 an eager engine adds host work the GPU must wait for in every MoE layer (the hand-off to the
-proxy and the syncs around it), `proxy_fixed_us + proxy_lane_us / lanes` per MoE layer; it is
-charged once, here, and only where the evidence puts it (eager, host-proxied, cross-node).
+proxy threads and the posts they make), `proxy_fixed_us + proxy_lane_us / lanes` per MoE
+layer. Where the engine waits for it is a per-engine fact (`proxy_wait`, engines.toml, with
+its evidence): where only the exchange kernel waits (vLLM), the proxy's threads run beside the
+launching one, so the cost lengthens the GPU path and hides under a longer CPU path — vLLM at
+EP_NUM_COMMS=8 serves DeepEP at the dense arm's step (measured 0.97 A/B) while at 1 comm the
+proxy sets the step (203 ms); where the engine's own thread syncs on it (TensorRT-LLM: its
+DeepEP step does not grow with the GPU work of 2,048-token prompts) it adds after the longer
+path. It is charged once, here, and only where the evidence puts it (eager, host-proxied,
+cross-node).
 Graph replay removes the launches and runs the proxy's posts concurrently with the replay,
 so under CUDA graphs only the per-step host cost and the GPU path remain.
 
@@ -186,14 +194,16 @@ def _combine(
             totals.append(None)
             continue
         proxy = proxied_host_us(r, lay, e) if mode == "eager" else (e.proxy_fixed_us * 0.0).as_("us")
-        if mode == "eager":
+        if mode == "eager" and r.engine.proxy_wait == "gpu":  # the launching thread runs ahead
             cpu = ((e.launch_us * kernels).as_("us") + e.step_us).as_("us")
-            base = qmax(cpu, gpu)
+            total = qmax(cpu, (gpu + proxy).as_("us"))
+        elif mode == "eager":  # the engine's thread waits for the proxy in every MoE layer
+            cpu = ((e.launch_us * kernels).as_("us") + e.step_us).as_("us")
+            total = (qmax(cpu, gpu) + proxy).as_("us")
         else:
             cpu = e.step_us
-            base = (cpu + gpu).as_("us")
-        total = (base + proxy).as_("us")
-        engine = (base - gpu).as_("us")  # host time not hidden under GPU work; keeps its sources
+            total = (cpu + gpu).as_("us")
+        engine = (total - gpu - proxy).as_("us")  # host time not hidden under GPU work
         totals.append((total, cpu, engine, proxy))
     picked = _pick(graphs, totals)
     total, cpu, engine, proxy = picked

@@ -25,21 +25,17 @@ def constants_table() -> str:
 def transports_table() -> str:
     from ..catalog.transports import load_transports
     from ..fit.build import built_in_table
+    from ..fit.kernels import fit_rows, kernel_rows
 
     table = built_in_table()
+    rows = kernel_rows()
     lines = [
-        "| transport | initiation | lanes | scale-out bandwidth | fit reference (D / C µs) "
+        "| transport | initiation | lanes | scale-out bandwidth | references fitted (D+C µs) "
         "| α D / C µs | β D / C µs per remote selection |",
         "|---|---|---|---|---|---:|---:|",
     ]
     for name, t in load_transports().items():
         fit = table.transports[name]
-        ref = t.reference
-        refs = (
-            f"{ref.dispatch_us:g} / {ref.combine_us:g}"
-            if ref.dispatch_us is not None and ref.combine_us is not None
-            else f"D+C {ref.total:g}"
-        )
         bw = (
             f"{t.bw_k1_gb_s:g} GB/s × K^{t.bw_comms_exponent:g} (measured curve)"
             if t.bw_k1_gb_s is not None
@@ -49,10 +45,18 @@ def transports_table() -> str:
         if t.fabric == "nvlink":
             half = table.nvlink_alpha_us.scalar / 2
             alpha, beta = f"{half:.1f} / {half:.1f}", "NVLink bytes / (NVLink × fitted efficiency)"
+            fitted = [r.ref for r in rows if r.transport.name == name and r.ref.role == "fit"]
         else:
             alpha = f"{fit.alpha_dispatch_us.scalar:.1f} / {fit.alpha_combine_us.scalar:.1f}"
             beta = f"{fit.beta_dispatch_us.scalar:.3f} / {fit.beta_combine_us.scalar:.3f}"
-        where = f"{ref.instance} EP{ref.ep} T={ref.tokens}: {refs}"
+            fitted = [r.ref for r in fit_rows(t, rows)]
+        where = "; ".join(
+            f"{ref.instance} EP{ref.ep} T={ref.tokens}"
+            + (f" {ref.dispatch_dtype}" if ref.dispatch_dtype != "fp8" else "")
+            + (f" {ref.qps} QPs" if t.comms_sensitive else "")
+            + f": {'D ' if ref.dispatch_only else ''}{ref.dispatch_us if ref.dispatch_only else ref.total:g}"
+            for ref in fitted
+        )
         lines.append(f"| `{name}` | {t.initiation} | {lanes} | {bw} | {where} | {alpha} | {beta} |")
     return "\n".join(lines)
 

@@ -4,8 +4,9 @@ In-sample: the built-in fit (`fit/build.py`) predicts every reference. That is b
 the references it was fitted to are reproduced by construction or near it.
 
 Out of sample (`cross_validate`): each reference is predicted by a fit that never saw it.
-- kernel rows: leave one row out (a transport whose only fit row is left out falls back to the
-  median of its class); then leave each transport and each instance out whole;
+- kernel rows: leave one row out and refit each transport from the references it has left (a
+  transport left with none is *unmeasured*: it falls back to the median of its class, and the
+  report counts those rows apart as well); then leave each transport and each instance out whole;
 - serving runs: leave one run out (both sides of an A/B together, so a ratio is never half
   in-sample); then leave each engine, each model and each transport out whole (a transport's
   kernel rows leave with its serving runs).
@@ -35,7 +36,7 @@ from ..catalog.hardware import get_instance
 from ..catalog.references import not_compared
 from ..estimate.evaluate import Result, compute
 from ..fit.build import built_in_table, fit_kernels, fit_table
-from ..fit.kernels import KernelRow, kernel_rows, shape_of
+from ..fit.kernels import KernelRow, fit_rows, kernel_rows, shape_of
 from ..fit.observations import Obs, observations, pairs, reference_models
 from ..fit.table import Table
 from ..physics.deepep import kernel_us
@@ -59,6 +60,7 @@ class Row:
     in_scope: bool = True
     scope_note: str = ""
     groups: dict[str, str] = field(default_factory=dict)
+    unmeasured: bool = False  # held out, no reference of its transport was left to fit
 
     @property
     def error(self) -> float:
@@ -79,6 +81,7 @@ class Row:
             "error": self.error,
             "cv_error": self.cv_error,
             "fitted": self.fitted,
+            "unmeasured_when_held_out": self.unmeasured,
             "in_scope": self.in_scope,
             "scope_note": self.scope_note,
             "source": self.source,
@@ -178,6 +181,16 @@ class Report:
             }
         return out
 
+    def kernel_split(self) -> dict[str, dict[str, Any]]:
+        """Held-out kernel rows split by whether their transport kept a reference in the fold:
+        `measured` (refitted from its other references), `unmeasured` (its class's median)."""
+        out = {}
+        for name, flag in (("measured", False), ("unmeasured", True)):
+            rows = [r for r in self.rows if r.kind == "kernel" and r.in_scope and r.cv_error is not None]
+            errs = [r.cv_error for r in rows if r.unmeasured == flag]
+            out[name] = {"rows": len(errs), "held_out_mape": _mape(errs) if errs else None}  # type: ignore[arg-type]
+        return out
+
     def verdict_agreement(self) -> dict[str, Any]:
         agree = sum(r.agree for r in self.ab)
         errors = [abs(r.ratio_error) for r in self.ab if r.ratio_error is not None]
@@ -208,6 +221,7 @@ class Report:
         return {
             "cross_validated": self.cross_validated,
             "kinds": self.kinds(),
+            "kernel_held_out_by_transport_evidence": self.kernel_split(),
             "verdict_agreement": self.verdict_agreement(),
             "bands": {k: {"low": lo, "high": hi} for k, (lo, hi) in self.bands().items()},
             "group_cv": [g.to_json() for g in self.group_cv],
@@ -304,9 +318,13 @@ def validate(cross_validated: bool = False) -> Report:
     krows, obs = kernel_rows(), observations()
     report = Report(cross_validated=cross_validated)
     held_kernel = _loo_kernels(krows) if cross_validated else {}
+    fitted = {
+        r.key for t in {r.transport.name: r.transport for r in krows}.values() for r in fit_rows(t, krows)
+    }
+    fitted |= {r.key for r in krows if r.transport.fabric == "nvlink" and r.ref.role == "fit"}
     for row in krows:
         pred = kernel_prediction(row, table)
-        held = held_kernel.get(row.key)
+        held, unmeasured = held_kernel.get(row.key, (None, False))
         for metric, measured, predicted in _kernel_pairs(row, pred):
             h = None
             if held is not None:
@@ -320,10 +338,11 @@ def validate(cross_validated: bool = False) -> Report:
                     predicted,
                     h,
                     row.ref.source,
-                    row.ref.role == "fit",
+                    row.key in fitted,
                     row.ref.in_scope,
                     row.ref.scope_note,
                     {"transport": row.transport.name, "instance": row.ref.instance},
+                    unmeasured,
                 )
             )
     values = {o.id: _serving_values(o, table) for o in obs}
@@ -364,11 +383,16 @@ def cross_validate() -> Report:
     return validate(cross_validated=True)
 
 
-def _loo_kernels(krows: list[KernelRow]) -> dict[str, dict[str, float]]:
+def _loo_kernels(krows: list[KernelRow]) -> dict[str, tuple[dict[str, float], bool]]:
+    """Each row predicted by a fit without it, and whether its transport had a reference left."""
     out = {}
     for row in krows:
-        table = fit_kernels([r for r in krows if r.key != row.key])
-        out[row.key] = kernel_prediction(row, table)
+        rest = [r for r in krows if r.key != row.key]
+        cross_node = (
+            row.transport.fabric != "nvlink" and row.ref.ep > get_instance(row.ref.instance).gpus_per_node
+        )
+        unmeasured = cross_node and not fit_rows(row.transport, rest)
+        out[row.key] = (kernel_prediction(row, fit_kernels(rest)), unmeasured)
     return out
 
 
@@ -461,6 +485,15 @@ def render_markdown(report: Report | None = None) -> str:
         out.append(
             _line(name, g["rows"], _abs_pct(g["mape"]), g["held_out_rows"], _abs_pct(g["held_out_mape"]))
         )
+    split = rep.kernel_split() if rep.cross_validated else {}
+    if split and split["unmeasured"]["rows"]:
+        m, u = split["measured"], split["unmeasured"]
+        out += [
+            "",
+            f"Held-out kernel rows whose transport kept another reference (refitted from it): {m['rows']}, "
+            f"MAPE {_abs_pct(m['held_out_mape'])}; rows of a transport with no other reference "
+            f"(unmeasured: its class's median stands in): {u['rows']}, MAPE {_abs_pct(u['held_out_mape'])}.",
+        ]
     va = rep.verdict_agreement()
     worst = va["max_ratio_error"]
     out += [

@@ -269,6 +269,14 @@ def _print_report(report: Any, sources: bool = False) -> None:
         held = "—" if g["held_out_mape"] is None else f"{g['held_out_mape'] * 100:.1f} %"
         kinds.add_row(name, str(g["rows"]), f"{g['mape'] * 100:.1f} %", held)
     c.print(kinds)
+    split = report.kernel_split() if report.cross_validated else {}
+    if split and split["unmeasured"]["rows"]:
+        m, u = split["measured"], split["unmeasured"]
+        c.print(
+            f"kernel held out: {m['rows']} rows refitted from other references "
+            f"{m['held_out_mape'] * 100:.1f} %;\n{u['rows']} rows of an unmeasured transport "
+            f"(its class's median) {u['held_out_mape'] * 100:.1f} %"
+        )
     ab = term.table(
         term.id_col("pair"),
         term.num_col("measured"),
