@@ -243,7 +243,6 @@ def print_calibration(console: Console | None = None) -> None:
     terminal also gets them as columns, and the model's per-user ratio.
     """
     from ..catalog.measured import load_cells
-    from ..decide.answer import evaluate
     from ..estimate.evaluate import compute
     from ..fit.observations import cell_scenario
     from ..question.scenario import resolve
@@ -272,9 +271,9 @@ def print_calibration(console: Console | None = None) -> None:
     for cell in load_cells().values():
         if cell.engine != "trtllm" or cell.allgather is None or cell.role not in ("calibration", "anchor"):
             continue
-        sc = cell_scenario(cell)
-        res = evaluate(sc)
-        model = compute(resolve(sc).vary(concurrency=[cell.concurrency]))
+        r = resolve(cell_scenario(cell))
+        res = compute(r)  # the table shows arms and ratios, no verdict: no wording to build
+        model = compute(r.vary(concurrency=[cell.concurrency]))
         md, ma = model.arms["deepep"].per_user_tok_s, model.arms["allgather"].per_user_tok_s
         modelled = Text(f"{term.number(md.value[0], 2)}/{term.number(ma.value[0], 2)} ")
         modelled.append_text(term.marker(min(md.tag, ma.tag)))
