@@ -88,3 +88,21 @@ def assert_finite_or_not_feasible(result: Result) -> None:
         assert not any(arm.feasible for arm in result.arms.values())
     else:
         assert v.recommended_arm in result.arms and result.arms[v.recommended_arm].feasible
+
+
+def kernel_log_loss(rows: Any, table: Any) -> float:
+    """Sum of squared log errors of a table's kernel predictions over fit rows: the loss the
+    kernel fit minimises, written out here so tests check the fit against it, not against itself."""
+    from deepep_calc.whatif.validate import kernel_prediction
+
+    total = 0.0
+    for r in rows:
+        pred = kernel_prediction(r, table)
+        ref = r.ref
+        if ref.total_us is not None:
+            total += math.log(pred["total"] / ref.total_us) ** 2
+            continue
+        total += math.log(pred["dispatch"] / ref.dispatch_us) ** 2
+        if ref.combine_us is not None:
+            total += math.log(pred["combine"] / ref.combine_us) ** 2
+    return total

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import threading
 from dataclasses import replace
 
@@ -21,6 +20,7 @@ from deepep_calc.fit.build import built_in_table
 from deepep_calc.physics.deepep import KernelShape, kernel_us
 from deepep_calc.question.scenario import Scenario, resolve
 from deepep_calc.whatif.sensitivity import cases, fragility, sensitivity
+from invariant_checks import kernel_log_loss
 
 # DeepSeek-V3 on 4x p5en, vLLM graphs, UCCL-EP: DeepEP beats single-node replicas by a few
 # percent, so an assumption at one end of its spread moves it across the noise band.
@@ -81,19 +81,8 @@ def test_the_fit_is_redone_under_an_override() -> None:
 
 def _log_loss(name: str, table: object) -> float:
     from deepep_calc.fit.kernels import fit_rows, kernel_rows
-    from deepep_calc.whatif.validate import kernel_prediction
 
-    total = 0.0
-    for r in fit_rows(get_transport(name), kernel_rows()):
-        pred = kernel_prediction(r, table)  # type: ignore[arg-type]
-        ref = r.ref
-        if ref.total_us is not None:
-            total += math.log(pred["total"] / ref.total_us) ** 2
-            continue
-        total += math.log(pred["dispatch"] / ref.dispatch_us) ** 2
-        if ref.combine_us is not None:
-            total += math.log(pred["combine"] / ref.combine_us) ** 2
-    return total
+    return kernel_log_loss(fit_rows(get_transport(name), kernel_rows()), table)
 
 
 def test_kernel_fit_reruns_under_an_override() -> None:

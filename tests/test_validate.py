@@ -32,6 +32,7 @@ from deepep_calc.whatif.validate import (
     render_markdown,
     validate,
 )
+from invariant_checks import kernel_log_loss
 
 
 @pytest.fixture(scope="module")
@@ -107,17 +108,7 @@ def test_pooled_beta_minimises_the_log_error(name: str) -> None:
                 ),
             },
         )
-        total = 0.0
-        for r in fit_rows(t, rows):
-            pred = kernel_prediction(r, trial)
-            ref = r.ref
-            if ref.total_us is not None:
-                total += math.log(pred["total"] / ref.total_us) ** 2
-                continue
-            total += math.log(pred["dispatch"] / ref.dispatch_us) ** 2
-            if ref.combine_us is not None:
-                total += math.log(pred["combine"] / ref.combine_us) ** 2
-        return total
+        return kernel_log_loss(fit_rows(t, rows), trial)
 
     b_d, b_c = fit.beta_dispatch_us.scalar, fit.beta_combine_us.scalar
     best = loss(b_d, b_c)

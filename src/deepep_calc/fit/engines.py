@@ -48,6 +48,7 @@ from ..physics.step import (
 )
 from ..question.scenario import Resolved
 from .observations import Obs
+from .search import grid_then_golden
 from .table import Table
 
 FALLBACK = {  # used only when a fold leaves no observation that pins the constant (us, steps)
@@ -474,26 +475,6 @@ def _borrow_prior_launch(state: EngineFitState) -> None:
             state.set(key, "launch_us", value, f"borrowed from {prior}: {src}", Q.assumed)
 
 
-def _golden(fn: Any, lo: float, hi: float, steps: int = 60) -> float:
-    """Minimum of `fn` on [lo, hi]: a coarse grid, then golden-section search around its best."""
-    grid = np.linspace(lo, hi, 81)
-    j = int(np.argmin([fn(x) for x in grid]))
-    a, b = grid[max(j - 1, 0)], grid[min(j + 1, len(grid) - 1)]
-    g = (np.sqrt(5.0) - 1.0) / 2.0
-    c, d = b - g * (b - a), a + g * (b - a)
-    fc, fd = fn(c), fn(d)
-    for _ in range(steps):
-        if fc < fd:
-            b, d, fd = d, c, fc
-            c = b - g * (b - a)
-            fc = fn(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + g * (b - a)
-            fd = fn(d)
-    return float(0.5 * (a + b))
-
-
 def _fit_proxy(
     rows: Sequence[tuple[Pieces, float]],
     floor: float,
@@ -529,12 +510,12 @@ def _fit_proxy(
     top_launch = max(t / max(p.kernels, 1.0) for p, t in rows)
     for _ in range(6):
         if not fit_launch:  # with the launch cost free, a fixed proxy part and the CPU path
-            fixed = _golden(lambda x, ln=lane, la=launch: loss(x, ln, la), 0.0, top)  # trade off
+            fixed = grid_then_golden(lambda x, ln=lane, la=launch: loss(x, ln, la), 0.0, top)  # trade off
         if fit_lane:
             lanes = max(p.lanes for p, _ in rows)
-            lane = _golden(lambda x, f=fixed, la=launch: loss(f, x, la), 0.0, top * lanes)
+            lane = grid_then_golden(lambda x, f=fixed, la=launch: loss(f, x, la), 0.0, top * lanes)
         if fit_launch:
-            launch = _golden(lambda x, f=fixed, ln=lane: loss(f, ln, x), 0.0, top_launch)
+            launch = grid_then_golden(lambda x, f=fixed, ln=lane: loss(f, ln, x), 0.0, top_launch)
     # Polish: at the solution each run is bound by one path; least squares of the relative
     # residuals on each path's runs (the linear problem the max hides), kept while it helps.
     for _ in range(10):

@@ -36,6 +36,7 @@ from ..catalog.constants import const
 from ..catalog.hardware import get_instance, load_instances
 from ..catalog.transports import KernelRef, Transport, get_transport, load_transports
 from ..physics.deepep import KernelShape, issue_lanes, nvlink_bw, scaleout_bw, traffic
+from .search import golden
 from .table import TransportFit
 
 HOME = "p5en"  # instance factors are stated relative to this instance
@@ -183,24 +184,6 @@ def fit_rows(t: Transport, rows: Iterable[KernelRow]) -> list[KernelRow]:
     ]
 
 
-def _golden(fn: Callable[[float], float], lo: float, hi: float, steps: int = 80) -> float:
-    """The minimum of a unimodal `fn` on [lo, hi] (golden-section search, deterministic)."""
-    g = (math.sqrt(5.0) - 1.0) / 2.0
-    a, b = lo, hi
-    c, d = b - g * (b - a), a + g * (b - a)
-    fc, fd = fn(c), fn(d)
-    for _ in range(steps):
-        if fc < fd:
-            b, d, fd = d, c, fc
-            c = b - g * (b - a)
-            fc = fn(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + g * (b - a)
-            fd = fn(d)
-    return 0.5 * (a + b)
-
-
 def fit_transport_rows(
     t: Transport, rows: Sequence[KernelRow], nvlink_alpha: Q, eff: Q, factors: Callable[[str], Q]
 ) -> TransportFit:
@@ -256,8 +239,8 @@ def fit_transport_rows(
     lo, hi = math.log(1e-5), math.log(50.0)
     b_d = b_c = 0.3
     for _ in range(8):  # coordinate descent: each direction's loss is unimodal in log beta
-        b_d = math.exp(_golden(lambda x, c=b_c: loss(math.exp(x), c), lo, hi))
-        b_c = math.exp(_golden(lambda x, d=b_d: loss(d, math.exp(x)), lo, hi))
+        b_d = math.exp(golden(lambda x, c=b_c: loss(math.exp(x), c), lo, hi))
+        b_c = math.exp(golden(lambda x, d=b_d: loss(d, math.exp(x)), lo, hi))
     names = "; ".join(r.ref.source.split(",")[0] + f" @ {r.ref.instance}" for r in rows)
     src = f"least squares on the log error of {len(rows)} references ({names})"
     weak = all(r.ref.trust == "assumed" for r in rows) or any(
