@@ -181,3 +181,21 @@ def test_a_broken_row_is_named_with_its_field(tmp_path: Path, monkeypatch: pytes
     ):
         _toml.validate_rows("instances.toml", "instance", Instance)
     assert not list(tmp_path.glob("__pycache__/*.pickle"))  # nothing cached for a broken file
+
+
+def test_a_pycache_prefix_moves_the_caches_as_it_moves_bytecode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writing: None
+) -> None:
+    """A read-only install caches with PYTHONPYCACHEPREFIX: the caches mirror the data's
+    absolute path under the prefix, and nothing is written beside the data."""
+    data = tmp_path / "site" / "data"
+    data.mkdir(parents=True)
+    prefix = tmp_path / "prefix"
+    monkeypatch.setattr("sys.pycache_prefix", str(prefix))
+    where = data / "t.toml"
+    assert _toml.loads_packaged("a = 1\n", where) == {"a": 1}
+    (entry,) = prefix.rglob("t.toml.*.marshal")
+    assert entry.parent == prefix / data.resolve().relative_to(data.resolve().anchor)
+    assert not (data / "__pycache__").exists()
+    entry.write_bytes(__import__("marshal").dumps({"a": 2}))  # what is read is the prefix's copy
+    assert _toml.loads_packaged("a = 1\n", where) == {"a": 2}

@@ -12,8 +12,10 @@ kept the way Python keeps bytecode, in `__pycache__` beside the data:
   files beside it.
 
 Both are written atomically when that directory is writable and bytecode writing is on
-(`PYTHONDONTWRITEBYTECODE` turns both off), and are silently skipped otherwise; a cache that
-cannot be read, or holds anything but the expected rows, only costs the parse and validation.
+(`PYTHONDONTWRITEBYTECODE` turns both off; `PYTHONPYCACHEPREFIX` moves both, as it moves the
+`.pyc` files, for an install whose own directories are read-only), and are silently skipped
+otherwise; a cache that cannot be read, or holds anything but the expected rows, only costs
+the parse and validation.
 """
 
 from __future__ import annotations
@@ -51,7 +53,17 @@ def _cache_file(where: Any, text: str, kind: str = "marshal", salt: bytes = b"")
     if not isinstance(where, Path):
         return None  # inside a zip or another loader: no directory to cache in
     digest = hashlib.sha256(text.encode("utf-8") + salt).hexdigest()[:24]
-    return where.parent / "__pycache__" / f"{where.name}.{digest}.{kind}"
+    return _cache_dir(where.parent) / f"{where.name}.{digest}.{kind}"
+
+
+def _cache_dir(data: Path) -> Path:
+    """Where bytecode of a module in `data` would go: `__pycache__` beside it, or, when
+    `PYTHONPYCACHEPREFIX` is set (the way to cache bytecode of a read-only install), the
+    mirror of its absolute path under that prefix, as the import system does for `.pyc`."""
+    if sys.pycache_prefix:
+        absolute = data.resolve()
+        return Path(sys.pycache_prefix) / absolute.relative_to(absolute.anchor)
+    return data / "__pycache__"
 
 
 @cache
@@ -97,7 +109,7 @@ def _write_cache(cache_file: Path, blob: bytes) -> None:
     import tempfile  # only when writing: it imports random and shutil
 
     try:
-        cache_file.parent.mkdir(exist_ok=True)
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=cache_file.parent, prefix=".tmp-", suffix=".marshal")
         try:
             with os.fdopen(fd, "wb") as out:
