@@ -279,7 +279,7 @@ def plan_sweep(raw: Mapping[str, str | None]) -> SweepPlan:
     for index in itertools.product(*(range(n) for n in cat_sizes)):
         fields = {f: axes[f][i] for f, i in zip(categorical, index, strict=True)}
         try:
-            resolved = resolve(_scenario({**fields, **first_numeric}))
+            resolved = resolve(Scenario(**{**fields, **first_numeric}))  # a wrong type: InputError
             check_splittable(resolved)  # a layout no arm can split, as `evaluate` refuses it
         except CalcError as exc:
             errors.append((index, exc))
@@ -305,10 +305,6 @@ def _refuse_values_invalid_everywhere(
         for i in range(len(plan.axes[name])):
             if i not in used:
                 raise next(exc for index, exc in errors if index[pos] == i)
-
-
-def _scenario(fields: dict[str, Any]) -> Scenario:
-    return Scenario(**fields)  # a value of the wrong type: an InputError naming its flag
 
 
 # Evaluation -----------------------------------------------------------------------------------
