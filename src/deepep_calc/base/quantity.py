@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import IntEnum
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -50,8 +49,23 @@ MEASURED, DERIVED, ASSUMED = Tag.MEASURED, Tag.DERIVED, Tag.ASSUMED
 _MAX_SOURCES = 6
 
 
-@lru_cache(maxsize=8192)
+_CACHE_CAP = 8192  # distinct (a, b) pairs kept; a sweep of many models stays bounded
+_MERGED: dict[tuple[str, str], str] = {}
+_UNITS_MUL: dict[tuple[str, str], str] = {}
+_UNITS_DIV: dict[tuple[str, str], str] = {}
+
+
 def _merge_sources(a: str, b: str) -> str:
+    """The merged source list of two inputs, from `_MERGED` once computed (see `_merge`)."""
+    merged = _MERGED.get((a, b))
+    if merged is None:
+        merged = _merge(a, b)
+        if len(_MERGED) < _CACHE_CAP:
+            _MERGED[a, b] = merged
+    return merged
+
+
+def _merge(a: str, b: str) -> str:
     """Union of two source lists, order kept, capped so a long chain stays readable.
 
     A capped list ends in "+N more"; merging it keeps that count (the larger of the two
@@ -93,14 +107,18 @@ _TAG1 = tuple(_combine_tag(a) for a in _BY_VALUE)
 _TAG2 = tuple(tuple(_combine_tag(a, b) for b in _BY_VALUE) for a in _BY_VALUE)
 
 
-@lru_cache(maxsize=1024)
 def _unit_mul(a: str, b: str) -> str:
-    return "·".join(u for u in (a, b) if u)
+    unit = "·".join(u for u in (a, b) if u)
+    if len(_UNITS_MUL) < _CACHE_CAP:
+        _UNITS_MUL[a, b] = unit
+    return unit
 
 
-@lru_cache(maxsize=1024)
 def _unit_div(a: str, b: str) -> str:
-    return f"{a or '1'}/{b}" if b else a
+    unit = f"{a or '1'}/{b}" if b else a
+    if len(_UNITS_DIV) < _CACHE_CAP:
+        _UNITS_DIV[a, b] = unit
+    return unit
 
 
 @dataclass(slots=True)
@@ -148,18 +166,16 @@ class Q:
 
     # arithmetic -------------------------------------------------------------
     # These run hundreds of times per evaluation, so each operator is written out: tags come
-    # from lookup tables, unit strings and merged sources from caches, and no helper method is
-    # called on the way (a Python call costs as much as the arithmetic itself).
-    def _join(self, o: Q) -> tuple[Tag, str]:
-        return _TAG2[self.tag][o.tag], _merge_sources(self.source, o.source)
-
+    # from lookup tables, unit strings and merged sources from dict caches read inline (the
+    # helper is called only on a miss), and no other method is called on the way (a Python
+    # call costs as much as the arithmetic itself).
     def __add__(self, o: Any) -> Q:
         if type(o) is Q:
             if o.unit != self.unit:
                 raise ValueError(f"cannot + {self.unit!r} and {o.unit!r}")
-            return Q(
-                self.value + o.value, self.unit, _TAG2[self.tag][o.tag], _merge_sources(self.source, o.source)
-            )
+            a, b = self.source, o.source
+            src = a if a == b else (_MERGED.get((a, b)) or _merge_sources(a, b))
+            return Q(self.value + o.value, self.unit, _TAG2[self.tag][o.tag], src)
         return Q(self.value + o, self.unit, _TAG1[self.tag], self.source)
 
     __radd__ = __add__
@@ -168,9 +184,9 @@ class Q:
         if type(o) is Q:
             if o.unit != self.unit:
                 raise ValueError(f"cannot - {self.unit!r} and {o.unit!r}")
-            return Q(
-                self.value - o.value, self.unit, _TAG2[self.tag][o.tag], _merge_sources(self.source, o.source)
-            )
+            a, b = self.source, o.source
+            src = a if a == b else (_MERGED.get((a, b)) or _merge_sources(a, b))
+            return Q(self.value - o.value, self.unit, _TAG2[self.tag][o.tag], src)
         return Q(self.value - o, self.unit, _TAG1[self.tag], self.source)
 
     def __rsub__(self, o: Any) -> Q:
@@ -178,11 +194,15 @@ class Q:
 
     def __mul__(self, o: Any) -> Q:
         if type(o) is Q:
+            a, b = self.source, o.source
+            src = a if a == b else (_MERGED.get((a, b)) or _merge_sources(a, b))
+            ua, ub = self.unit, o.unit
+            unit = _UNITS_MUL.get((ua, ub))
             return Q(
                 self.value * o.value,
-                _unit_mul(self.unit, o.unit),
+                unit if unit is not None else _unit_mul(ua, ub),
                 _TAG2[self.tag][o.tag],
-                _merge_sources(self.source, o.source),
+                src,
             )
         return Q(self.value * o, self.unit, _TAG1[self.tag], self.source)
 
@@ -190,11 +210,15 @@ class Q:
 
     def __truediv__(self, o: Any) -> Q:
         if type(o) is Q:
+            a, b = self.source, o.source
+            src = a if a == b else (_MERGED.get((a, b)) or _merge_sources(a, b))
+            ua, ub = self.unit, o.unit
+            unit = _UNITS_DIV.get((ua, ub))
             return Q(
                 self.value / o.value,
-                _unit_div(self.unit, o.unit),
+                unit if unit is not None else _unit_div(ua, ub),
                 _TAG2[self.tag][o.tag],
-                _merge_sources(self.source, o.source),
+                src,
             )
         return Q(self.value / o, self.unit, _TAG1[self.tag], self.source)
 
@@ -203,6 +227,10 @@ class Q:
 
     def __neg__(self) -> Q:
         return Q(-self.value, self.unit, self.tag, self.source)
+
+    def over(self, divisor: float, unit: str) -> Q:
+        """`(self / divisor).as_(unit)` as one object: a change of scale (us -> ms) is one step."""
+        return Q(self.value / divisor, unit, _TAG1[self.tag], self.source)
 
     # presentation -----------------------------------------------------------
     @property
@@ -258,7 +286,9 @@ def _elementwise(fn: Any, scalar_fn: Any, a: Q, b: Q) -> Q:
         value = scalar_fn(va, vb)
     else:
         value = fn(va, vb)
-    return Q(value, a.unit, _TAG2[a.tag][b.tag], _merge_sources(a.source, b.source))
+    sa, sb = a.source, b.source
+    src = sa if sa == sb else (_MERGED.get((sa, sb)) or _merge_sources(sa, sb))
+    return Q(value, a.unit, _TAG2[a.tag][b.tag], src)
 
 
 def qmax(a: Q, b: Q) -> Q:

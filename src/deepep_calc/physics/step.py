@@ -187,10 +187,11 @@ def _combine(
     if prefill is None:
         prefill = (gpu * 0.0).as_("us")
     gpu = (gpu + prefill).as_("us")
-    graphs = np.asarray(r.scenario.cuda_graphs, dtype=bool)
+    graphs = r.scenario.cuda_graphs
+    some, every = graph_modes(graphs)
     totals = []
     for mode, e in (("eager", c.eager), ("graphs", c.graphs)):
-        if (mode == "eager" and np.all(graphs)) or (mode == "graphs" and not np.any(graphs)):
+        if (mode == "eager" and every) or (mode == "graphs" and not some):
             totals.append(None)
             continue
         proxy = proxied_host_us(r, lay, e) if mode == "eager" else (e.proxy_fixed_us * 0.0).as_("us")
@@ -218,10 +219,18 @@ def _combine(
         "prefill": prefill,
         "proxy": proxy,
     }
-    return Step((total / 1000.0).as_("ms"), {k: (v / 1000.0).as_("ms") for k, v in parts.items()}, cpu, gpu)
+    return Step(total.over(1000.0, "ms"), {k: v.over(1000.0, "ms") for k, v in parts.items()}, cpu, gpu)
 
 
-def _pick(graphs: np.ndarray, totals: list[Any]) -> tuple[Q, Q, Q, Q]:
+def graph_modes(cuda_graphs: Any) -> tuple[bool, bool]:
+    """Whether any and whether every row runs under CUDA graphs (one scenario: a bool)."""
+    if type(cuda_graphs) is bool:
+        return cuda_graphs, cuda_graphs
+    graphs = np.asarray(cuda_graphs, dtype=bool)
+    return bool(np.any(graphs)), bool(np.all(graphs))
+
+
+def _pick(graphs: Any, totals: list[Any]) -> tuple[Q, Q, Q, Q]:
     eager, graph = totals
     if graph is None:
         return eager
