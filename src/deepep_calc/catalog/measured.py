@@ -27,6 +27,9 @@ class ArmMetrics(Record):
     ttft_p50_ms: Annotated[float, Gt(0)] | None = None
 
 
+_ARM_FIELDS = frozenset(("deepep", "allgather", "versus"))
+
+
 @dataclass(frozen=True, kw_only=True)
 class Cell(Record):
     """One measured regime. Shared context: Qwen3-30B-A3B-FP8, 2x p5en, EP16, eager."""
@@ -57,7 +60,7 @@ class Cell(Record):
     nodes: int = CALIBRATION_NODES
 
     def arm(self, name: str) -> ArmMetrics | None:
-        return {"deepep": self.deepep, "allgather": self.allgather, "versus": self.versus}.get(name)
+        return getattr(self, name) if name in _ARM_FIELDS else None
 
     def step_ms(self, arm: str) -> float | None:
         """Decode step of an arm: the exported ITL, else 1000 / per-user tok/s."""
@@ -92,6 +95,16 @@ class Fact(Record):
 @cache
 def load_cells() -> dict[str, Cell]:
     return validate_rows("measured.toml", "cell", Cell)
+
+
+@cache
+def cells_by_shape() -> dict[tuple[int, int, int, int], tuple[Cell, ...]]:
+    """The catalog's cells by (concurrency, ISL, OSL, nodes): a scenario's candidates in one look,
+    in catalog order (every arm of every evaluation asks which cell it is)."""
+    out: dict[tuple[int, int, int, int], list[Cell]] = {}
+    for cell in load_cells().values():
+        out.setdefault((cell.concurrency, cell.isl, cell.osl, cell.nodes), []).append(cell)
+    return {k: tuple(v) for k, v in out.items()}
 
 
 @cache

@@ -3,8 +3,9 @@
 `evaluate()` is the public entry point: it resolves the question, computes every arm
 (`estimate/evaluate.py`), applies the rule (`verdict.py`) and words it: the headline
 (`headline.py`), the reasons and caveats (`explain.py`) and the fixes when nothing fits or no
-arm meets the targets (`remedy.py`). The advisories and the robustness line (the what-if
-passes) wait for their first read, in the context this call ran in.
+arm meets the targets (`remedy.py`). The words, and the advisories and the robustness line
+(the what-if passes), wait for their first read, in the context this call ran in: a caller
+that reads only the code and the figures pays for neither.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ def evaluate(scenario: Scenario | None = None, /, **fields: Any) -> Result:
 def decide(result: Any, lazy: bool = True) -> Verdict:
     """Classify one scenario and word it: headline, reasons, advisories, fixes, flags.
 
-    `lazy`: leave the advisories and robustness (the what-if passes) to their first read, run
-    in the context this call ran in (inline uploaded models, for one); `False` runs them now.
+    The rule runs now. `lazy`: leave the words (headline, reasons, caveats, fixes, flags) and
+    the advisories and robustness (the what-if passes) to their first read, run in the context
+    this call ran in (inline uploaded models, for one); `False` runs them now.
     """
     a = assess(result)
     code = str(np.asarray(a.codes).reshape(-1)[0])
@@ -55,15 +57,24 @@ def decide(result: Any, lazy: bool = True) -> Verdict:
         and comparison.basis == "model"
         and band_crosses(comparison.ratio, deciding)
     )
-    fixes = fixes_for(result, status) if status != "ok" else []
-    v = Verdict(code, "", arm, [], status=status, close_call=close, compared=comparison)
-    v.caveats = caveats(result, arm)
-    v.fixes = [f.to_json() for f in fixes]
-    v.headline = headline(result, v, contending, fixes)
-    v.reasons = reasons(result, v)
-    v.flags = engine_flags(result, arm)
+    v = Verdict(code, arm, status=status, close_call=close, compared=comparison)
     context = contextvars.copy_context()
-    v._pending = lambda: context.copy().run(_advise, result, v, fixes)  # one copy per run: thread-safe
+    fixes: list[Any] = []  # the words stage finds them; the advice stage, always after it, reads them
+
+    def words() -> dict[str, Any]:
+        fixes[:] = fixes_for(result, status) if status != "ok" else []
+        told = caveats(result, arm)
+        return {
+            "caveats": told,
+            "fixes": [f.to_json() for f in fixes],
+            "headline": headline(result, v, contending, fixes, told),
+            "reasons": reasons(result, v),
+            "flags": engine_flags(result, arm),
+        }
+
+    # one context copy per run: thread-safe, and in the context this call ran in
+    v._pending_words = lambda: context.copy().run(words)
+    v._pending = lambda: context.copy().run(_advise, result, v, fixes)
     if not lazy:
         v.settle()
     return v

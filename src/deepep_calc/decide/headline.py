@@ -43,8 +43,11 @@ def step_clause(ratio: Q, tax: Q) -> str:
     return ""
 
 
-def headline(result: Any, v: Verdict, contending: dict[str, bool], fixes: list[Any]) -> str:
-    """The one sentence (or few) a reader takes away; it quotes the compared figures."""
+def headline(
+    result: Any, v: Verdict, contending: dict[str, bool], fixes: list[Any], caveats: list[str]
+) -> str:
+    """The one sentence (or few) a reader takes away, then the caveats; it quotes the compared
+    figures."""
     parts: list[str] = []
     if v.status == "nothing_fits":
         parts.append(_nothing_fits(result, fixes))
@@ -52,7 +55,7 @@ def headline(result: Any, v: Verdict, contending: dict[str, bool], fixes: list[A
         if v.status == "targets_missed":
             parts.append(_targets_missed(result, fixes))
         parts.append(_main(result, v, contending))
-    parts += v.caveats
+    parts += caveats
     return " ".join(parts)
 
 

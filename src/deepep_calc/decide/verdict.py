@@ -131,15 +131,19 @@ _UNSET = _Unset()
 class _Settled:
     """A Verdict field worked out on its first read, not when the verdict is made.
 
-    The advisories and the robustness line need what-if passes of the model (the flip search,
-    the QP and comms advisories): most of one evaluation's time. Only the faces that show them
-    (JSON, the card, the page, reports) read them, so `decide` leaves a pending step on the
-    verdict and the first read of either field runs it; the values are those an eager `decide`
-    gives (tests/test_speed_equivalence.py).
+    Two stages wait on a verdict. The words (headline, reasons, caveats, fixes, run flags) are
+    a few hundred microseconds of text a caller that reads only the code and the figures never
+    needs; the advisories and the robustness line need what-if passes of the model (the flip
+    search, the QP and comms advisories), most of one evaluation's time. Only the faces that
+    show them (JSON, the card, the page, reports) read them, so `decide` leaves both pending
+    on the verdict, and the first read of a field runs its stage (the advice stage runs the
+    words first: it reads them). The values are those an eager `decide` gives
+    (tests/test_speed_equivalence.py).
     """
 
-    def __init__(self, factory: Callable[[], Any]) -> None:
+    def __init__(self, factory: Callable[[], Any], stage: str = "advice") -> None:
         self.factory = factory
+        self.stage = stage
         self.slot = ""
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -148,14 +152,14 @@ class _Settled:
     def __get__(self, obj: Any, objtype: type | None = None) -> Any:
         if obj is None:
             return _UNSET  # the dataclass default: __set__ turns it into a fresh value
-        obj.settle()
+        obj.settle(self.stage)
         return obj.__dict__[self.slot]
 
     def __set__(self, obj: Any, value: Any) -> None:
         if value is _UNSET:
             value = self.factory()
-        elif obj.__dict__.get("_pending") is not None:
-            obj.settle()  # an explicit value replaces the settled one, never the reverse
+        else:
+            obj.settle(self.stage)  # an explicit value replaces the settled one, never the reverse
         obj.__dict__[self.slot] = value
 
 
@@ -164,33 +168,43 @@ class Verdict:
     """One scenario's verdict: code, the arm to run, the words, and the figures behind them."""
 
     code: str
-    headline: str
     recommended_arm: str
-    reasons: list[str]
+    headline: _Settled = _Settled(str, "words")  # type: ignore[assignment]  # str
+    reasons: _Settled = _Settled(list, "words")  # type: ignore[assignment]  # list[str]
     advisories: _Settled = _Settled(list)  # type: ignore[assignment]  # list[str]
-    flags: dict[str, Any] = field(default_factory=dict)
+    flags: _Settled = _Settled(dict, "words")  # type: ignore[assignment]  # dict[str, Any]
     robustness: _Settled = _Settled(str)  # type: ignore[assignment]  # str
     status: str = "ok"
     close_call: bool = False
     compared: Comparison | None = None
-    caveats: list[str] = field(default_factory=list)
-    fixes: list[dict[str, Any]] = field(default_factory=list)
+    caveats: _Settled = _Settled(list, "words")  # type: ignore[assignment]  # list[str]
+    fixes: _Settled = _Settled(list, "words")  # type: ignore[assignment]  # list[dict[str, Any]]
 
+    # The pending stages: the words (a dict of the words fields) and the advice (advisories,
+    # robustness). Each runs once; `settle` sets the values first, then clears the step, so a
+    # reader on another thread sees the pending step or the values.
+    _pending_words: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
     _pending: Callable[[], tuple[list[str], str]] | None = field(default=None, repr=False, compare=False)
 
-    def settle(self) -> None:
-        """Run the pending advisories / flip search once (see `_Settled`)."""
+    def settle(self, stage: str = "advice") -> None:
+        """Run the pending stages up to `stage` ("words" or "advice"), once (see `_Settled`)."""
+        words = self.__dict__.get("_pending_words")
+        if words is not None:
+            for name, value in words().items():
+                self.__dict__["_" + name] = value
+            self._pending_words = None
+        if stage == "words":
+            return
         pending = self.__dict__.get("_pending")
         if pending is None:
             return
         advisories, robustness = pending()
-        # values first, then clear: a reader on another thread sees the pending step or the values
         self.__dict__["_advisories"] = advisories
         self.__dict__["_robustness"] = robustness
         self._pending = None
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickle and deepcopy the settled verdict (the pending step is a closure)."""
+        """Pickle and deepcopy the settled verdict (the pending steps are closures)."""
         self.settle()
         return dict(self.__dict__)
 

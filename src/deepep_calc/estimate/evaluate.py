@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from ..base.arrays import every_some
 from ..base.errors import InputError
 from ..base.quantity import Q, Tag
-from ..catalog.measured import Cell, load_cells
+from ..catalog.measured import Cell, cells_by_shape, load_cells
 from ..catalog.model_catalog import load_models, preset_twin, resolve_model
 from ..catalog.models import ModelSpec
 from ..fit.build import built_in_table
@@ -194,6 +195,16 @@ def _native_dtype(weight_dtype: str | None, model: str) -> bool:
     return native.expert_dtype is None and weight_dtype.strip().lower() == native.weight_dtype
 
 
+def _catalog_candidates(r: Resolved) -> tuple[Cell, ...]:
+    """The catalog's cells of this scenario's load and size (the first test `_is_cell_scenario`
+    makes), looked up rather than scanned."""
+    s = r.scenario
+    try:
+        return cells_by_shape().get((s.concurrency, s.isl, s.osl, s.nodes), ())
+    except TypeError:  # an array-valued field (a grid): no single shape, every cell is a candidate
+        return tuple(load_cells().values())
+
+
 def measured_cell_for(r: Resolved, arm: str) -> Cell | None:
     """The measured cell for this arm of this scenario, best-evidenced first.
 
@@ -210,7 +221,7 @@ def measured_cell_for(r: Resolved, arm: str) -> Cell | None:
     best_key: tuple[bool, int, bool] | None = None
     profile = profile_of(r)
     user_cells = list(profile.cells()) if profile is not None else []
-    for cell in [*user_cells, *load_cells().values()]:
+    for cell in [*user_cells, *_catalog_candidates(r)]:
         if cell.role not in ROLE_PRIORITY or cell.arm(arm) is None:
             continue
         if want is not None and (cell.transport != want or cell.comms_assumed):
@@ -237,7 +248,7 @@ def deepep_neighbour_cell(r: Resolved) -> Cell | None:
     best: Cell | None = None
     profile = profile_of(r)
     user_cells = list(profile.cells()) if profile is not None else []
-    for cell in [*user_cells, *load_cells().values()]:
+    for cell in [*user_cells, *_catalog_candidates(r)]:
         if cell.role not in ROLE_PRIORITY or cell.deepep is None or cell.comms_assumed:
             continue
         if cell.transport != r.transport.name or not _is_cell_scenario(r, cell):
@@ -328,11 +339,12 @@ def _arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None
 
 
 def _ttft_steps(r: Resolved, c: Any) -> Q:
-    graphs = np.asarray(r.scenario.cuda_graphs, dtype=bool)
+    graphs = r.scenario.cuda_graphs
     e, g = c.eager.ttft_steps, c.graphs.ttft_steps
-    if not np.any(graphs):
+    every, some = every_some(graphs)
+    if not some:
         return e
-    if np.all(graphs):
+    if every:
         return g
     return Q(np.where(graphs, g.value, e.value), "steps", min(e.tag, g.tag), e.source)
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.arrays import every_some
 from ..base.quantity import Q, qmax
 from ..catalog.hardware import Instance
 from ..catalog.transports import Transport
@@ -220,14 +221,15 @@ def kernel_us(
 ) -> dict[str, Q]:
     """Dispatch and combine latency of one MoE layer; EP within one node rides NVLink only."""
     single = np.asarray(ep) <= gpn
-    if t.fabric == "nvlink" or np.all(single):
+    every, some = every_some(single)
+    if t.fabric == "nvlink" or every:
         d, c = nvlink_only_us(inst, gpn, ep, shape, k)
     else:
         d_var, c_var = variable_us(t, inst, gpn, ep, shape, comms, qps, k, prefill)
         a_d = (k.alpha_dispatch_us * k.instance_factor).as_("us")
         a_c = (k.alpha_combine_us * k.instance_factor).as_("us")
         d, c = (a_d + d_var).as_("us"), (a_c + c_var).as_("us")
-        if np.any(single):  # a sweep mixing one-node and multi-node rows
+        if some:  # a sweep mixing one-node and multi-node rows
             d1, c1 = nvlink_only_us(inst, gpn, ep, shape, k)
             d = Q(np.where(single, d1.value, d.value), "us", *_weakest_join(d, d1))
             c = Q(np.where(single, c1.value, c.value), "us", *_weakest_join(c, c1))

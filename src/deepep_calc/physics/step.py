@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.arrays import every_some
 from ..base.quantity import Q, qmax
 from ..catalog.constants import const
 from ..question.scenario import Resolved
@@ -123,8 +124,11 @@ def exchange_us(r: Resolved, lay: Layout, tokens_per_rank: Any, c: StepConstants
 def _attention_tp_us(r: Resolved, lay: Layout, tokens_per_rank: Any, c: StepConstants) -> Any:
     """Attention TP inside a DP group (references that ran TP x DP): two all-reduces per layer of
     the group's tokens among its TP ranks, inside one node. 0 under pure attention DP."""
-    tp = float(np.max(np.asarray(lay.exchange_split)))
-    if not lay.data_parallel or tp <= 1:
+    if not lay.data_parallel:
+        return 0.0
+    split = lay.exchange_split
+    tp = float(split) if type(split) is float else float(np.max(np.asarray(split)))
+    if tp <= 1:
         return 0.0
     tokens = np.asarray(tokens_per_rank, dtype=float) * tp
     ar = allreduce_us(r.instance, tp, 1.0, lay.gpn, tokens, r.model.hidden, c.collectives)
@@ -188,7 +192,7 @@ def _combine(
         prefill = (gpu * 0.0).as_("us")
     gpu = (gpu + prefill).as_("us")
     graphs = r.scenario.cuda_graphs
-    some, every = graph_modes(graphs)
+    every, some = every_some(graphs)
     totals = []
     for mode, e in (("eager", c.eager), ("graphs", c.graphs)):
         if (mode == "eager" and every) or (mode == "graphs" and not some):
@@ -220,14 +224,6 @@ def _combine(
         "proxy": proxy,
     }
     return Step(total.over(1000.0, "ms"), {k: v.over(1000.0, "ms") for k, v in parts.items()}, cpu, gpu)
-
-
-def graph_modes(cuda_graphs: Any) -> tuple[bool, bool]:
-    """Whether any and whether every row runs under CUDA graphs (one scenario: a bool)."""
-    if type(cuda_graphs) is bool:
-        return cuda_graphs, cuda_graphs
-    graphs = np.asarray(cuda_graphs, dtype=bool)
-    return bool(np.any(graphs)), bool(np.all(graphs))
 
 
 def _pick(graphs: Any, totals: list[Any]) -> tuple[Q, Q, Q, Q]:
