@@ -11,7 +11,6 @@ with the fit because that is what it is: the user's runs turned into constants (
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from functools import lru_cache
@@ -31,6 +30,8 @@ if TYPE_CHECKING:
 
 def fingerprint(path: Path) -> tuple[str, int]:
     """sha256 and size of a file, read in chunks (a profile records exactly what it rests on)."""
+    import hashlib  # only for a profile: its OpenSSL binding is 4 ms of every start
+
     digest = hashlib.sha256()
     size = 0
     with path.open("rb") as fh:

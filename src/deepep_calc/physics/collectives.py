@@ -18,7 +18,7 @@ from ..catalog.constants import const
 from ..catalog.hardware import Instance
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CollectiveConstants:
     """Fitted constants of the collectives (from `fit/`)."""
 
@@ -57,6 +57,16 @@ def _nvl_bw(inst: Instance, c: CollectiveConstants) -> Q:
     return (inst.nvlink_gb_s() * c.nvlink_efficiency).as_("GB/s")
 
 
+Ring = tuple[Q, Q, Q]  # (scale-out GB/s, NVLink GB/s, ring latency us) of one group
+
+
+def ring(inst: Instance, ranks: Any, nodes: Any, gpn: int, c: CollectiveConstants) -> Ring:
+    """What every allgather of one group shares, whatever it moves: the two links' bandwidths
+    and the ring's latency. A step runs several collectives over the same group (decode, the
+    prefill tokens mixed into it, a prefill), so its caller works this out once."""
+    return _wire_bw(inst, gpn), _nvl_bw(inst, c), latency_us(inst, ranks, nodes, gpn, c)
+
+
 def allgather_us(
     inst: Instance,
     ranks: Any,
@@ -65,31 +75,41 @@ def allgather_us(
     tokens_per_rank: Any,
     hidden: int,
     c: CollectiveConstants,
+    group: Ring | None = None,
 ) -> Q:
     """One allgather (or reduce-scatter) of every rank's tokens across the group.
 
     Each rank receives (ranks - 1) x tokens x hidden elements: (ranks - local) of them over the
-    network and (local - 1) over NVLink.
+    network and (local - 1) over NVLink. `group`: this group's `ring`, when the caller has it.
     """
+    wire_bw, nvl_bw, latency = group if group is not None else ring(inst, ranks, nodes, gpn, c)
     cb = const("collective_bytes_per_element")
     local = np.minimum(gpn, ranks)
     remote_mb = (cb * ((ranks - local) * tokens_per_rank * hidden / 1e6)).as_("MB")
     nvl_mb = (cb * ((local - 1.0) * tokens_per_rank * hidden / 1e6)).as_("MB")
-    wire = (remote_mb / _wire_bw(inst, gpn) * 1e3).as_("us")
-    nvl = (nvl_mb / _nvl_bw(inst, c) * 1e3).as_("us")
-    return (latency_us(inst, ranks, nodes, gpn, c) + qmax(wire, nvl)).as_("us")
+    wire = (remote_mb / wire_bw * 1e3).as_("us")
+    nvl = (nvl_mb / nvl_bw * 1e3).as_("us")
+    return (latency + qmax(wire, nvl)).as_("us")
 
 
 def allgatherv_one_us(
-    inst: Instance, ranks: Any, nodes: Any, gpn: int, tokens: Any, hidden: int, c: CollectiveConstants
+    inst: Instance,
+    ranks: Any,
+    nodes: Any,
+    gpn: int,
+    tokens: Any,
+    hidden: int,
+    c: CollectiveConstants,
+    group: Ring | None = None,
 ) -> Q:
     """Allgather where one rank contributes `tokens` (a prefill chunk) and the others nothing."""
+    wire_bw, nvl_bw, latency = group if group is not None else ring(inst, ranks, nodes, gpn, c)
     cb = const("collective_bytes_per_element")
     mb = (cb * (np.asarray(tokens, dtype=float) * hidden / 1e6)).as_("MB")
-    wire = (mb / _wire_bw(inst, gpn) * 1e3).as_("us")
-    nvl = (mb / _nvl_bw(inst, c) * 1e3).as_("us")
+    wire = (mb / wire_bw * 1e3).as_("us")
+    nvl = (mb / nvl_bw * 1e3).as_("us")
     link = Q(np.where(np.asarray(nodes) > 1, wire.value, nvl.value), "us", *_join(wire, nvl))
-    return (latency_us(inst, ranks, nodes, gpn, c) + link).as_("us")
+    return (latency + link).as_("us")
 
 
 def allreduce_us(

@@ -38,7 +38,7 @@ META_BYTES = 16  # per-token routing metadata in DeepEP's low-latency format
 COMBINE_BYTES = 2  # combine returns BF16
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class KernelShape:
     """One dispatch / combine call: tokens per rank and the model dimensions it moves."""
 
@@ -60,7 +60,7 @@ class KernelShape:
         return self.hidden * float(COMBINE_BYTES)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class KernelConstants:
     """The fitted constants one kernel evaluation needs (from `fit/`, never computed here)."""
 
@@ -74,7 +74,7 @@ class KernelConstants:
     nvlink_efficiency: Q  # fraction of NVLink per-direction peak the kernels reach
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Traffic:
     """What one direction moves: remote and NVLink selections per rank (computed, not fitted)."""
 

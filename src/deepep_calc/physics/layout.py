@@ -12,7 +12,7 @@ from ..question.scenario import Resolved
 ARMS = ("deepep", "allgather", "tp", "replica")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Layout:
     """One arm's placement. Numeric fields may be NumPy arrays (sweeps)."""
 

@@ -19,7 +19,7 @@ MIB = 2**20
 _BUFFER_REF_HIDDEN_EXPERTS = 7168 * 256
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Memory:
     weights_gb: Q
     kv_gb: Q

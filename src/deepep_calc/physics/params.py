@@ -10,7 +10,7 @@ from ..catalog.models import DTYPE_BYTES, ModelSpec
 EMBED_DTYPE = "bf16"  # FP8 and MXFP4 checkpoints keep embeddings and the LM head in BF16
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Params:
     """Parameter counts by placement class: what is replicated and what EP shards."""
 
@@ -65,7 +65,7 @@ def count_params(m: ModelSpec) -> Params:
     return Params(attention, dense, shared, routed, router, embed, lm_head, expert_layer, active)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class WeightBytes:
     """Bytes of each placement class in the stored dtypes."""
 

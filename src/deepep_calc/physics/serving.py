@@ -21,7 +21,7 @@ from ..question.scenario import Resolved
 from .layout import Layout
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Serving:
     running: Q
     ttft_ms: Q

@@ -41,7 +41,7 @@ from ..base.arrays import every_some
 from ..base.quantity import Q, qmax
 from ..catalog.constants import const
 from ..question.scenario import Resolved
-from .collectives import CollectiveConstants, allgather_us, allgatherv_one_us, allreduce_us
+from .collectives import CollectiveConstants, allgather_us, allgatherv_one_us, allreduce_us, ring
 from .compute import decode_device_us, prefill_device_us
 from .deepep import KernelConstants, KernelShape, kernel_us
 from .layout import Layout, layout
@@ -49,7 +49,7 @@ from .layout import Layout, layout
 PARTS = ("engine", "hbm", "compute", "kernels", "moe_comm", "prefill", "proxy")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class EngineConstants:
     """Fitted host-side constants of one engine in one graph mode."""
 
@@ -60,7 +60,7 @@ class EngineConstants:
     ttft_steps: Q  # decode steps a new request waits before its prefill completes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StepConstants:
     """Everything fitted that one step of one scenario needs."""
 
@@ -94,7 +94,14 @@ def _shape(r: Resolved, tokens: Any) -> KernelShape:
     return KernelShape(tokens, r.model.hidden, r.model.topk, r.model.experts, "fp8")
 
 
-def exchange_us(r: Resolved, lay: Layout, tokens_per_rank: Any, c: StepConstants, prefill: bool = False) -> Q:
+def exchange_us(
+    r: Resolved,
+    lay: Layout,
+    tokens_per_rank: Any,
+    c: StepConstants,
+    prefill: bool = False,
+    memo: dict[Any, Any] | None = None,
+) -> Q:
     """The MoE exchange of all MoE layers (all-reduces of all layers for TP) of one step."""
     m, inst, s = r.model, r.instance, r.scenario
     out = _attention_tp_us(r, lay, tokens_per_rank, c)
@@ -114,10 +121,15 @@ def exchange_us(r: Resolved, lay: Layout, tokens_per_rank: Any, c: StepConstants
     if lay.arm == "tp":
         ar = allreduce_us(inst, lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives)
         return (ar * (2.0 * m.layers)).as_("us")
+    # the group's links and latency: the same for the decode, mixed-in prefill and prefill
+    # collectives of this arm (and of a what-if on the DeepEP transport, which reuses the memo)
+    group = shared(memo, ("ring", lay.arm), lambda: ring(inst, lay.ranks, lay.nodes, lay.gpn, c.collectives))
     if prefill:  # one rank's chunk reaches every other rank
-        one = allgatherv_one_us(inst, lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives)
+        one = allgatherv_one_us(
+            inst, lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives, group
+        )
         return (one * (2.0 * m.moe_layers) + out).as_("us")
-    ag = allgather_us(inst, lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives)
+    ag = allgather_us(inst, lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives, group)
     return (ag * (2.0 * m.moe_layers) + out).as_("us")
 
 
@@ -166,7 +178,7 @@ def joining_per_step(r: Resolved, lay: Layout) -> Any:
     return np.asarray(lay.group_tokens, dtype=float) / np.asarray(r.scenario.osl, dtype=float)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Step:
     """A decode (or prefill) step: its time and the split the card and charts show."""
 
@@ -268,7 +280,7 @@ def decode_step(r: Resolved, arm: str, c: StepConstants, memo: dict[Any, Any] | 
         memo, ("decode", _placement(arm)), lambda: decode_device_us(r, lay, s.isl, s.osl, c.expert_efficiency)
     )
     tokens = (lay.seqs_per_rank if lay.data_parallel else lay.group_tokens) / lay.exchange_split
-    exchange = exchange_us(r, lay, tokens, c)
+    exchange = exchange_us(r, lay, tokens, c, memo=memo)
     kernels = kernels_per_step(r, arm)
     joining = joining_per_step(r, lay)
     extra = _mixed_prefill_us(r, arm, lay, c, tokens, exchange, joining, memo)
@@ -293,7 +305,7 @@ def _mixed_prefill_us(
     dev = shared(memo, ("prefill", _placement(arm)), lambda: prefill_device_us(r, lay, isl))
     beyond = qmax(dev["compute"] - dev["hbm"], dev["hbm"] * 0.0)
     mixed_tokens = tokens + joining * isl / (lay.dp_ranks * lay.exchange_split)
-    more = qmax(exchange_us(r, lay, mixed_tokens, c) - exchange, exchange * 0.0)
+    more = qmax(exchange_us(r, lay, mixed_tokens, c, memo=memo) - exchange, exchange * 0.0)
     return ((beyond * joining).as_("us") + more).as_(
         "us", "requests joining per step x their compute, plus their tokens' share of the exchange"
     )
@@ -305,5 +317,5 @@ def prefill_step(r: Resolved, arm: str, c: StepConstants, memo: dict[Any, Any] |
     lay = shared(memo, ("layout", arm), lambda: layout(r, arm))
     tokens = np.asarray(s.isl, dtype=float)
     dev = shared(memo, ("prefill", _placement(arm)), lambda: prefill_device_us(r, lay, tokens))
-    exchange = exchange_us(r, lay, tokens / lay.exchange_split, c, prefill=True)
+    exchange = exchange_us(r, lay, tokens / lay.exchange_split, c, prefill=True, memo=memo)
     return _combine(r, lay, dev, exchange, kernels_per_step(r, arm), c)

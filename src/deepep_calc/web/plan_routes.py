@@ -23,7 +23,7 @@ from ..catalog.hardware import load_instances
 from ..catalog.model_catalog import preset_names
 from ..question.fields import DEFAULTS
 from ..report import view
-from ..whatif.plan.evidence import MEASURED_ONLY
+from ..whatif.plan import MEASURED_ONLY
 from ..whatif.plan.search import Plan, default_engines, default_instances, plan_request, run_plan
 from .api import ERRORS, LRU, dumps
 from .inputs import input_name

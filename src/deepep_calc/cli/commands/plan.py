@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from ...question.fields import DEFAULTS
-from ...whatif.plan.evidence import MEASURED_ONLY
+from ...whatif.plan import MEASURED_ONLY
 from ..options import ListOf, emit_json
 
 

@@ -20,14 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-# The rule as the command help, the docs and the web page state it. This module is imported
-# by the CLI to show that help, so the catalog and the fit load only inside `evidence()`.
-MEASURED_ONLY = (
-    "keep only configurations anchored by measured references: a DeepEP arm needs a measured "
-    "kernel reference of its transport on that instance (NVLink on one node), every arm needs a "
-    "measured serving run of its engine in that graph mode, and tensor parallel (never measured "
-    "in serving) is left out"
-)
+from . import MEASURED_ONLY
 
 
 @dataclass(frozen=True)
