@@ -16,6 +16,7 @@ pass over the same resolved scenario and memo; the formulas themselves live in p
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -52,7 +53,7 @@ class ArmResult:
     ttft_ms: Q
     usd_per_mtok: Q
     memory_gb_per_gpu: Q
-    breakdown_ms: dict[str, Q]
+    breakdown_ms: Mapping[str, Q]  # the decode step's parts (physics.step.PartsMs)
     memory: Memory
     running: Q
     measured_cell: str | None = None
