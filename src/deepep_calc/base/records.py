@@ -14,11 +14,20 @@ cache after that (`catalog/_toml.py`).
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from functools import cache
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 R = TypeVar("R", bound="Record")
+T = TypeVar("T", bound=type)
+
+
+@dataclass_transform(frozen_default=True, kw_only_default=True)
+def row(cls: T) -> T:
+    """`@dataclass(frozen=True, kw_only=True)` for a `Record` subclass, its `repr`, `==` and hash
+    inherited from `Record` rather than generated: Python 3.11 compiles each generated method
+    with `exec`, and three fewer per row class are ~8 ms of every CLI start."""
+    return dataclass(frozen=True, kw_only=True, repr=False, eq=False)(cls)  # type: ignore[return-value]
 
 
 class RecordError(ValueError):
@@ -55,6 +64,19 @@ class Record:
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+
+    # What `@dataclass` would generate for a frozen row, written once (see `row`).
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return _values(self) == _values(other)
+
+    def __hash__(self) -> int:
+        return hash(_values(self))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _names(type(self), "repr"))
+        return f"{type(self).__qualname__}({shown})"
 
     def copy(self: R, **update: Any) -> R:
         return replace(self, **update)  # type: ignore[type-var]
@@ -93,3 +115,13 @@ def _adapter(cls: type) -> Any:
     from pydantic import TypeAdapter
 
     return TypeAdapter(cls)
+
+
+@cache
+def _names(cls: type, role: str) -> tuple[str, ...]:
+    """The fields of a row class that take part in `role` ("compare" or "repr")."""
+    return tuple(f.name for f in fields(cls) if getattr(f, role))  # type: ignore[arg-type]
+
+
+def _values(obj: Any) -> tuple[Any, ...]:
+    return tuple(getattr(obj, name) for name in _names(type(obj), "compare"))

@@ -11,19 +11,18 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from ..base.quantity import Q, Tag
-from ..base.records import Record
+from ..base.records import Record, row
 from ._toml import validate_table
 
 if TYPE_CHECKING:
     from annotated_types import Ge
 
 
-@dataclass(frozen=True, kw_only=True)
+@row
 class Constant(Record):
     tag: Literal["measured", "derived", "assumed"] = "assumed"
     value: float

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from ..base.errors import InputError
-from ..base.records import Record
+from ..base.records import Record, row
 from ._toml import validate_rows
 
 if TYPE_CHECKING:
@@ -16,14 +16,14 @@ if TYPE_CHECKING:
 Arm = Literal["deepep", "allgather", "tp", "replica"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@row
 class ArmFlags(Record):
     env: dict[str, str] = field(default_factory=dict)
     config: dict[str, str] = field(default_factory=dict)
     args: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True, kw_only=True)
+@row
 class Engine(Record):
     name: str
     label: str

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from ..base.errors import InputError
 from ..base.quantity import Q
-from ..base.records import Record
+from ..base.records import Record, row
 from ._toml import validate_rows
 
 if TYPE_CHECKING:
     from annotated_types import Gt
 
 
-@dataclass(frozen=True, kw_only=True)
+@row
 class Instance(Record):
     name: str
     aws_name: str

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from ..base.quantity import Q
-from ..base.records import Record
+from ..base.records import Record, row
 from ._toml import validate_rows
 
 if TYPE_CHECKING:
@@ -19,7 +18,7 @@ CALIBRATION_INSTANCE = "p5en"
 CALIBRATION_NODES = 2
 
 
-@dataclass(frozen=True, kw_only=True)
+@row
 class ArmMetrics(Record):
     aggregate_tok_s: Annotated[float, Gt(0)] | None = None
     per_user_tok_s: Annotated[float, Gt(0)] | None = None
@@ -30,7 +29,7 @@ class ArmMetrics(Record):
 _ARM_FIELDS = frozenset(("deepep", "allgather", "versus"))
 
 
-@dataclass(frozen=True, kw_only=True)
+@row
 class Cell(Record):
     """One measured regime. Shared context: Qwen3-30B-A3B-FP8, 2x p5en, EP16, eager."""
 
@@ -81,7 +80,7 @@ class Cell(Record):
         return Q.measured(value, unit, f"{self.source} [cell {self.id}]")
 
 
-@dataclass(frozen=True, kw_only=True)
+@row
 class Fact(Record):
     name: str
     value: float

@@ -8,10 +8,9 @@ or data type changes memory and time, as it should.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from ..base.records import Record
+from ..base.records import Record, row
 
 if TYPE_CHECKING:
     from annotated_types import Ge, Gt
@@ -33,7 +32,7 @@ DTYPE_BYTES: dict[str, float] = {
 DTYPES = tuple(DTYPE_BYTES)
 
 
-@dataclass(frozen=True, kw_only=True)
+@row
 class Attention(Record):
     """Attention layout: enough to count its weights and its KV cache per token."""
 
@@ -63,7 +62,7 @@ class Attention(Record):
             raise ValueError("sliding_layers given without sliding_window")
 
 
-@dataclass(frozen=True, kw_only=True)
+@row
 class ModelSpec(Record):
     """One MoE model's structure, with where it came from."""
 

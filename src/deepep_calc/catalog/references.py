@@ -6,11 +6,10 @@ cells) into constants and predicts the rest out of sample. See `data/references.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from ..base.records import Record
+from ..base.records import Record, row
 from ._toml import validate_rows
 from .models import ModelSpec
 
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
 Arm = Literal["deepep", "allgather", "tp", "replica"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@row
 class ServingRef(Record):
     """One published serving measurement, as the scenario it ran and its decode step."""
 
@@ -49,7 +48,7 @@ class ServingRef(Record):
     tpot_ms: Annotated[float, Gt(0)]
 
 
-@dataclass(frozen=True, kw_only=True)
+@row
 class NotCompared(Record):
     reference: str
     why: str

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from ..base.errors import InputError
-from ..base.records import Record
+from ..base.records import Record, row
 from ._toml import validate_rows
 from .constants import override_key
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from annotated_types import Ge, Gt, Le
 
 
-@dataclass(frozen=True, kw_only=True)
+@row
 class KernelRef(Record):
     """One published dispatch / combine measurement (decode shape unless stated).
 
@@ -71,7 +71,7 @@ class KernelRef(Record):
         return f"{transport} @ {self.instance} EP{self.ep} {self.tokens} tok{extra}{dtype}"
 
 
-@dataclass(frozen=True, kw_only=True)
+@row
 class Transport(Record):
     name: str
     label: str

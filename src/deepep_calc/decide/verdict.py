@@ -257,7 +257,7 @@ def decision_aggregates(a: Any, b: Any) -> tuple[Q, Q, bool]:
     return like_with_like(a, b, "aggregate_tok_s")
 
 
-@dataclass
+@dataclass(eq=False)
 class Assessment:
     """The rule's intermediate state, elementwise (one scenario or a sweep's rows).
 

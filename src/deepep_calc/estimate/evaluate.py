@@ -41,7 +41,7 @@ from ..question.scenario import Resolved, Scenario
 ROLE_PRIORITY = {"calibration": 0, "anchor": 1, "cross-check": 2}
 
 
-@dataclass
+@dataclass(eq=False)
 class ArmResult:
     name: str
     feasible: bool
@@ -102,7 +102,7 @@ def _opt_json(q: Q | None) -> dict[str, Any] | None:
     return q.to_json() if q is not None else None
 
 
-@dataclass
+@dataclass(eq=False)
 class Result:
     scenario: Scenario
     resolved: Resolved

@@ -16,7 +16,7 @@ from ..physics.deepep import KernelConstants
 from ..physics.step import EngineConstants, StepConstants
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TransportFit:
     """Kernel constants of one transport, stated at the p5en-equivalent instance (f = 1)."""
 
@@ -28,7 +28,7 @@ class TransportFit:
     residual_us: tuple[float, ...] = ()  # primary reference: model - measured (dispatch, combine)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Table:
     nvlink_alpha_us: Q
     nvlink_efficiency: Q

@@ -128,7 +128,7 @@ def _check_types(s: Scenario) -> None:
             raise InputError(flag, value, " or ".join(ALTERNATIVES))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Resolved:
     """A checked scenario with its catalog rows attached."""
 
