@@ -20,7 +20,7 @@ class Lean(Record):
     secret: str = field(default="", repr=False)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)  # the same declaration, its methods generated
 class Generated(Record):
     name: str
     size: int = 1
