@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from deepep_calc import Scenario, evaluate
+from deepep_calc.base.errors import InputError
 from deepep_calc.base.quantity import Q, Tag
 from deepep_calc.catalog.measured import ArmMetrics, Cell, load_cells
 from deepep_calc.estimate.evaluate import (
@@ -261,3 +262,53 @@ def test_same_batching() -> None:
     assert not _same_batching(dataclasses.replace(r, max_batch=16), _cell(max_batch=2, concurrency=48))
     assert _is_cell_scenario(resolve(Scenario(max_batch=2)), CAL)
     assert not _is_cell_scenario(resolve(Scenario(max_batch=1)), CAL)
+
+
+def _own_scenario(cell: Cell) -> Scenario | None:
+    """The scenario a catalog cell ran, or None where it is not one `evaluate` takes (a
+    prefill-only or decode-only cell, ISL or OSL 0)."""
+    try:
+        s = Scenario(
+            engine=cell.engine,
+            model=cell.model,
+            instance=cell.instance,
+            nodes=cell.nodes,
+            concurrency=cell.concurrency,
+            isl=cell.isl,
+            osl=cell.osl,
+            comms=cell.comms,
+            max_qps=cell.max_qps,
+            cuda_graphs=cell.cuda_graphs,
+            transport=cell.transport,
+        )
+        resolve(s)
+    except InputError:
+        return None
+    return s
+
+
+OWN = [s for s in map(_own_scenario, load_cells().values()) if s is not None]
+NEAR = [
+    n for s in OWN for n in (s, s.copy(concurrency=s.concurrency + 1), s.copy(isl=s.isl + 1), s.copy(comms=3))
+]
+
+
+@pytest.mark.parametrize("scenario", NEAR, ids=lambda s: f"{s.engine}-c{s.concurrency}-isl{s.isl}-k{s.comms}")
+def test_the_shape_index_picks_what_a_scan_of_every_cell_picks(scenario: Scenario, monkeypatch) -> None:
+    """`measured_cell_for` and `deepep_neighbour_cell` look cells up by (concurrency, ISL, OSL,
+    nodes); scanning every catalog cell in catalog order (the index bypassed) picks the same,
+    for each cell's own scenario and for neighbours one indexed field or EP_NUM_COMMS away."""
+    from deepep_calc.estimate import evaluate as ev
+
+    r = resolve(scenario)
+    indexed = [measured_cell_for(r, arm) for arm in ("deepep", "allgather")] + [ev.deepep_neighbour_cell(r)]
+    monkeypatch.setattr(ev, "_catalog_candidates", lambda r: tuple(load_cells().values()))
+    scanned = [measured_cell_for(r, arm) for arm in ("deepep", "allgather")] + [ev.deepep_neighbour_cell(r)]
+    assert [c and c.id for c in indexed] == [c and c.id for c in scanned]
+
+
+def test_the_index_comparison_is_not_vacuous() -> None:
+    """Most cells' own scenarios find a measured cell through the index (so the comparison above
+    compares cells, not only Nones)."""
+    found = [s for s in OWN if measured_cell_for(resolve(s), "deepep") is not None]
+    assert len(OWN) >= 8 and len(found) >= len(OWN) // 2

@@ -74,10 +74,22 @@ def test_fast_equals_plain(fields: dict[str, Any], monkeypatch: pytest.MonkeyPat
 def test_lazy_verdict_reads_like_the_eager_one() -> None:
     result = evaluate(Scenario(model="deepseek-v3", nodes=4, comms=2))
     v = result.verdict
-    assert v._pending is not None  # nothing run yet
+    assert v._pending_words is not None and v._pending is not None  # nothing run yet
     eager = decide(result, lazy=False)
+    assert v.headline == eager.headline and v.reasons == eager.reasons
+    assert v._pending_words is None and v._pending is not None  # the words ran, not the advice
     assert v.advisories == eager.advisories and v.robustness == eager.robustness
     assert v._pending is None and v == eager
+
+
+def test_advice_read_first_runs_the_words_before_it() -> None:
+    """The advisories read the words' fixes: reading the advice first settles both stages."""
+    for scenario in (Scenario(model="kimi-k2", nodes=1), Scenario(ttft_ms=50)):  # fixes to offer
+        result = evaluate(scenario)
+        eager = decide(result, lazy=False)
+        assert eager.fixes and eager.status != "ok"
+        assert result.verdict.advisories == eager.advisories
+        assert result.verdict._pending_words is None and result.verdict == eager
 
 
 def test_setting_robustness_keeps_the_settled_advisories() -> None:
