@@ -14,8 +14,10 @@ cache after that (`catalog/_toml.py`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
 from functools import cache
+from operator import attrgetter
 from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 R = TypeVar("R", bound="Record")
@@ -27,7 +29,9 @@ def row(cls: T) -> T:
     """`@dataclass(frozen=True, kw_only=True)` for a `Record` subclass, its `repr`, `==` and hash
     inherited from `Record` rather than generated: Python 3.11 compiles each generated method
     with `exec`, and three fewer per row class are ~8 ms of every CLI start."""
-    return dataclass(frozen=True, kw_only=True, repr=False, eq=False)(cls)  # type: ignore[return-value]
+    made = dataclass(frozen=True, kw_only=True, repr=False, eq=False)(cls)
+    made._row_key = staticmethod(_key_getter(made))  # type: ignore[attr-defined]
+    return made  # type: ignore[no-any-return]
 
 
 class RecordError(ValueError):
@@ -65,14 +69,20 @@ class Record:
     def field_names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
 
-    # What `@dataclass` would generate for a frozen row, written once (see `row`).
+    # What `@dataclass` would generate for a frozen row, written once (see `row`). Rows are
+    # hashed on every evaluation (the physics caches what it derives from a model by its row),
+    # so the key is a C-level getter `row` stores on the class.
+    @staticmethod
+    def _row_key(obj: Any) -> tuple[Any, ...]:
+        return _key_getter(type(obj))(obj)
+
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return _values(self) == _values(other)
+        return self._row_key(self) == self._row_key(other)
 
     def __hash__(self) -> int:
-        return hash(_values(self))
+        return hash(self._row_key(self))
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _names(type(self), "repr"))
@@ -123,5 +133,11 @@ def _names(cls: type, role: str) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls) if getattr(f, role))  # type: ignore[arg-type]
 
 
-def _values(obj: Any) -> tuple[Any, ...]:
-    return tuple(getattr(obj, name) for name in _names(type(obj), "compare"))
+@cache
+def _key_getter(cls: type) -> Callable[[Any], tuple[Any, ...]]:
+    """The tuple of a row's compared fields (what the generated `__eq__` compares), read in C."""
+    names = _names(cls, "compare")
+    if len(names) == 1:
+        one = attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    return attrgetter(*names) if names else lambda obj: ()
