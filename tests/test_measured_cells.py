@@ -312,3 +312,15 @@ def test_the_index_comparison_is_not_vacuous() -> None:
     compares cells, not only Nones)."""
     found = [s for s in OWN if measured_cell_for(resolve(s), "deepep") is not None]
     assert len(OWN) >= 8 and len(found) >= len(OWN) // 2
+
+
+def test_the_shape_index_follows_the_cells_it_was_built_from(monkeypatch) -> None:
+    """The index is rebuilt when `load_cells` hands out other cells (a reloaded catalog)."""
+    from deepep_calc.catalog import measured
+
+    real = measured.cells_by_shape()
+    fake = {"x": CAL.copy(id="x", concurrency=999)}
+    monkeypatch.setattr(measured, "load_cells", lambda: fake)
+    assert measured.cells_by_shape() == {(999, CAL.isl, CAL.osl, CAL.nodes): (fake["x"],)}
+    monkeypatch.undo()
+    assert measured.cells_by_shape() == real

@@ -96,14 +96,21 @@ def load_cells() -> dict[str, Cell]:
     return validate_rows("measured.toml", "cell", Cell)
 
 
-@cache
-def cells_by_shape() -> dict[tuple[int, int, int, int], tuple[Cell, ...]]:
+Shape = tuple[int, int, int, int]  # (concurrency, ISL, OSL, nodes)
+_BY_SHAPE: list[tuple[dict[str, Cell], dict[Shape, tuple[Cell, ...]]]] = []
+
+
+def cells_by_shape() -> dict[Shape, tuple[Cell, ...]]:
     """The catalog's cells by (concurrency, ISL, OSL, nodes): a scenario's candidates in one look,
-    in catalog order (every arm of every evaluation asks which cell it is)."""
-    out: dict[tuple[int, int, int, int], list[Cell]] = {}
-    for cell in load_cells().values():
-        out.setdefault((cell.concurrency, cell.isl, cell.osl, cell.nodes), []).append(cell)
-    return {k: tuple(v) for k, v in out.items()}
+    in catalog order (every arm of every evaluation asks which cell it is). Built once for the
+    cells `load_cells` holds, and again should they ever be reloaded."""
+    cells = load_cells()
+    if not _BY_SHAPE or _BY_SHAPE[0][0] is not cells:
+        out: dict[Shape, list[Cell]] = {}
+        for cell in cells.values():
+            out.setdefault((cell.concurrency, cell.isl, cell.osl, cell.nodes), []).append(cell)
+        _BY_SHAPE[:] = [(cells, {k: tuple(v) for k, v in out.items()})]
+    return _BY_SHAPE[0][1]
 
 
 @cache
