@@ -267,3 +267,29 @@ def test_scalar_fmt_repr_and_tag_names() -> None:
     assert Tag.parse(" derived ".strip()) is Tag.DERIVED and Tag.parse("ASSUMED") is Tag.ASSUMED
     with pytest.raises(ValueError, match="measured, derived or assumed"):
         Tag.parse("")
+
+
+def _same(a: Q, b: Q) -> bool:
+    return np.array_equal(np.asarray(a.value), np.asarray(b.value)) and (
+        a.unit,
+        a.tag,
+        a.source,
+        a.low,
+        a.high,
+    ) == (b.unit, b.tag, b.source, b.low, b.high)
+
+
+@pytest.mark.parametrize("top", list(Tag))
+@pytest.mark.parametrize("bottom", list(Tag))
+@pytest.mark.parametrize("array", [False, True])
+def test_quotient_and_over_are_the_long_forms_in_one_object(top: Tag, bottom: Tag, array: bool) -> None:
+    """`a.quotient(b, s, u)` is `(a / b * s).as_(u)` and `a.over(d, u)` is `(a / d).as_(u)`:
+    the same bits, tag and merged source, whatever the tags and with a plain divisor too."""
+    value = np.array([3.0, 7.0, 0.1]) if array else 7.0
+    mb = Q(value, "MB", top, "routed bytes; a")
+    rate = Q(33.0, "GB/s", bottom, "measured curve; b")
+    assert _same(mb.quotient(rate, 1e3, "us"), (mb / rate * 1e3).as_("us"))
+    assert _same(mb.quotient(rate, 1e3, "us", "why"), (mb / rate * 1e3).as_("us", "why"))
+    assert _same(mb.quotient(2.5, 1e6, "us"), (mb / 2.5 * 1e6).as_("us"))
+    assert _same(mb.quotient(2.5, 1e6, "us", "why"), (mb / 2.5 * 1e6).as_("us", "why"))
+    assert _same(mb.over(1000.0, "GB"), (mb / 1000.0).as_("GB"))

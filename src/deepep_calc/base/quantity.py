@@ -232,6 +232,17 @@ class Q:
         """`(self / divisor).as_(unit)` as one object: a change of scale (us -> ms) is one step."""
         return Q(self.value / divisor, unit, _TAG1[self.tag], self.source)
 
+    def quotient(self, o: Q, scale: float, unit: str, source: str | None = None) -> Q:
+        """`(self / o * scale).as_(unit, source)` as one object: a size over a rate, rescaled
+        (MB over GB/s, x 1e3, in us). The same value, tag and merged source, two objects fewer."""
+        if type(o) is not Q:
+            src = source if source is not None else self.source
+            return Q(self.value / o * scale, unit, _TAG1[self.tag], src)
+        if source is None:
+            a, b = self.source, o.source
+            source = a if a == b else (_MERGED.get((a, b)) or _merge_sources(a, b))
+        return Q(self.value / o.value * scale, unit, _TAG2[self.tag][o.tag], source)
+
     # presentation -----------------------------------------------------------
     @property
     def scalar(self) -> float:

@@ -87,8 +87,8 @@ def allgather_us(
     local = np.minimum(gpn, ranks)
     remote_mb = (cb * ((ranks - local) * tokens_per_rank * hidden / 1e6)).as_("MB")
     nvl_mb = (cb * ((local - 1.0) * tokens_per_rank * hidden / 1e6)).as_("MB")
-    wire = (remote_mb / wire_bw * 1e3).as_("us")
-    nvl = (nvl_mb / nvl_bw * 1e3).as_("us")
+    wire = remote_mb.quotient(wire_bw, 1e3, "us")
+    nvl = nvl_mb.quotient(nvl_bw, 1e3, "us")
     return (latency + qmax(wire, nvl)).as_("us")
 
 
@@ -106,8 +106,8 @@ def allgatherv_one_us(
     wire_bw, nvl_bw, latency = group if group is not None else ring(inst, ranks, nodes, gpn, c)
     cb = const("collective_bytes_per_element")
     mb = (cb * (np.asarray(tokens, dtype=float) * hidden / 1e6)).as_("MB")
-    wire = (mb / wire_bw * 1e3).as_("us")
-    nvl = (mb / nvl_bw * 1e3).as_("us")
+    wire = mb.quotient(wire_bw, 1e3, "us")
+    nvl = mb.quotient(nvl_bw, 1e3, "us")
     link = Q(np.where(np.asarray(nodes) > 1, wire.value, nvl.value), "us", *_join(wire, nvl))
     return (latency + link).as_("us")
 
@@ -119,8 +119,8 @@ def allreduce_us(
     cb = const("collective_bytes_per_element")
     ranks = np.asarray(ranks, dtype=float)
     mb = (cb * (2.0 * (ranks - 1.0) / ranks * np.asarray(tokens, dtype=float) * hidden / 1e6)).as_("MB")
-    wire = (mb / _wire_bw(inst, gpn) * 1e3).as_("us")
-    nvl = (mb / _nvl_bw(inst, c) * 1e3).as_("us")
+    wire = mb.quotient(_wire_bw(inst, gpn), 1e3, "us")
+    nvl = mb.quotient(_nvl_bw(inst, c), 1e3, "us")
     link = Q(np.where(np.asarray(nodes) > 1, wire.value, nvl.value), "us", *_join(wire, nvl))
     return (allreduce_latency_us(inst, ranks, nodes, gpn, c) * 2.0 + link).as_("us")
 

@@ -48,16 +48,16 @@ def decode_device_us(
     tag = Q.derived if m.verified else Q.assumed
     bytes_q = tag((weight_read + kv_read) / 1e9, "GB", f"replicated weights + KV read per step ({m.name})")
     expert_q = tag(expert_bytes / 1e9, "GB", f"routed experts touched per step ({m.name})")
-    other_us = (bytes_q / _hbm_rate(r) * 1e6).as_("us", "bytes read / (HBM bandwidth x efficiency)")
+    other_us = bytes_q.quotient(_hbm_rate(r), 1e6, "us", "bytes read / (HBM bandwidth x efficiency)")
     expert_eff = expert_efficiency if expert_efficiency is not None else const("hbm_efficiency")
-    expert_raw = (expert_q / r.instance.hbm_bw() * 1e6).as_("us", "expert bytes / HBM peak")
+    expert_raw = expert_q.quotient(r.instance.hbm_bw(), 1e6, "us", "expert bytes / HBM peak")
     expert_us = (expert_raw / expert_eff).as_("us", "expert bytes / (HBM peak x expert read efficiency)")
     hbm_us = (other_us + expert_us).as_("us", "bytes read / (HBM bandwidth x efficiency)")
 
     tokens = lay.seqs_per_rank if lay.data_parallel else lay.group_tokens
     flops = matmul_flops(r, lay, tokens, lay.group_tokens)
-    compute_us = (tag(flops / 1e12, "TFLOP", "2 x active params x tokens") / _flop_rate(r) * 1e6).as_(
-        "us", "2 x active params x tokens / (peak x efficiency)"
+    compute_us = tag(flops / 1e12, "TFLOP", "2 x active params x tokens").quotient(
+        _flop_rate(r), 1e6, "us", "2 x active params x tokens / (peak x efficiency)"
     )
     return {
         "hbm": hbm_us,
@@ -94,8 +94,8 @@ def prefill_device_us(r: Resolved, lay: Layout, tokens: Any) -> dict[str, Q]:
     attn_flops = 2.0 * full_layers * a.heads * head_dim * np.square(tokens)  # QK^T and PV, causal
     flops = matmul_flops(r, lay, tokens, tokens) + attn_flops / lay.replicated_shard
     tag = Q.derived if m.verified else Q.assumed
-    compute = (tag(flops / 1e12, "TFLOP", "prefill FLOPs") / _flop_rate(r) * 1e6).as_("us")
+    compute = tag(flops / 1e12, "TFLOP", "prefill FLOPs").quotient(_flop_rate(r), 1e6, "us")
     wb = weight_bytes(m)
     weights = wb.per_token_replicated_read / lay.replicated_shard + wb.routed / lay.expert_shard
-    hbm = (tag(weights / 1e9, "GB", "weights read once per prefill") / _hbm_rate(r) * 1e6).as_("us")
+    hbm = tag(weights / 1e9, "GB", "weights read once per prefill").quotient(_hbm_rate(r), 1e6, "us")
     return {"compute": compute, "hbm": hbm, "device": qmax(compute, hbm)}

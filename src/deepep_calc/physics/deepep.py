@@ -189,8 +189,8 @@ def variable_us(
         (shape.dispatch_bytes_per_token, bw, k.beta_dispatch_us),
         (shape.combine_bytes_per_token, bw_comb, k.beta_combine_us),
     ):
-        wire_us = (Q.derived(tr.remote_sel * per_sel / 1e6, "MB", "routed bytes") / wire * 1e3).as_("us")
-        nvl_us = (Q.derived(tr.nvlink_sel * per_sel / 1e6, "MB", "routed bytes") / nvl * 1e3).as_("us")
+        wire_us = Q.derived(tr.remote_sel * per_sel / 1e6, "MB", "routed bytes").quotient(wire, 1e3, "us")
+        nvl_us = Q.derived(tr.nvlink_sel * per_sel / 1e6, "MB", "routed bytes").quotient(nvl, 1e3, "us")
         issue = (beta * k.instance_factor * scale).as_("us", f"fitted cost per remote selection ({t.name})")
         out.append(qmax(qmax(wire_us, nvl_us), issue))
     return out[0], out[1]
@@ -204,7 +204,7 @@ def nvlink_only_us(inst: Instance, gpn: int, ep: Any, shape: KernelShape, k: Ker
     out = []
     for per_sel in (shape.dispatch_bytes_per_token, shape.combine_bytes_per_token):
         mb = Q.derived(tr.nvlink_sel * per_sel / 1e6, "MB", "routed bytes over NVLink")
-        out.append((half + (mb / nvl * 1e3).as_("us")).as_("us"))
+        out.append((half + mb.quotient(nvl, 1e3, "us")).as_("us"))
     return out[0], out[1]
 
 

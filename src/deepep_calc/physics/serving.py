@@ -47,7 +47,7 @@ def serve(r: Resolved, lay: Layout, step_ms: Q, prefill_ms: Q, ttft_steps: Q) ->
     ttft = ((ttft_steps * step_ms).as_("ms") + prefill_ms).as_("ms")
     osl = np.asarray(s.osl, dtype=float)
     service = (ttft + (step_ms * (osl - 1.0)).as_("ms")).as_("ms")
-    aggregate = (running * osl / service * 1000.0).as_("tok/s", "running x OSL / (TTFT + (OSL-1) x step)")
+    aggregate = (running * osl).quotient(service, 1000.0, "tok/s", "running x OSL / (TTFT + (OSL-1) x step)")
     waiting_rounds = np.maximum(np.asarray(s.concurrency, dtype=float) / running.value - 1.0, 0.0)
     queued = (ttft + (service * waiting_rounds).as_("ms")).as_("ms")
     return Serving(running, queued, aggregate, service, ttft)
@@ -55,9 +55,9 @@ def serve(r: Resolved, lay: Layout, step_ms: Q, prefill_ms: Q, ttft_steps: Q) ->
 
 def usd_per_mtok(r: Resolved, aggregate: Q) -> Q:
     price = r.instance.price(r.scenario.price_per_hour)
-    return (price * np.asarray(r.scenario.nodes, dtype=float) / (aggregate * 3600.0) * 1e6).as_(
-        "$/Mtok", f"nodes x price per node-hour / (aggregate tok/s x 3600) x 1e6; {price.source}"
-    )
+    why = f"nodes x price per node-hour / (aggregate tok/s x 3600) x 1e6; {price.source}"
+    cluster = price * np.asarray(r.scenario.nodes, dtype=float)
+    return cluster.quotient(aggregate * 3600.0, 1e6, "$/Mtok", why)
 
 
 def per_user(step_ms: Q) -> Q:
