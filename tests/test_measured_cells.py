@@ -13,7 +13,6 @@ from types import SimpleNamespace
 import pytest
 
 from deepep_calc import Scenario, evaluate
-from deepep_calc.base.errors import InputError
 from deepep_calc.base.quantity import Q, Tag
 from deepep_calc.catalog.measured import ArmMetrics, Cell, load_cells
 from deepep_calc.estimate.evaluate import (
@@ -23,6 +22,7 @@ from deepep_calc.estimate.evaluate import (
     _same_batching,
     measured_cell_for,
 )
+from deepep_calc.fit.observations import cell_scenario
 from deepep_calc.question.scenario import resolve
 
 CAL = load_cells()["trt-ab-k8-c32"]
@@ -264,30 +264,7 @@ def test_same_batching() -> None:
     assert not _is_cell_scenario(resolve(Scenario(max_batch=1)), CAL)
 
 
-def _own_scenario(cell: Cell) -> Scenario | None:
-    """The scenario a catalog cell ran, or None where it is not one `evaluate` takes (a
-    prefill-only or decode-only cell, ISL or OSL 0)."""
-    try:
-        s = Scenario(
-            engine=cell.engine,
-            model=cell.model,
-            instance=cell.instance,
-            nodes=cell.nodes,
-            concurrency=cell.concurrency,
-            isl=cell.isl,
-            osl=cell.osl,
-            comms=cell.comms,
-            max_qps=cell.max_qps,
-            cuda_graphs=cell.cuda_graphs,
-            transport=cell.transport,
-        )
-        resolve(s)
-    except InputError:
-        return None
-    return s
-
-
-OWN = [s for s in map(_own_scenario, load_cells().values()) if s is not None]
+OWN = [cell_scenario(cell) for cell in load_cells().values()]  # what each cell ran (ISL, OSL >= 1)
 NEAR = [
     n for s in OWN for n in (s, s.copy(concurrency=s.concurrency + 1), s.copy(isl=s.isl + 1), s.copy(comms=3))
 ]
