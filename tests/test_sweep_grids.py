@@ -195,23 +195,39 @@ def test_precision_is_checked_before_work(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_fallback_writer_gives_the_same_columns_and_values(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_fallback_writer_writes_the_same_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     plan = plan_sweep({"model": "deepseek-v3", "nodes": "1,2,4", "concurrency": "1:512:x8", "slo_tok_s": "9"})
     run_sweep(plan, output=str(tmp_path / "arrow.csv"), progress=False)
     monkeypatch.setattr(sweep_output, "have_pyarrow", lambda: False)
     run_sweep(plan, output=str(tmp_path / "stdlib.csv"), progress=False)
     with open(tmp_path / "arrow.csv", newline="") as a, open(tmp_path / "stdlib.csv", newline="") as b:
         ra, rb = list(csv.reader(a)), list(csv.reader(b))
-    assert ra[0] == rb[0] == [n for n, _ in columns()]
-    kinds = [k for _, k in columns()]
-    for la, lb in zip(ra[1:], rb[1:], strict=True):
-        for kind, x, y in zip(kinds, la, lb, strict=True):
-            if kind == "float" and x and y:
-                assert float(x) == float(y) or (math.isnan(float(x)) and math.isnan(float(y)))
-            else:
-                assert x == y
+    assert ra[0] == [n for n, _ in columns()]
+    assert ra == rb
+
+
+def _arrow_text(values: np.ndarray) -> list[str]:
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.compute as pc
+
+    return pc.cast(pa.array(values), pa.string()).to_pylist()
+
+
+def test_fallback_float_text_is_arrows_on_every_kind_of_double() -> None:
+    """Arrow writes plain decimals for decimal exponents -6..9 and d.dde+N beyond; Python's repr
+    switches at -4 and 16. Random bit patterns (subnormals, NaN payloads, huge and tiny values),
+    values near the switches and values rounded as the CSV rounds them must all print alike."""
+    rng = np.random.default_rng(7)
+    bits = rng.integers(0, 2**64, 20_000, dtype=np.uint64).view(np.float64)
+    spread = 10.0 ** rng.uniform(-12, 24, 20_000) * rng.choice([-1.0, 1.0], 20_000)
+    edges = np.array([1e-7, 9.99e-7, 1e-6, 1e-5, 1.5e-5, 1e-4, 1e9, 9.99999e9, 1e10, 1.2e10, 1e16, 1.2e17])
+    special = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 5e-324, 2.2250738585072014e-308, 1.8e308 / 1.1])
+    rounded = [round_significant(spread, d) for d in (1, 2, 6, 10, 14)]
+    values = np.concatenate([bits, spread, edges, -edges, special, *rounded])
+    expected = _arrow_text(values)
+    got = [sweep_output._float_text(v) for v in values.tolist()]
+    wrong = [(v, e, g) for v, e, g in zip(values.tolist(), expected, got, strict=True) if e != g]
+    assert not wrong, wrong[:5]
 
 
 # File modes ----------------------------------------------------------------------------------

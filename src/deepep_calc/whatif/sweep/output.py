@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import math
 from pathlib import Path
 from typing import Any
 
@@ -431,18 +432,36 @@ class StdlibCsvWriter(TableWriter):
             self.handle = None
 
 
+# Arrow prints a float in plain decimals when its decimal exponent E is in [-6, 9] and as
+# d.ddde+E otherwise (double-conversion's shortest mode with Arrow's limits); Python's repr
+# switches at other limits (-4 and 16), so the digits come from repr and the layout is Arrow's.
+_PLAIN_EXPONENTS = range(-6, 10)
+
+
 def _float_text(value: float) -> str:
-    """A float as Arrow's CSV writer prints it: 2 not 2.0, 1e-07 as 1e-7, 1.5e+20 kept."""
+    """A float as Arrow's CSV writer prints it: the shortest digits that read back as the same
+    double (Python's repr has the same digits), laid out as Arrow lays them out: 2 not 2.0,
+    0.00001 not 1e-05, 1e+10 not 10000000000.0, 1.2e-7 not 1.2e-07."""
     if value != value:
         return "nan"
     if value in (float("inf"), float("-inf")):
         return "inf" if value > 0 else "-inf"
-    text = repr(float(value))
-    if text.endswith(".0"):
-        return text[:-2]
-    if "e-0" in text:
-        return text.replace("e-0", "e-")
-    return text
+    sign = "-" if math.copysign(1.0, value) < 0 else ""
+    mantissa, _, exp = repr(abs(value)).partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = (whole + frac).lstrip("0")
+    if not digits.rstrip("0"):
+        return sign + "0"
+    exponent = int(exp or 0) + len(whole) - 1 - (len(whole + frac) - len(digits))
+    digits = digits.rstrip("0")
+    if exponent in _PLAIN_EXPONENTS:
+        if exponent >= len(digits) - 1:
+            return sign + digits + "0" * (exponent - len(digits) + 1)
+        if exponent >= 0:
+            return f"{sign}{digits[: exponent + 1]}.{digits[exponent + 1 :]}"
+        return f"{sign}0.{'0' * (-exponent - 1)}{digits}"
+    point = f".{digits[1:]}" if len(digits) > 1 else ""
+    return f"{sign}{digits[0]}{point}e{'+' if exponent >= 0 else '-'}{abs(exponent)}"
 
 
 def _text(value: Any, kind: str) -> str:
