@@ -175,6 +175,15 @@ def test_round_significant_matches_printf(digits: int) -> None:
     assert exact >= 0.999 * len(x)
 
 
+def test_decimal_exponent_shortcut_is_exact_for_every_binary_exponent() -> None:
+    """round_significant takes floor(n * log10 2) as an integer multiply and shift; a double's
+    binary exponents (frexp's, minus one) run from -1075 to 1023."""
+    n = np.arange(-1100, 1101, dtype=np.int32)
+    shortcut = (n * sweep_output._LOG10_2_NUM) >> sweep_output._LOG10_2_SHIFT
+    exact = [math.floor(int(k) * math.log10(2)) for k in n]
+    assert shortcut.tolist() == exact
+
+
 def test_round_significant_keeps_specials() -> None:
     x = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 5e-324, 1.7e308, 999999.5, 9.9999996])
     got = round_significant(x, 6)
