@@ -656,3 +656,58 @@ def test_deepep_wins_only_by_beating_every_arm_in_contention() -> None:
     assert replica * 1.05 < allgather * 1.5
     assert code_with(1.5) == "deepep"
     assert code_with(0.8) == "dense"  # allgather beats it: no win with the replicas gone either
+
+
+_REPLICAS_AHEAD = "Single-node replicas show"
+
+
+def test_replicas_shown_ahead_of_a_measured_alternative_say_why_they_are_not_picked() -> None:
+    """The calibration card: allgather's measured aggregate (ramp and tail included) sits beside
+    the replicas' model figure, which looks 9 % higher and cheaper; the rule compares the model
+    for both and finds a tie, and a reason says so with the very figures it compared."""
+    result = evaluate(Scenario())
+    v = result.verdict
+    rep, alt = result.arms["replica"], result.arms["allgather"]
+    assert v.code == "dense" and v.recommended_arm == "allgather"  # the premise
+    assert rep.aggregate_tok_s.scalar > alt.aggregate_tok_s.scalar * 1.05
+    line = next(x for x in v.reasons if x.startswith(_REPLICAS_AHEAD))
+    assert "794.6 tok/s [measured]" in line and "869.3 tok/s [assumed]" in line
+    shown = re.search(r"they are ([\d,.]+) vs ([\d,.]+) tok/s", line)
+    assert shown is not None
+    like_rep, like_alt = (float(x.replace(",", "")) for x in shown.groups())
+    assert like_rep == round(rep.model_aggregate_tok_s.scalar, 1)
+    assert like_alt == round(alt.model_aggregate_tok_s.scalar, 1)
+    assert like_rep <= like_alt * v.compared.threshold  # what the rule saw: no replica win
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"engine": "vllm"},
+        {"engine": "vllm", "comms": 1, "concurrency": 4},
+        {"cuda_graphs": True},
+        {"model": "deepseek-v3", "nodes": 2, "engine": "sglang", "cuda_graphs": True},
+        {"model": "deepseek-v3", "nodes": 2, "transport": "efa-gda", "concurrency": 1800},
+        {"model": "gpt-oss-120b", "nodes": 2, "alternative": "tp"},
+        {"nodes": 1, "transport": "nvlink"},
+        {"slo_tok_s": 25.0},
+    ],
+)
+def test_the_replica_line_appears_exactly_when_the_table_shows_replicas_ahead(fields: dict[str, Any]) -> None:
+    """Said when replicas are in contention, not recommended, and shown ahead by more than the
+    noise band; never otherwise (recommended replicas have their own reason). The calibration
+    scenario and an SLO on it say it; vLLM's pair (304.0 measured vs 304.0 model) does not."""
+    result = evaluate(Scenario(**fields))
+    v = result.verdict
+    rep = result.arms["replica"]
+    chosen = result.arms.get(v.recommended_arm)
+    ahead = (
+        chosen is not None
+        and chosen is not rep
+        and bool(rep.feasible)
+        and rep.meets_slo is not False
+        and rep.meets_ttft is not False
+        and rep.aggregate_tok_s.scalar > chosen.aggregate_tok_s.scalar * v.compared.threshold
+    )
+    assert any(x.startswith(_REPLICAS_AHEAD) for x in v.reasons) == ahead

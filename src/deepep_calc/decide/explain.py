@@ -24,7 +24,18 @@ from ..estimate.evaluate import compute, deepep_neighbour_cell, duration, like_w
 from ..question.fields import LIMITS
 from ..question.scenario import VARIABLE, resolve
 from .launch import arm_env, launch
-from .verdict import ARM_LABELS, NO_ARM, SYMBOLS, Verdict, classify, classify_codes, pair, tagged, times
+from .verdict import (
+    ARM_LABELS,
+    NO_ARM,
+    SYMBOLS,
+    Verdict,
+    classify,
+    classify_codes,
+    decision_aggregates,
+    pair,
+    tagged,
+    times,
+)
 
 # EP sizes far past the kernel references: beyond this multiple of the largest referenced EP,
 # the headline says the DeepEP figures are an extrapolation (below it, a reason says so).
@@ -126,6 +137,8 @@ def reasons(result: Any, v: Verdict) -> list[str]:
         )
         if rep.measured_cell is None and (dee.measured_cell or alt.measured_cell):
             out.append("Measured cells exist for the other arms; the replicas are compared on model figures.")
+    else:
+        out += _replicas_shown_ahead(result, arm, c.threshold)
     proxy = dee.breakdown_ms["proxy"]
     comm = dee.breakdown_ms["moe_comm"]
     layers = r.model.moe_layers
@@ -160,6 +173,31 @@ def reasons(result: Any, v: Verdict) -> list[str]:
         out.append(f"Measured cell(s) {', '.join(cells)} supply the tagged-measured numbers above.")
     out += _model_identity(result)
     return out
+
+
+def _replicas_shown_ahead(result: Any, arm: str, threshold: float) -> list[str]:
+    """Why single-node replicas are not picked when the arms table shows them ahead (by more
+    than the noise band).
+
+    The table shows each arm's own figure: a measured aggregate where a cell has one (ramp and
+    tail included), else the model's. Replicas have no measured cell, so beside a measured arm
+    they can look faster and cheaper while the rule, comparing like with like, finds no win.
+    """
+    rep, chosen = result.arms.get("replica"), result.arms.get(arm)
+    if rep is None or chosen is None or rep is chosen or not rep.feasible:
+        return []
+    if rep.meets_slo is False or rep.meets_ttft is False:  # out of contention: said elsewhere
+        return []
+    if not rep.aggregate_tok_s.scalar > chosen.aggregate_tok_s.scalar * threshold:
+        return []  # within the noise band the table itself shows no lead to explain
+    rq, cq, measured = decision_aggregates(rep, chosen)
+    basis = "measured on both" if measured else "the model's figures of both; replicas have no measured cell"
+    label = ARM_LABELS[arm]
+    return [
+        f"Single-node replicas show {tagged(rep.aggregate_tok_s)} aggregate against {label}'s "
+        f"{tagged(chosen.aggregate_tok_s)}, but like with like ({basis}) they are "
+        f"{pair(rq, cq)}: replicas are recommended only above {threshold:.2f}× {label} (the noise band)."
+    ]
 
 
 def _from_the_measured_knobs(result: Any) -> list[str]:
