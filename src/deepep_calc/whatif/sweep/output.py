@@ -192,8 +192,10 @@ class TableWriter:
 
     Writing runs on one background thread, one chunk behind the model: Arrow's writers and
     NumPy's rounding release the GIL, so on two cores the next chunk is computed while the last
-    one is formatted. At most one chunk waits; a failure surfaces at the next `write` or at
-    `close`, before anything is committed, and `abort` waits for the thread before discarding.
+    one is formatted. Before a chunk is handed over, `_prepare` runs on the caller's thread,
+    beside the chunk in flight: a writer gives it the share of the formatting that balances the
+    two threads. At most one chunk waits; a failure surfaces at the next `write` or at `close`,
+    before anything is committed, and `abort` waits for the thread before discarding.
     """
 
     def __init__(
@@ -219,20 +221,26 @@ class TableWriter:
     def _open(self) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def _write(self, chunk: Chunk) -> None:  # pragma: no cover - overridden
+    def _prepare(self, chunk: Chunk) -> Any:
+        """What the writer thread gets for this chunk; runs on the caller's thread."""
+        return chunk
+
+    def _write(self, prepared: Any) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
     def _close(self) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
     def write(self, chunk: Chunk) -> None:
-        """Hand the chunk to the writer thread, after the previous one is written."""
+        """Prepare the chunk here (beside the one in flight), then hand it to the writer thread
+        once the previous one is written."""
+        prepared = self._prepare(chunk)
         self._wait()
         if self.pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
             self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sweep-writer")
-        self.pending = self.pool.submit(self._write, chunk)
+        self.pending = self.pool.submit(self._write, prepared)
 
     def _wait(self) -> None:
         """Block until the chunk in flight is written; its failure is raised here, in one line."""
@@ -333,13 +341,32 @@ class ArrowWriter(TableWriter):
                 write_statistics=stats,
             )
         else:
+            import pyarrow.compute as pc
             import pyarrow.csv as pacsv
 
+            self.pc = pc
+            quoting = self._quoting()
+            # Float-to-text is most of a CSV's time. Arrow's writer prints a float column with the
+            # very cast used here, so the floats can be turned to text before the writer sees
+            # them: half on the caller's thread (`_prepare`), half on the writer's (`_write`). Not
+            # under "needed" quoting, which would quote a float that arrives as text.
+            self.text_floats = quoting == "none"
+            floats = [i for i, kind in enumerate(self.kinds) if kind == "float"]
+            self.cast_early = frozenset(floats[::2]) if self.text_floats else frozenset()
+            self.cast_late = frozenset(floats[1::2]) if self.text_floats else frozenset()
             self.csv_schema = pa.schema(
-                [(f.name, pa.string() if f.type == self.dict_type else f.type) for f in self.schema]
+                [
+                    (
+                        f.name,
+                        pa.string()
+                        if f.type == self.dict_type or i in self.cast_early | self.cast_late
+                        else f.type,
+                    )
+                    for i, f in enumerate(self.schema)
+                ]
             )
             self.writer = pacsv.CSVWriter(
-                sink, self.csv_schema, write_options=pacsv.WriteOptions(quoting_style=self._quoting())
+                sink, self.csv_schema, write_options=pacsv.WriteOptions(quoting_style=quoting)
             )
 
     def _quoting(self) -> str:
@@ -379,15 +406,27 @@ class ArrowWriter(TableWriter):
         arr = self._array(value, typ, n)
         return arr.dictionary.take(arr.indices) if typ == self.dict_type else arr
 
-    def _write(self, chunk: Chunk) -> None:
+    def _prepare(self, chunk: Chunk) -> Any:
+        """A CSV chunk's columns, rounded, with the first half of the floats already text."""
+        if self.fmt != "csv":
+            return chunk
         values = chunk_values(chunk, self.keep_invalid)
+        arrays = []
+        for i, (f, kind) in enumerate(zip(self.schema, self.kinds, strict=True)):
+            arr = self._csv_array(_rounded(values[f.name], kind, self.precision), f.type, chunk.rows)
+            arrays.append(self._as_text(arr) if i in self.cast_early else arr)
+        return arrays
+
+    def _as_text(self, arr: Any) -> Any:
+        return self.pc.cast(arr, self.pa.string())
+
+    def _write(self, prepared: Any) -> None:
         if self.fmt == "csv":
-            arrays = [
-                self._csv_array(_rounded(values[f.name], kind, self.precision), f.type, chunk.rows)
-                for f, kind in zip(self.schema, self.kinds, strict=True)
-            ]
+            arrays = [self._as_text(a) if i in self.cast_late else a for i, a in enumerate(prepared)]
             self.writer.write_table(self.pa.Table.from_arrays(arrays, schema=self.csv_schema))
             return
+        chunk = prepared
+        values = chunk_values(chunk, self.keep_invalid)
         arrays = [self._array(values[f.name], f.type, chunk.rows) for f in self.schema]
         self.writer.write_table(self.pa.Table.from_arrays(arrays, schema=self.schema))
 

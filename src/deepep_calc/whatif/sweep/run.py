@@ -18,8 +18,8 @@ import numpy as np
 from ...base.errors import InputError
 from ...decide.verdict import ARM_NAMES, VERDICT_CODES
 from ...files.safe_write import check_distinct, check_output, commit, scenario_inputs
-from .grid import CHUNK_ROWS, SweepPlan, iter_chunks, plan_sweep
-from .output import check_table_target, open_table_writer
+from .grid import CHUNK_ROWS, CSV_CHUNK_ROWS, SweepPlan, iter_chunks, plan_sweep
+from .output import check_table_target, have_pyarrow, open_table_writer
 from .verdict_map import MapGrid, check_map_target, render_map
 
 
@@ -87,7 +87,7 @@ def run_sweep(
     map_path: str | None = None,
     x: str | None = None,
     y: str | None = None,
-    chunk_rows: int = CHUNK_ROWS,
+    chunk_rows: int | None = None,
     progress: bool = True,
     precision: int = 6,
     keep_invalid: bool = False,
@@ -98,17 +98,23 @@ def run_sweep(
     not an input of the sweep, not one file twice); both files are committed together at the
     end, or neither (`deepep_calc.files.safe_write`). CSV floats carry `precision` significant digits
     (Parquet keeps full doubles). `keep_invalid` writes the skipped combinations' rows too,
-    with a `skipped_reason` and null metrics.
+    with a `skipped_reason` and null metrics. `chunk_rows`: rows per vectorised pass (memory,
+    not results), by default `CHUNK_ROWS`, or `CSV_CHUNK_ROWS` for a CSV written through Arrow.
     """
-    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows <= 0:
+    if chunk_rows is not None and (
+        isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows <= 0
+    ):
         raise InputError("--chunk-rows", chunk_rows, "a whole number greater than 0")
     check_precision(precision)
     inputs = scenario_inputs(plan.axes["model"], plan.axes["calibration"])
     table_out = map_out = None
     map_fmt = "html"
+    fmt = None
     if output is not None:
-        check_table_target(output)
+        fmt = check_table_target(output)
         table_out = check_output(output, "-o", inputs=inputs)
+    if chunk_rows is None:
+        chunk_rows = CSV_CHUNK_ROWS if fmt == "csv" and have_pyarrow() else CHUNK_ROWS
     grid = None
     if map_path is not None:
         map_fmt = check_map_target(map_path)
