@@ -18,7 +18,7 @@ from deepep_calc import Scenario, evaluate
 from deepep_calc.decide import explain
 from deepep_calc.decide.answer import decide
 from deepep_calc.estimate.evaluate import check_splittable, compute
-from deepep_calc.question.scenario import resolve
+from deepep_calc.question.scenario import VARIABLE, resolve
 
 SCENARIOS: list[dict[str, Any]] = [
     {},
@@ -130,3 +130,45 @@ def test_a_pending_verdict_pickles_and_copies_settled() -> None:
         assert twin._pending is None
     again = pickle.loads(pickle.dumps(evaluate(Scenario(model="deepseek-v3", nodes=2)).verdict))
     assert again.advisories == eager.advisories and again.robustness == eager.robustness
+
+
+def _row(obj: Any) -> Any:
+    """A one-row sweep's JSON read as one scenario's: every one-element list is its element,
+    and a NaN null (as `Q.to_json` writes a scalar's)."""
+    if isinstance(obj, dict):
+        return {k: _row(v) for k, v in obj.items()}
+    if isinstance(obj, list) and len(obj) == 1:
+        return _row(obj[0])
+    return None if isinstance(obj, float) and math.isnan(obj) else obj
+
+
+# What a one-row sweep computes like one scenario (a sweep never substitutes a measured cell,
+# so the shown figures are compared only on arms no cell replaced).
+MODEL_KEYS = (
+    "feasible",
+    "fits_memory",
+    "breakdown_ms",
+    "memory_gb_per_gpu",
+    "memory_detail_gb",
+    "max_concurrency",
+    "kv_token_capacity_per_gpu",
+    "running_sequences",
+    "model_aggregate_tok_s",
+    "model_step_ms",
+)
+SHOWN_KEYS = ("step_ms", "per_user_tok_s", "aggregate_tok_s", "ttft_ms", "usd_per_mtok")
+
+
+@pytest.mark.parametrize(
+    "fields", SCENARIOS, ids=lambda f: ",".join(f"{k}={v}" for k, v in f.items()) or "default"
+)
+def test_one_scenario_equals_the_same_row_of_a_sweep(fields: dict[str, Any]) -> None:
+    """A scalar scenario's physics runs on Python floats (`base.arrays`), a sweep's on NumPy
+    arrays: every figure, unit, tag, source and band agrees, arm by arm."""
+    r = resolve(Scenario(**fields))
+    one = compute(r)
+    row = compute(r.vary(**{name: [getattr(r.scenario, name)] for name in VARIABLE}))
+    for name, arm in one.arms.items():
+        got, want = arm.to_json(), _row(row.arms[name].to_json())
+        keys = MODEL_KEYS + (SHOWN_KEYS if arm.measured_cell is None else ())
+        assert_close({k: got[k] for k in keys}, {k: want[k] for k in keys}, f"$.{name}")

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base.arrays import every_some
+from ..base.arrays import every_some, floats
 from ..base.errors import InputError
 from ..base.quantity import Q, Tag
 from ..catalog.measured import Cell, cells_by_shape, load_cells
@@ -263,8 +263,8 @@ def deepep_neighbour_cell(r: Resolved) -> Cell | None:
 
 
 def _split_ok(experts: int, ranks: Any) -> Any:
-    ranks = np.asarray(ranks, dtype=float)
-    return (experts >= ranks) & (np.mod(experts, ranks) == 0)
+    ranks = floats(ranks)
+    return (experts >= ranks) & (experts % ranks == 0)
 
 
 def _arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None) -> ArmResult:
@@ -288,11 +288,11 @@ def _arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None
     if cell is not None:
         step_ms, pu, aggregate, ttft = _apply_cell(cell, arm, step_ms, pu, aggregate, ttft)
     cost = banded(usd_per_mtok(r, aggregate), table, "aggregate", inverse=True)
-    split = _split_ok(r.model.experts, lay.expert_shard) if arm != "tp" else np.asarray(True)
-    fits = np.asarray(mem.fits)
+    split = _split_ok(r.model.experts, lay.expert_shard) if arm != "tp" else True
+    fits = mem.fits
     reach = _reaches(r, arm)
     ceiling = prompt_ceiling_ms(s.ttft_ms)
-    answered = np.asarray(ttft.value <= ceiling)
+    answered = ttft.value <= ceiling
     feasible = split & fits & reach & answered
     why, why_code = "", ""
     if not r.varied:
@@ -363,11 +363,8 @@ def banded(q: Q, table: Table, kind: str, inverse: bool = False) -> Q:
     lo, hi = band  # model / reference: the truth lies in value / hi .. value / lo
     if inverse:
         lo, hi = 1.0 / hi, 1.0 / lo
-    value = np.asarray(q.value, dtype=float)
-    low, high = value / hi, value / lo
-    if np.ndim(value) == 0:
-        low, high = float(low), float(high)
-    return q.with_band(low, high)
+    value = floats(q.value)
+    return q.with_band(value / hi, value / lo)
 
 
 def _reaches(r: Resolved, arm: str) -> Any:
@@ -377,8 +374,8 @@ def _reaches(r: Resolved, arm: str) -> Any:
     what-if grids mark the arm infeasible row by row instead.
     """
     if arm != "deepep" or r.transport.fabric != "nvlink":
-        return np.asarray(True)
-    return np.asarray(r.scenario.nodes) <= 1
+        return True
+    return floats(r.scenario.nodes) <= 1
 
 
 def prompt_ceiling_ms(ttft_target_ms: float | None) -> float:
@@ -401,6 +398,8 @@ def duration(ms: float) -> str:
 
 def _plain(flag: Any) -> Any:
     """A 0-d boolean array becomes a bool; arrays (sweeps) stay arrays."""
+    if type(flag) is bool:
+        return flag
     arr = np.asarray(flag)
     return bool(arr) if arr.ndim == 0 else arr
 

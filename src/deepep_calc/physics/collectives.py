@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from ..base.arrays import floats, minimum, where
 from ..base.quantity import Q, qmax
 from ..catalog.constants import const
 from ..catalog.hardware import Instance
@@ -34,8 +33,8 @@ def _hop_us(inst: Instance, c: CollectiveConstants) -> Q:
 def latency_us(inst: Instance, ranks: Any, nodes: Any, gpn: int, c: CollectiveConstants) -> Q:
     """Ring latency of an allgather / reduce-scatter: (local - 1) NVLink hops + (nodes - 1)
     scale-out hops, both fitted on dense arms (what the engines' MoE collectives cost)."""
-    local = np.minimum(gpn, ranks)
-    return (c.hop_nvlink_us * (local - 1.0) + _hop_us(inst, c) * (np.asarray(nodes) - 1.0)).as_(
+    local = minimum(float(gpn), floats(ranks))
+    return (c.hop_nvlink_us * (local - 1.0) + _hop_us(inst, c) * (floats(nodes) - 1.0)).as_(
         "us", "NCCL ring latency: NVLink hops + scale-out hops (fitted on dense graph-mode runs)"
     )
 
@@ -43,8 +42,8 @@ def latency_us(inst: Instance, ranks: Any, nodes: Any, gpn: int, c: CollectiveCo
 def allreduce_latency_us(inst: Instance, ranks: Any, nodes: Any, gpn: int, c: CollectiveConstants) -> Q:
     """Latency of a tensor-parallel all-reduce: engines use one-shot NVLink kernels inside a node
     (the assumed NVLink step per peer), and NCCL's scale-out step across nodes."""
-    local = np.minimum(gpn, ranks)
-    return (const("nccl_hop_intra_us") * (local - 1.0) + _hop_us(inst, c) * (np.asarray(nodes) - 1.0)).as_(
+    local = minimum(float(gpn), floats(ranks))
+    return (const("nccl_hop_intra_us") * (local - 1.0) + _hop_us(inst, c) * (floats(nodes) - 1.0)).as_(
         "us", "all-reduce latency: NVLink steps (assumed) + scale-out steps (fitted)"
     )
 
@@ -84,7 +83,7 @@ def allgather_us(
     """
     wire_bw, nvl_bw, latency = group if group is not None else ring(inst, ranks, nodes, gpn, c)
     cb = const("collective_bytes_per_element")
-    local = np.minimum(gpn, ranks)
+    local = minimum(float(gpn), floats(ranks))
     remote_mb = (cb * ((ranks - local) * tokens_per_rank * hidden / 1e6)).as_("MB")
     nvl_mb = (cb * ((local - 1.0) * tokens_per_rank * hidden / 1e6)).as_("MB")
     wire = remote_mb.quotient(wire_bw, 1e3, "us")
@@ -105,10 +104,10 @@ def allgatherv_one_us(
     """Allgather where one rank contributes `tokens` (a prefill chunk) and the others nothing."""
     wire_bw, nvl_bw, latency = group if group is not None else ring(inst, ranks, nodes, gpn, c)
     cb = const("collective_bytes_per_element")
-    mb = (cb * (np.asarray(tokens, dtype=float) * hidden / 1e6)).as_("MB")
+    mb = (cb * (floats(tokens) * hidden / 1e6)).as_("MB")
     wire = mb.quotient(wire_bw, 1e3, "us")
     nvl = mb.quotient(nvl_bw, 1e3, "us")
-    link = Q(np.where(np.asarray(nodes) > 1, wire.value, nvl.value), "us", *_join(wire, nvl))
+    link = Q(where(floats(nodes) > 1, wire.value, nvl.value), "us", *_join(wire, nvl))
     return (latency + link).as_("us")
 
 
@@ -117,11 +116,11 @@ def allreduce_us(
 ) -> Q:
     """Ring all-reduce of `tokens` activations: 2 (ranks - 1) / ranks of the bytes, twice the latency."""
     cb = const("collective_bytes_per_element")
-    ranks = np.asarray(ranks, dtype=float)
-    mb = (cb * (2.0 * (ranks - 1.0) / ranks * np.asarray(tokens, dtype=float) * hidden / 1e6)).as_("MB")
+    ranks = floats(ranks)
+    mb = (cb * (2.0 * (ranks - 1.0) / ranks * floats(tokens) * hidden / 1e6)).as_("MB")
     wire = mb.quotient(_wire_bw(inst, gpn), 1e3, "us")
     nvl = mb.quotient(_nvl_bw(inst, c), 1e3, "us")
-    link = Q(np.where(np.asarray(nodes) > 1, wire.value, nvl.value), "us", *_join(wire, nvl))
+    link = Q(where(floats(nodes) > 1, wire.value, nvl.value), "us", *_join(wire, nvl))
     return (allreduce_latency_us(inst, ranks, nodes, gpn, c) * 2.0 + link).as_("us")
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
+from ..base.arrays import floats, power
 from ..base.quantity import Q, qmax
 from ..catalog.constants import const
 from ..question.scenario import Resolved
@@ -15,7 +14,7 @@ from .params import count_params, kv_bytes_per_sequence, weight_bytes
 
 def experts_touched_fraction(topk: int, experts: int, tokens: Any) -> Any:
     """Chance a given expert is hit when `tokens` tokens each pick top-k of E uniformly."""
-    return 1.0 - np.power(1.0 - topk / experts, tokens)
+    return 1.0 - power(1.0 - topk / experts, tokens)
 
 
 def _hbm_rate(r: Resolved) -> Q:
@@ -44,7 +43,7 @@ def decode_device_us(
     expert_bytes = m.moe_layers * local_experts * p_hit * wb.expert_layer
     weight_read = wb.per_token_replicated_read / lay.replicated_shard
     ctx = isl + const("mean_context_fraction").value * osl
-    kv_read = lay.seqs_per_rank * kv_bytes_per_sequence(m, np.asarray(ctx, dtype=float)) / lay.kv_shard
+    kv_read = lay.seqs_per_rank * kv_bytes_per_sequence(m, floats(ctx)) / lay.kv_shard
     tag = Q.derived if m.verified else Q.assumed
     bytes_q = tag((weight_read + kv_read) / 1e9, "GB", f"replicated weights + KV read per step ({m.name})")
     expert_q = tag(expert_bytes / 1e9, "GB", f"routed experts touched per step ({m.name})")
@@ -77,8 +76,8 @@ def matmul_flops(r: Resolved, lay: Layout, tokens: Any, group_tokens: Any) -> An
     m = r.model
     p = count_params(m)
     routed_active = m.moe_layers * m.topk * p.expert_layer
-    replicated = 2.0 * (p.active - routed_active) * np.asarray(tokens, dtype=float) / lay.replicated_shard
-    routed = 2.0 * routed_active * np.asarray(group_tokens, dtype=float) / lay.expert_shard
+    replicated = 2.0 * (p.active - routed_active) * floats(tokens) / lay.replicated_shard
+    routed = 2.0 * routed_active * floats(group_tokens) / lay.expert_shard
     return replicated + routed
 
 
@@ -91,7 +90,7 @@ def prefill_device_us(r: Resolved, lay: Layout, tokens: Any) -> dict[str, Q]:
     a = m.attention
     head_dim = a.head_dim or (a.qk_nope_head_dim + a.qk_rope_head_dim)
     full_layers = m.layers - a.linear_layers
-    attn_flops = 2.0 * full_layers * a.heads * head_dim * np.square(tokens)  # QK^T and PV, causal
+    attn_flops = 2.0 * full_layers * a.heads * head_dim * (tokens * tokens)  # QK^T and PV, causal
     flops = matmul_flops(r, lay, tokens, tokens) + attn_flops / lay.replicated_shard
     tag = Q.derived if m.verified else Q.assumed
     compute = tag(flops / 1e12, "TFLOP", "prefill FLOPs").quotient(_flop_rate(r), 1e6, "us")

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base.arrays import every_some
+from ..base.arrays import every_some, floats, minimum, power
 from ..base.quantity import Q, qmax
 from ..catalog.hardware import Instance
 from ..catalog.transports import Transport
@@ -90,13 +90,13 @@ def traffic(ep: Any, gpn: int, shape: KernelShape, prefill: bool = False) -> Tra
     one copy per destination node and fan out over NVLink: a token crosses the network once per
     distinct remote node its experts live on, (nodes - 1) x (1 - (1 - 1/nodes)^k).
     """
-    ep = np.asarray(ep, dtype=float)
-    local = np.minimum(gpn, ep)
-    tokens = np.asarray(shape.tokens, dtype=float)
+    ep = floats(ep)
+    local = minimum(float(gpn), ep)
+    tokens = floats(shape.tokens)
     sel = tokens * shape.topk
     if prefill:
         nodes = ep / local
-        remote = tokens * (nodes - 1.0) * (1.0 - np.power(1.0 - 1.0 / nodes, shape.topk))
+        remote = tokens * (nodes - 1.0) * (1.0 - power(1.0 - 1.0 / nodes, shape.topk))
     else:
         remote = sel * (ep - local) / ep
     return Traffic(remote, sel * (local - 1.0) / ep)
@@ -117,9 +117,9 @@ def comms_power(comms: Any, e: float) -> Any:
     handful of them: a fractional power costs ~45 ns an element, a lookup in the powers of
     0..64 (computed by the same `np.power`) a fiftieth of that. Anything else takes np.power.
     """
-    c = np.asarray(comms, dtype=float)
-    if c.size < 256:
-        return np.power(c, e)
+    c = floats(comms)
+    if type(c) is float or c.size < 256:
+        return power(c, e)
     idx = c.astype(np.intp)
     if not (np.array_equal(idx, c) and idx.min() >= 0 and idx.max() <= _COMMS_TABLE):
         return np.power(c, e)
@@ -134,7 +134,7 @@ def scaleout_bw(t: Transport, inst: Instance, gpn: int, comms: Any, prefill: boo
     if t.bw_k1_gb_s is not None:
         assert t.bw_comms_exponent is not None
         bw = t.bw_k1_gb_s * comms_power(comms, t.bw_comms_exponent)
-        return Q.derived(np.minimum(bw, line.value), "GB/s", t.bw_source)
+        return Q.derived(minimum(bw, line.value), "GB/s", t.bw_source)
     assert t.wire_efficiency is not None
     return (line * t.wire_efficiency).as_("GB/s", f"{t.wire_efficiency:g} x line rate; {t.bw_source}")
 
@@ -152,11 +152,11 @@ def issue_lanes(t: Transport, comms: Any, qps: Any) -> Any:
     reference's count are not credited (no reference shows them helping).
     """
     if not t.comms_sensitive:
-        return np.asarray(float(t.issue_lanes))
+        return float(t.issue_lanes)
     e = t.bw_comms_exponent or 1.0
     k = comms_power(comms, e)
-    q = np.minimum(np.asarray(qps, dtype=float), t.reference.qps)
-    return k * np.power(q, e)
+    q = minimum(floats(qps), float(t.reference.qps))
+    return k * power(q, e)
 
 
 def variable_us(
@@ -220,7 +220,7 @@ def kernel_us(
     prefill: bool = False,
 ) -> dict[str, Q]:
     """Dispatch and combine latency of one MoE layer; EP within one node rides NVLink only."""
-    single = np.asarray(ep) <= gpn
+    single = floats(ep) <= gpn
     every, some = every_some(single)
     if t.fabric == "nvlink" or every:
         d, c = nvlink_only_us(inst, gpn, ep, shape, k)

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from ..base.arrays import ceil, floats, minimum
 from ..question.scenario import Resolved
 
 ARMS = ("deepep", "allgather", "tp", "replica")
@@ -33,7 +32,7 @@ class Layout:
 
 def _kv_shard(r: Resolved, tp: Any) -> Any:
     a = r.model.attention
-    return np.asarray(1.0) if a.kind == "mla" else np.minimum(tp, a.kv_heads)
+    return 1.0 if a.kind == "mla" else minimum(tp, float(a.kv_heads))
 
 
 def layout(r: Resolved, arm: str) -> Layout:
@@ -45,28 +44,28 @@ def layout(r: Resolved, arm: str) -> Layout:
     group and runs one batch. A replica is one such DP + EP copy per node.
     """
     s = r.scenario
-    conc = np.asarray(s.concurrency, dtype=float)
-    nodes = np.asarray(s.nodes, dtype=float)
+    conc = floats(s.concurrency)
+    nodes = floats(s.nodes)
     gpn = r.gpus_per_node
     world = nodes * gpn
-    cap = np.asarray(r.max_batch, dtype=float)
+    cap = floats(r.max_batch)
     tp = float(r.attention_tp)
     if arm in ("deepep", "allgather"):
         dp = world / tp
-        per_rank = np.minimum(np.ceil(conc / dp), cap)
-        tokens = np.minimum(conc, cap * dp)
+        per_rank = minimum(ceil(conc / dp), cap)
+        tokens = minimum(conc, cap * dp)
         return Layout(
             arm, world, nodes, gpn, 1.0, world, tp, _kv_shard(r, tp), per_rank, tokens, True, dp, tp
         )
     if arm == "tp":
-        running = np.minimum(conc, cap)
+        running = minimum(conc, cap)
         kv = _kv_shard(r, world)
         return Layout(arm, world, nodes, gpn, 1.0, world, world, kv, running, running, False, 1.0, 1.0)
     if arm == "replica":
         dp = gpn / min(tp, gpn)
-        per_replica = np.ceil(conc / nodes)
-        per_rank = np.minimum(np.ceil(per_replica / dp), cap)
-        tokens = np.minimum(per_replica, cap * dp)
+        per_replica = ceil(conc / nodes)
+        per_rank = minimum(ceil(per_replica / dp), cap)
+        tokens = minimum(per_replica, cap * dp)
         tpr = min(tp, gpn)
         return Layout(
             arm,

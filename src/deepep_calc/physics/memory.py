@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from ..base.arrays import floats, floor, maximum
 from ..base.quantity import Q
 from ..catalog.constants import const
 from ..question.scenario import Resolved
@@ -39,7 +38,7 @@ def memory(r: Resolved, lay: Layout, isl: Any, osl: Any) -> Memory:
     src = f"{m.name}: total parameters x dtype bytes ({m.source})"
     model_tag = Q.derived if m.verified else Q.assumed
     weights = model_tag((wb.replicated / lay.replicated_shard + wb.routed / lay.expert_shard) / GB, "GB", src)
-    per_seq_bytes = kv_bytes_per_sequence(m, np.asarray(isl + osl, dtype=float)) / lay.kv_shard
+    per_seq_bytes = kv_bytes_per_sequence(m, floats(isl + osl)) / lay.kv_shard
     kv_per_seq = model_tag(per_seq_bytes / GB, "GB", f"KV cache per sequence, {m.attention.kind}")
     kv = (kv_per_seq * lay.seqs_per_rank).as_("GB")
 
@@ -54,14 +53,14 @@ def memory(r: Resolved, lay: Layout, isl: Any, osl: Any) -> Memory:
     total = fixed + kv
     headroom = usable - total
     free = usable - fixed
-    seqs_fit = np.floor(np.maximum(free.value, 0.0) / np.maximum(kv_per_seq.value, 1e-30))
+    seqs_fit = floor(maximum(free.value, 0.0) / maximum(kv_per_seq.value, 1e-30))
     ranks_serving = lay.ranks * lay.groups if lay.data_parallel else lay.groups
     max_conc = Q(
         seqs_fit * ranks_serving, "sequences", free.tag, f"free HBM / KV per sequence; {free.source}"
     ).weaken(kv_per_seq.tag)
-    context = np.asarray(isl + osl, dtype=float)
+    context = floats(isl + osl)
     kv_tokens = Q(
-        np.floor(np.maximum(free.value, 0.0) / np.maximum(kv_per_seq.value, 1e-30) * context),
+        floor(maximum(free.value, 0.0) / maximum(kv_per_seq.value, 1e-30) * context),
         "tokens",
         free.tag,
         f"free HBM / KV bytes per token at ISL + OSL; {free.source}",
@@ -74,7 +73,7 @@ def memory(r: Resolved, lay: Layout, isl: Any, osl: Any) -> Memory:
         total,
         usable,
         headroom,
-        np.asarray(total.value <= usable.value),
+        total.value <= usable.value,
         max_conc,
         kv_tokens,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..base.arrays import minimum
 from ..catalog.models import DTYPE_BYTES, ModelSpec
 
 EMBED_DTYPE = "bf16"  # FP8 and MXFP4 checkpoints keep embeddings and the LM head in BF16
@@ -109,10 +110,8 @@ def kv_bytes_per_token(m: ModelSpec) -> float:
 
 def kv_bytes_per_sequence(m: ModelSpec, context):
     """KV of one sequence holding `context` tokens: windows cap, linear layers hold a state."""
-    import numpy as np
-
     a = m.attention
     per = kv_bytes_per_token_layer(m)
     full = m.layers - a.sliding_layers - a.linear_layers
-    sliding = a.sliding_layers * np.minimum(context, a.sliding_window) if a.sliding_layers else 0.0
+    sliding = a.sliding_layers * minimum(context, float(a.sliding_window)) if a.sliding_layers else 0.0
     return per * (full * context + sliding) + a.linear_layers * a.linear_state_bytes

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
+from ..base.arrays import floats, maximum, minimum
 from ..base.quantity import Q
 from ..question.scenario import Resolved
 from .layout import Layout
@@ -32,9 +31,9 @@ class Serving:
 
 def running_sequences(r: Resolved, lay: Layout) -> Q:
     """Sequences the engine runs at once; the rest of the concurrency queues."""
-    cap = np.asarray(r.max_batch, dtype=float) * lay.dp_ranks * lay.groups
+    cap = floats(r.max_batch) * lay.dp_ranks * lay.groups
     return Q.assumed(  # rests on the user's concurrency and the engine's batch setting
-        np.minimum(np.asarray(r.scenario.concurrency, dtype=float), cap),
+        minimum(floats(r.scenario.concurrency), cap),
         "sequences",
         f"min(concurrency, max batch per rank {r.max_batch_source} x DP ranks)",
     )
@@ -45,10 +44,10 @@ def serve(r: Resolved, lay: Layout, step_ms: Q, prefill_ms: Q, ttft_steps: Q) ->
     s = r.scenario
     running = running_sequences(r, lay)
     ttft = ((ttft_steps * step_ms).as_("ms") + prefill_ms).as_("ms")
-    osl = np.asarray(s.osl, dtype=float)
+    osl = floats(s.osl)
     service = (ttft + (step_ms * (osl - 1.0)).as_("ms")).as_("ms")
     aggregate = (running * osl).quotient(service, 1000.0, "tok/s", "running x OSL / (TTFT + (OSL-1) x step)")
-    waiting_rounds = np.maximum(np.asarray(s.concurrency, dtype=float) / running.value - 1.0, 0.0)
+    waiting_rounds = maximum(floats(s.concurrency) / running.value - 1.0, 0.0)
     queued = (ttft + (service * waiting_rounds).as_("ms")).as_("ms")
     return Serving(running, queued, aggregate, service, ttft)
 
@@ -56,7 +55,7 @@ def serve(r: Resolved, lay: Layout, step_ms: Q, prefill_ms: Q, ttft_steps: Q) ->
 def usd_per_mtok(r: Resolved, aggregate: Q) -> Q:
     price = r.instance.price(r.scenario.price_per_hour)
     why = f"nodes x price per node-hour / (aggregate tok/s x 3600) x 1e6; {price.source}"
-    cluster = price * np.asarray(r.scenario.nodes, dtype=float)
+    cluster = price * floats(r.scenario.nodes)
     return cluster.quotient(aggregate * 3600.0, 1e6, "$/Mtok", why)
 
 

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base.arrays import every_some
+from ..base.arrays import every_some, floats
 from ..base.quantity import Q, qmax
 from ..catalog.constants import const
 from ..question.scenario import Resolved
@@ -143,7 +143,7 @@ def _attention_tp_us(r: Resolved, lay: Layout, tokens_per_rank: Any, c: StepCons
     tp = float(split) if type(split) is float else float(np.max(np.asarray(split)))
     if tp <= 1:
         return 0.0
-    tokens = np.asarray(tokens_per_rank, dtype=float) * tp
+    tokens = floats(tokens_per_rank) * tp
     ar = allreduce_us(r.instance, tp, 1.0, lay.gpn, tokens, r.model.hidden, c.collectives)
     return (ar * (2.0 * r.model.layers)).value
 
@@ -152,14 +152,14 @@ def proxy_lanes(r: Resolved) -> Any:
     """Host-side lanes of a proxied transport: its comms (NCCL-GIN) or its proxy threads."""
     t = r.transport
     if t.comms_sensitive:
-        return np.asarray(r.scenario.comms, dtype=float)
-    return np.asarray(float(t.issue_lanes))
+        return floats(r.scenario.comms)
+    return float(t.issue_lanes)
 
 
 def proxied_host_us(r: Resolved, lay: Layout, e: EngineConstants) -> Q:
     """Host cost of a proxied DeepEP exchange per step (eager): zero on other paths."""
     applies = lay.arm == "deepep" and r.transport.host_proxied
-    cross = np.asarray(lay.nodes, dtype=float) > 1 if applies else np.asarray(False)
+    cross = floats(lay.nodes) > 1 if applies else False
     per_layer = (e.proxy_fixed_us + (e.proxy_lane_us / proxy_lanes(r)).as_("us")).as_("us")
     return (per_layer * (r.model.moe_layers * cross)).as_("us", per_layer.source)
 
@@ -175,8 +175,8 @@ def joining_per_step(r: Resolved, lay: Layout) -> Any:
     disaggregated deployment runs prefill elsewhere: none join.
     """
     if r.disaggregated:
-        return np.asarray(0.0)
-    return np.asarray(lay.group_tokens, dtype=float) / np.asarray(r.scenario.osl, dtype=float)
+        return 0.0
+    return floats(lay.group_tokens) / floats(r.scenario.osl)
 
 
 class PartsMs(Mapping[str, Q]):
@@ -332,7 +332,7 @@ def _mixed_prefill_us(
     read the step pays anyway, and the extra bytes their tokens put through the step's own
     exchange (the exchange's fixed latency is paid once by the step)."""
     s = r.scenario
-    isl = np.asarray(s.isl, dtype=float)
+    isl = floats(s.isl)
     dev = shared(memo, ("prefill", _placement(arm)), lambda: prefill_device_us(r, lay, isl))
     beyond = qmax(dev["compute"] - dev["hbm"], dev["hbm"] * 0.0)
     mixed_tokens = tokens + joining * isl / (lay.dp_ranks * lay.exchange_split)
@@ -346,7 +346,7 @@ def prefill_step(r: Resolved, arm: str, c: StepConstants, memo: dict[Any, Any] |
     """The step that prefills one request's ISL tokens (chunked prefill on one DP rank)."""
     s = r.scenario
     lay = shared(memo, ("layout", arm), lambda: layout(r, arm))
-    tokens = np.asarray(s.isl, dtype=float)
+    tokens = floats(s.isl)
     dev = shared(memo, ("prefill", _placement(arm)), lambda: prefill_device_us(r, lay, tokens))
     exchange = exchange_us(r, lay, tokens / lay.exchange_split, c, prefill=True, memo=memo)
     return _combine(r, lay, dev, exchange, kernels_per_step(r, arm), c)

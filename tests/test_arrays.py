@@ -1,0 +1,75 @@
+"""`base.arrays`: the builtin-on-scalars helpers give NumPy's values, bit for bit.
+
+One scenario's physics runs on Python floats through these helpers and a sweep's on arrays
+through NumPy; a helper that drifted from its ufunc would make a scenario's figures differ
+from the same row of a sweep (test_speed_equivalence.py holds the whole model to that).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from deepep_calc.base import arrays
+
+INF, NAN = math.inf, math.nan
+VALUES: list[Any] = [0.0, -0.0, 1.0, -1.0, 0.5, 2.5, 3.0, 7.0 / 3.0, 1e-30, 1e300, INF, -INF, NAN]
+VALUES += [np.float64(2.5), np.float64(NAN), 4, 0]  # NumPy scalars and ints take one path or the other
+
+
+def same(got: Any, want: Any) -> bool:
+    """Equal values (NaN equals NaN, and the sign of a zero counts)."""
+    got, want = float(got), float(want)
+    if math.isnan(want):
+        return math.isnan(got)
+    return got == want and math.copysign(1.0, got) == math.copysign(1.0, want)
+
+
+@pytest.mark.parametrize(("name", "ufunc"), [("minimum", np.minimum), ("maximum", np.maximum)])
+def test_minimum_maximum_equal_the_ufunc(name: str, ufunc: Any) -> None:
+    fn = getattr(arrays, name)
+    for a, b in itertools.product(VALUES, repeat=2):
+        assert same(fn(a, b), ufunc(a, b)), (name, a, b)
+    assert type(fn(1.0, 2.0)) is float
+    got = fn(np.array([1.0, NAN, 3.0]), np.array([2.0, 1.0, NAN]))
+    np.testing.assert_array_equal(got, ufunc(np.array([1.0, NAN, 3.0]), np.array([2.0, 1.0, NAN])))
+
+
+@pytest.mark.parametrize(("name", "ufunc"), [("ceil", np.ceil), ("floor", np.floor)])
+def test_ceil_floor_equal_the_ufunc(name: str, ufunc: Any) -> None:
+    fn = getattr(arrays, name)
+    for x in [*VALUES, 2.000000001, -2.5, 4503599627370497.0]:
+        assert same(fn(x), ufunc(x)), (name, x)
+    assert type(fn(2.5)) is float
+    np.testing.assert_array_equal(fn(np.array([0.5, -1.5, INF])), ufunc(np.array([0.5, -1.5, INF])))
+
+
+def test_power_equals_the_ufunc() -> None:
+    bases = [x for x in VALUES if not isinstance(x, int)] + [0.75, 1.0 - 8.0 / 256.0, 1e-300, 2.0]
+    exponents = [*VALUES, 0.8, 8, 3, -2, 2000.0, 0.5]
+    with np.errstate(all="ignore"):
+        for base, exponent in itertools.product(bases, exponents):
+            assert same(arrays.power(base, exponent), np.power(base, exponent)), (base, exponent)
+    assert type(arrays.power(0.75, 0.8)) is float
+    grid = np.linspace(0.01, 64.0, 257)
+    assert all(arrays.power(float(x), 0.37) == np.power(grid, 0.37)[i] for i, x in enumerate(grid))
+
+
+def test_where_takes_a_branch_on_a_bool_and_the_ufunc_otherwise() -> None:
+    assert arrays.where(True, 1.0, 2.0) == 1.0 and arrays.where(False, 1.0, 2.0) == 2.0
+    assert arrays.where(np.bool_(False), 1.0, 2.0) == 2.0
+    np.testing.assert_array_equal(arrays.where(np.array([True, False]), 1.0, 2.0), [1.0, 2.0])
+
+
+def test_floats_is_asarray_but_a_scalar_stays_a_python_float() -> None:
+    for x in [3, 2.5, np.float64(2.5), np.asarray(7), np.asarray(1.5), True]:
+        got = arrays.floats(x)
+        assert type(got) is float and got == float(np.asarray(x, dtype=float))
+    arr = arrays.floats([1, 2])
+    assert isinstance(arr, np.ndarray) and arr.dtype == float and arr.tolist() == [1.0, 2.0]
+    same_array = np.array([1.0, 2.0])
+    assert arrays.floats(same_array) is same_array
