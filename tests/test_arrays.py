@@ -73,3 +73,9 @@ def test_floats_is_asarray_but_a_scalar_stays_a_python_float() -> None:
     assert isinstance(arr, np.ndarray) and arr.dtype == float and arr.tolist() == [1.0, 2.0]
     same_array = np.array([1.0, 2.0])
     assert arrays.floats(same_array) is same_array
+
+
+def test_invert_negates_a_bool_and_an_array() -> None:
+    assert arrays.invert(True) is False and arrays.invert(False) is True
+    assert arrays.invert(np.bool_(True)) == np.False_
+    np.testing.assert_array_equal(arrays.invert(np.array([True, False])), [False, True])

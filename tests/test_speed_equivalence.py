@@ -3,20 +3,26 @@ every string (issue 12: the speed work changes no printed number).
 
 Fast paths held here: the verdict's advisories and robustness worked out on first read
 (`verdict.decide(lazy=True)`) rather than in `decide`; what-ifs on DeepEP-only knobs
-(EP_NUM_COMMS, EP_EFA_MAX_QPS) that reuse the other arms (`explain.REUSE_OTHER_ARMS`); and a
-second `evaluate()` of a scenario in one process (catalogs and fit cached) against the first.
+(EP_NUM_COMMS, EP_EFA_MAX_QPS) that reuse the other arms (`explain.REUSE_OTHER_ARMS`); a
+second `evaluate()` of a scenario in one process (catalogs and fit cached) against the first;
+and one scenario's physics and rule on Python floats and bools (`base.arrays`) against the same
+row of a sweep, which runs them on arrays.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pytest
 
 from deepep_calc import Scenario, evaluate
+from deepep_calc.base.quantity import Q
 from deepep_calc.decide import explain
 from deepep_calc.decide.answer import decide
+from deepep_calc.decide.verdict import assess, status_of
 from deepep_calc.estimate.evaluate import check_splittable, compute
 from deepep_calc.question.scenario import VARIABLE, resolve
 
@@ -172,3 +178,52 @@ def test_one_scenario_equals_the_same_row_of_a_sweep(fields: dict[str, Any]) -> 
         got, want = arm.to_json(), _row(row.arms[name].to_json())
         keys = MODEL_KEYS + (SHOWN_KEYS if arm.measured_cell is None else ())
         assert_close({k: got[k] for k in keys}, {k: want[k] for k in keys}, f"$.{name}")
+
+
+def _as_one_row(result: Any) -> Any:
+    """The same result with every flag and figure the rule reads as a one-element array (what a
+    sweep's row holds); a figure shared by two fields stays one object (`like_with_like` tells
+    a measured replacement by identity)."""
+    rows: dict[int, Q] = {}
+
+    def row(q: Q | None) -> Q | None:
+        if q is None:
+            return None
+        if id(q) not in rows:
+            rows[id(q)] = replace(q, value=np.array([q.value], dtype=float))
+        return rows[id(q)]
+
+    def flag(v: Any) -> Any:
+        return None if v is None else np.array([v], dtype=bool)
+
+    arms = {
+        name: replace(
+            arm,
+            feasible=flag(arm.feasible),
+            fits_memory=flag(arm.fits_memory),
+            meets_slo=flag(arm.meets_slo),
+            meets_ttft=flag(arm.meets_ttft),
+            aggregate_tok_s=row(arm.aggregate_tok_s),
+            model_aggregate_tok_s=row(arm.model_aggregate_tok_s),
+        )
+        for name, arm in result.arms.items()
+    }
+    return replace(result, arms=arms)
+
+
+RULE_SCENARIOS = [*SCENARIOS, {"slo_tok_s": 60}, {"ttft_ms": 50}, {"model": "kimi-k2", "nodes": 1}]
+
+
+@pytest.mark.parametrize(
+    "fields", RULE_SCENARIOS, ids=lambda f: ",".join(f"{k}={v}" for k, v in f.items()) or "default"
+)
+def test_the_rule_on_one_scenario_equals_it_on_a_one_row_sweep(fields: dict[str, Any]) -> None:
+    """`verdict.assess` runs on plain bools for one scenario and on arrays for a sweep."""
+    result = compute(resolve(Scenario(**fields)))
+    one, row = assess(result), assess(_as_one_row(result))
+    assert type(one.code_index) is np.int8 and isinstance(row.code_index, np.ndarray)
+    assert (one.code_index, one.arm_index) == (row.code_index[0], row.arm_index[0])
+    assert status_of(one) == status_of(row)
+    for name in result.arms:
+        assert one.contending[name] == row.contending[name][0], name
+        assert one.feasible[name] == row.feasible[name][0], name

@@ -77,6 +77,11 @@ def power(base: Any, exponent: Any) -> Any:
     return np.power(base, exponent)
 
 
+def invert(mask: Any) -> Any:
+    """`~mask` of a boolean scalar or array; on a plain bool, `not mask` (`~True` is -2)."""
+    return not mask if type(mask) is bool else ~mask
+
+
 def where(condition: Any, a: Any, b: Any) -> Any:
     """`np.where`; on a plain bool condition, `a if condition else b` (no 0-d array)."""
     if type(condition) is bool:

@@ -29,12 +29,15 @@ make within the model's error instead of sounding certain. The code is unchanged
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import Any
 
 import numpy as np
 
+from ..base.arrays import SCALARS, invert, where
 from ..base.quantity import Q, Tag
 from ..catalog.constants import const
 from ..estimate.evaluate import like_with_like
@@ -58,8 +61,8 @@ STATUSES = ("ok", "targets_missed", "nothing_fits")
 # names are attached on demand (`Assessment.codes`, `.recommended`) or by a sweep's writer.
 VERDICT_CODES = ("dense", "deepep", "capacity")
 ARM_NAMES = ("deepep", "allgather", "tp", "replica", NO_ARM)
-_DENSE, _DEEPEP, _CAPACITY = range(3)
-_ARM = {name: i for i, name in enumerate(ARM_NAMES)}
+_DENSE, _DEEPEP, _CAPACITY = (np.int8(i) for i in range(3))
+_ARM = {name: np.int8(i) for i, name in enumerate(ARM_NAMES)}
 
 
 def tagged(q: Q, digits: int = 1, unit: bool = True) -> str:
@@ -240,15 +243,15 @@ class Verdict:
 
 def first(x: Any) -> Any:
     """The first element of a scalar or an array: a single scenario's value of a rule's state."""
-    return np.ravel(x)[0]
+    return np.ravel(x)[0] if isinstance(x, np.ndarray) else x
 
 
 def _meets(arm: Any) -> Any:
-    ok = np.asarray(True)
+    ok = True
     if arm.meets_slo is not None:
-        ok = ok & np.asarray(arm.meets_slo)
+        ok = ok & arm.meets_slo
     if arm.meets_ttft is not None:
-        ok = ok & np.asarray(arm.meets_ttft)
+        ok = ok & arm.meets_ttft
     return ok
 
 
@@ -282,34 +285,36 @@ class Assessment:
 
 
 def assess(result: Any) -> Assessment:
-    """Rules 1-6 of the module docstring, vectorised."""
+    """Rules 1-6 of the module docstring, vectorised: one scenario's flags are plain bools and
+    its indices NumPy int8 scalars (`base.arrays`: no 0-d arrays), a sweep's are arrays."""
     arms = result.arms
     alt = result.alternative
     noise = const("noise_band").value
     names = list(arms)
-    flags = np.broadcast_arrays(*[np.asarray(arms[n].feasible, bool) for n in names])
+    flags = [arms[n].feasible for n in names]
+    if not all(type(f) is bool for f in flags):
+        flags = np.broadcast_arrays(*[np.asarray(f, bool) for f in flags])
     feas = dict(zip(names, flags, strict=True))
     ok = {n: feas[n] & _meets(arms[n]) for n in names}
-    meets_any = np.logical_or.reduce([ok[n] for n in names])
-    fits_any = np.logical_or.reduce([feas[n] for n in names])
-    pool = {n: np.where(meets_any, ok[n], feas[n]) for n in names}
+    meets_any = reduce(operator.or_, ok.values())
+    fits_any = reduce(operator.or_, feas.values())
+    pool = {n: where(meets_any, ok[n], feas[n]) for n in names}
 
     def beats(x: str, y: str, band: float = noise) -> Any:
         qx, qy, _ = decision_aggregates(arms[x], arms[y])
+        if type(qx.value) in SCALARS and type(qy.value) in SCALARS:
+            return qx.value > qy.value * (1.0 + band)
         with np.errstate(invalid="ignore"):
             return np.asarray(qx.value) > np.asarray(qy.value) * (1.0 + band)
 
     dee, rep = "deepep", "replica"
-    deepep_wins = pool[dee] & (~pool[alt] | beats(dee, alt)) & (~pool[rep] | beats(dee, rep))
-    i8 = np.int8
-    dense_arm = np.where(pool[rep] & (~pool[alt] | beats(rep, alt)), i8(_ARM[rep]), i8(_ARM[alt]))
-    cap_arm = np.where(pool[dee] & (~pool[alt] | beats(dee, alt, 0.0)), i8(_ARM[dee]), i8(_ARM[alt]))
-    forced = ~np.asarray(arms[rep].fits_memory, bool)
-    nothing = ~fits_any
-    codes = np.where(nothing | forced, i8(_CAPACITY), np.where(deepep_wins, i8(_DEEPEP), i8(_DENSE)))
-    rec = np.where(
-        nothing, i8(_ARM[NO_ARM]), np.where(forced, cap_arm, np.where(deepep_wins, i8(_ARM[dee]), dense_arm))
-    )
+    deepep_wins = pool[dee] & (invert(pool[alt]) | beats(dee, alt)) & (invert(pool[rep]) | beats(dee, rep))
+    dense_arm = where(pool[rep] & (invert(pool[alt]) | beats(rep, alt)), _ARM[rep], _ARM[alt])
+    cap_arm = where(pool[dee] & (invert(pool[alt]) | beats(dee, alt, 0.0)), _ARM[dee], _ARM[alt])
+    forced = invert(arms[rep].fits_memory)
+    nothing = invert(fits_any)
+    codes = where(nothing | forced, _CAPACITY, where(deepep_wins, _DEEPEP, _DENSE))
+    rec = where(nothing, _ARM[NO_ARM], where(forced, cap_arm, where(deepep_wins, _ARM[dee], dense_arm)))
     s = result.scenario
     targets = s.slo_tok_s is not None or s.ttft_ms is not None
     return Assessment(codes, rec, pool, feas, fits_any, meets_any, targets)
