@@ -177,3 +177,17 @@ def test_kv_per_sequence_full_sliding_and_linear_layers() -> None:
     )
     assert kv_bytes_per_sequence(mixed, 1000.0) == 2_155_400
     assert kv_bytes_per_token(mixed) == 3_072
+
+
+def test_per_model_cache_answers_by_value_whatever_the_object() -> None:
+    """The identity look-up in front of the value cache never answers for another model: an
+    equal copy gets the same counts, an edited copy its own, and a row seen again is a hit."""
+    m = resolve_model("deepseek-v3")
+    first = weight_bytes(m)
+    assert weight_bytes(m) is first  # the same row: the identity look-up
+    twin = m.copy()
+    assert twin is not m and weight_bytes(twin) == first
+    fewer = m.copy(experts=m.experts // 2)
+    assert weight_bytes(fewer).routed == first.routed / 2
+    assert count_params(fewer).routed == count_params(m).routed / 2
+    assert weight_bytes(m) is first
