@@ -502,7 +502,7 @@ def check_splittable(r: Resolved) -> None:
     names = arms_for(r)
     shards = {name: layout(r, name).expert_shard for name in names if name != "tp"}
     experts = r.model.experts
-    if len(shards) < len(names) or any(np.all(_split_ok(experts, ep)) for ep in shards.values()):
+    if len(shards) < len(names) or any(every_some(_split_ok(experts, ep))[0] for ep in shards.values()):
         return
     s = r.scenario
     eps = sorted({int(np.max(ep)) for ep in shards.values()}, reverse=True)
