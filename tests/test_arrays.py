@@ -63,6 +63,10 @@ def test_where_takes_a_branch_on_a_bool_and_the_ufunc_otherwise() -> None:
     assert arrays.where(True, 1.0, 2.0) == 1.0 and arrays.where(False, 1.0, 2.0) == 2.0
     assert arrays.where(np.bool_(False), 1.0, 2.0) == 2.0
     np.testing.assert_array_equal(arrays.where(np.array([True, False]), 1.0, 2.0), [1.0, 2.0])
+    for condition in (True, False):  # an array branch broadcasts, as np.where does
+        got = arrays.where(condition, np.int8(2), np.array([0, 1], dtype=np.int8))
+        np.testing.assert_array_equal(got, np.where(condition, np.int8(2), np.array([0, 1], dtype=np.int8)))
+        assert got.shape == (2,)
 
 
 def test_floats_is_asarray_but_a_scalar_stays_a_python_float() -> None:

@@ -83,7 +83,8 @@ def invert(mask: Any) -> Any:
 
 
 def where(condition: Any, a: Any, b: Any) -> Any:
-    """`np.where`; on a plain bool condition, `a if condition else b` (no 0-d array)."""
-    if type(condition) is bool:
+    """`np.where`; on a plain bool condition and scalar branches, `a if condition else b` (no
+    0-d array). An array branch takes NumPy, which broadcasts the result to its shape."""
+    if type(condition) is bool and not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray):
         return a if condition else b
     return np.where(condition, a, b)
