@@ -222,18 +222,24 @@ def fit_transport_rows(
             if ref.combine_us is not None:
                 a_c = min(a_c, max(ref.combine_us - max(wc, nc), 0.0) / f)
 
+    # (factor, scale, floors, published figures) per reference, read once: the searches below
+    # evaluate the loss ~10^3 times per transport
+    terms = []
+    for ref, f, scale, floor_d, floor_c in data:
+        assert ref.total_us is not None or ref.dispatch_us is not None
+        terms.append((f, scale, floor_d, floor_c, ref.total_us, ref.dispatch_us, ref.combine_us))
+
     def loss(b_d: float, b_c: float) -> float:
         total = 0.0
-        for ref, f, scale, floor_d, floor_c in data:
+        for f, scale, floor_d, floor_c, both_us, dispatch_us, combine_us in terms:
             d = f * a_d + max(floor_d, b_d * scale)
             c = f * a_c + max(floor_c, b_c * scale)
-            if ref.total_us is not None:
-                total += math.log((d + c) / ref.total_us) ** 2
+            if both_us is not None:
+                total += math.log((d + c) / both_us) ** 2
                 continue
-            assert ref.dispatch_us is not None
-            total += math.log(d / ref.dispatch_us) ** 2
-            if ref.combine_us is not None:
-                total += math.log(c / ref.combine_us) ** 2
+            total += math.log(d / dispatch_us) ** 2
+            if combine_us is not None:
+                total += math.log(c / combine_us) ** 2
         return total
 
     lo, hi = math.log(1e-5), math.log(50.0)
