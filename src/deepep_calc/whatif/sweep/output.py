@@ -350,10 +350,8 @@ class ArrowWriter(TableWriter):
             # very cast used here, so the floats can be turned to text before the writer sees
             # them: half on the caller's thread (`_prepare`), half on the writer's (`_write`). Not
             # under "needed" quoting, which would quote a float that arrives as text.
-            self.text_floats = quoting == "none"
-            floats = [i for i, kind in enumerate(self.kinds) if kind == "float"]
-            self.cast_early = frozenset(floats[::2]) if self.text_floats else frozenset()
-            self.cast_late = frozenset(floats[1::2]) if self.text_floats else frozenset()
+            floats = [i for i, kind in enumerate(self.kinds) if kind == "float"] if quoting == "none" else []
+            self.cast_early, self.cast_late = frozenset(floats[::2]), frozenset(floats[1::2])
             self.csv_schema = pa.schema(
                 [
                     (
