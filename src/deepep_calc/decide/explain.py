@@ -193,10 +193,15 @@ def _replicas_shown_ahead(result: Any, arm: str, threshold: float) -> list[str]:
     rq, cq, measured = decision_aggregates(rep, chosen)
     basis = "measured on both" if measured else "the model's figures of both; replicas have no measured cell"
     label = ARM_LABELS[arm]
+    rule = (
+        f"DeepEP is recommended only above {threshold:.2f}× every other arm in contention"
+        if arm == "deepep"
+        else f"replicas are recommended only above {threshold:.2f}× {label}"
+    )
     return [
         f"Single-node replicas show {tagged(rep.aggregate_tok_s)} aggregate against {label}'s "
         f"{tagged(chosen.aggregate_tok_s)}, but like with like ({basis}) they are "
-        f"{pair(rq, cq)}: replicas are recommended only above {threshold:.2f}× {label} (the noise band)."
+        f"{pair(rq, cq)}: {rule} (the noise band)."
     ]
 
 
