@@ -47,9 +47,6 @@ from ...question.scenario import (
 )
 
 CHUNK_ROWS = 50_000  # rows per vectorised pass: as fast as 200k rows at a third of the peak RSS
-# A CSV through Arrow formats on both threads, so two chunks of text are alive at once: at 50k
-# rows that peaked at 320-330 MiB on a million rows, at 25k 230-240 MiB, as fast (docs/sweep.md).
-CSV_CHUNK_ROWS = 25_000
 MAX_ROWS = 50_000_000  # valid rows; beyond this a sweep is a mistake, not a question
 MAX_COMBINATIONS = 20_000  # resolved one by one: keep the Python-level loop small
 MAX_AXIS_VALUES = 1_000_000

@@ -33,6 +33,7 @@ from .grid import (
     ARM_KEYS,
     ARM_METRICS,
     BOOL_FIELDS,
+    CHUNK_ROWS,
     FIELDS,
     FLOAT_FIELDS,
     INT_FIELDS,
@@ -42,6 +43,10 @@ from .grid import (
 )
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+# A CSV through Arrow formats on both threads (`ArrowWriter._prepare`), so two chunks of text
+# are alive at once: at 50k rows that peaked at 320-330 MiB on a million rows, at 25k 230-240
+# MiB, as fast (docs/sweep.md).
+CSV_CHUNK_ROWS = 25_000
 
 
 def value_columns() -> list[str]:
@@ -529,6 +534,11 @@ def table_format(target: str) -> str:
     if fmt is None:
         raise CalcError(f"-o {target}: the output must end in .csv or .parquet", "-o")
     return fmt
+
+
+def default_chunk_rows(fmt: str | None) -> int:
+    """Rows per vectorised pass when the user names none: smaller for a CSV through Arrow."""
+    return CSV_CHUNK_ROWS if fmt == "csv" and have_pyarrow() else CHUNK_ROWS
 
 
 def have_pyarrow() -> bool:

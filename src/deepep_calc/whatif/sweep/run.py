@@ -18,8 +18,8 @@ import numpy as np
 from ...base.errors import InputError
 from ...decide.verdict import ARM_NAMES, VERDICT_CODES
 from ...files.safe_write import check_distinct, check_output, commit, scenario_inputs
-from .grid import CHUNK_ROWS, CSV_CHUNK_ROWS, SweepPlan, iter_chunks, plan_sweep
-from .output import check_table_target, have_pyarrow, open_table_writer
+from .grid import SweepPlan, iter_chunks, plan_sweep
+from .output import check_table_target, default_chunk_rows, open_table_writer
 from .verdict_map import MapGrid, check_map_target, render_map
 
 
@@ -99,7 +99,7 @@ def run_sweep(
     end, or neither (`deepep_calc.files.safe_write`). CSV floats carry `precision` significant digits
     (Parquet keeps full doubles). `keep_invalid` writes the skipped combinations' rows too,
     with a `skipped_reason` and null metrics. `chunk_rows`: rows per vectorised pass (memory,
-    not results), by default `CHUNK_ROWS`, or `CSV_CHUNK_ROWS` for a CSV written through Arrow.
+    not results), by default `output.default_chunk_rows` of the output's format.
     """
     if chunk_rows is not None and (
         isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows <= 0
@@ -114,7 +114,7 @@ def run_sweep(
         fmt = check_table_target(output)
         table_out = check_output(output, "-o", inputs=inputs)
     if chunk_rows is None:
-        chunk_rows = CSV_CHUNK_ROWS if fmt == "csv" and have_pyarrow() else CHUNK_ROWS
+        chunk_rows = default_chunk_rows(fmt)
     grid = None
     if map_path is not None:
         map_fmt = check_map_target(map_path)
