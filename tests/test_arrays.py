@@ -42,9 +42,9 @@ def test_minimum_maximum_equal_the_ufunc(name: str, ufunc: Any) -> None:
 @pytest.mark.parametrize(("name", "ufunc"), [("ceil", np.ceil), ("floor", np.floor)])
 def test_ceil_floor_equal_the_ufunc(name: str, ufunc: Any) -> None:
     fn = getattr(arrays, name)
-    for x in [*VALUES, 2.000000001, -2.5, 4503599627370497.0]:
+    for x in [*VALUES, 2.000000001, -2.5, -0.5, -0.3, -1e-300, -4503599627370497.0, 4503599627370497.0]:
         assert same(fn(x), ufunc(x)), (name, x)
-    assert type(fn(2.5)) is float
+    assert all(type(fn(x)) is float for x in (2.5, 0.0, -0.5, -2.5, INF, NAN))
     np.testing.assert_array_equal(fn(np.array([0.5, -1.5, INF])), ufunc(np.array([0.5, -1.5, INF])))
 
 

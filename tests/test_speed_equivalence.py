@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from deepep_calc import Scenario, evaluate
+from deepep_calc.base.errors import InputError
 from deepep_calc.base.quantity import Q
 from deepep_calc.decide import explain
 from deepep_calc.decide.answer import decide
@@ -221,9 +222,50 @@ def test_the_rule_on_one_scenario_equals_it_on_a_one_row_sweep(fields: dict[str,
     """`verdict.assess` runs on plain bools for one scenario and on arrays for a sweep."""
     result = compute(resolve(Scenario(**fields)))
     one, row = assess(result), assess(_as_one_row(result))
-    assert type(one.code_index) is np.int8 and isinstance(row.code_index, np.ndarray)
+    assert type(one.code_index) is int and row.code_index.dtype == np.int8
     assert (one.code_index, one.arm_index) == (row.code_index[0], row.arm_index[0])
     assert status_of(one) == status_of(row)
     for name in result.arms:
         assert one.contending[name] == row.contending[name][0], name
         assert one.feasible[name] == row.feasible[name][0], name
+
+
+FLIP_SCENARIOS = [
+    *SCENARIOS,
+    {"concurrency": 256, "isl": 2048},  # flips at --nodes 1
+    {"alternative": "tp", "engine": "vllm"},  # flips at --cuda-graphs
+    {"model": "deepseek-v3", "cuda_graphs": True},  # flips at --eager
+    {"concurrency": 1},  # no --concurrency // 4 candidate
+]
+
+
+@pytest.mark.parametrize(
+    "fields", FLIP_SCENARIOS, ids=lambda f: ",".join(f"{k}={v}" for k, v in f.items()) or "default"
+)
+def test_flip_search_loop_equals_its_batch(fields: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without NumPy loaded the flip search runs its candidates one by one on floats and stops
+    at the first flip; with it, one vectorised pass. The sentence is the same."""
+    result = compute(resolve(Scenario(**fields)))
+    code = decide(result).code
+    batch = explain.flip_advisory(result, code)
+    monkeypatch.setattr(explain, "loaded", lambda: False)
+    assert explain.flip_advisory(result, code) == batch
+
+
+def test_a_scalar_what_if_equals_the_one_row_array_one() -> None:
+    """`Resolved.vary` with plain numbers is a one-row what-if on the model's figures (no
+    measured cell), as with one-element lists; it refuses the values the array check refuses."""
+    r = resolve(Scenario())  # the calibration scenario: its arms are measured cells
+    values = {"concurrency": 64, "comms": 8, "cuda_graphs": True, "nodes": 4}
+    one = compute(r.vary(**values))
+    row = compute(r.vary(**{k: [v] for k, v in values.items()}))
+    assert all(arm.measured_cell is None for arm in one.arms.values())
+    for name, arm in one.arms.items():
+        got, want = arm.to_json(), _row(row.arms[name].to_json())
+        assert_close({k: got[k] for k in SHOWN_KEYS}, {k: want[k] for k in SHOWN_KEYS}, f"$.{name}")
+    for bad in ({"concurrency": 0}, {"concurrency": 2.5}, {"nodes": math.nan}, {"comms": 10**6}):
+        with pytest.raises(InputError) as scalar:
+            r.vary(**bad)
+        with pytest.raises(InputError) as array:
+            r.vary(**{k: [v] for k, v in bad.items()})
+        assert str(scalar.value) == str(array.value)

@@ -6,16 +6,75 @@ array or a NumPy scalar several times a Python float's. One evaluation asks hund
 questions, so a scalar gets a plain Python answer here and only an array pays for NumPy. Each
 helper gives NumPy's value (the same IEEE operation, NaN still propagating); only the type of
 a scalar result differs (`float`, not `np.float64`).
+
+One scenario therefore needs no NumPy at all, and importing it is about half of a CLI run
+(~0.1 s). So the modules a single evaluation imports (base, question, physics, estimate,
+decide) take `np` from here, where it is NumPy imported on the first name asked of it: by the
+first array (a sweep, a what-if batch, a search, a chart), not by the import of the module.
+The array-only layers (fit, whatif, report's charts) import NumPy as usual.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+# The plain-arithmetic path's input types; NumPy's float64 (a float subclass) joins when NumPy
+# is loaded, as no value can be one before.
+SCALARS: set[type] = {float}
 
-SCALARS = (float, np.float64)  # the plain-arithmetic path's inputs (np.float64 is a float)
+
+class _NumPy:
+    """The `numpy` module, imported on the first attribute asked of it.
+
+    Each name is then kept as an attribute of this object, so the next lookup is as quick as a
+    module's. Nothing else differs from `import numpy as np`.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        import numpy
+
+        SCALARS.add(numpy.float64)
+        value = getattr(numpy, name)
+        setattr(self, name, value)
+        return value
+
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = _NumPy()
+
+
+def loaded() -> bool:
+    """Whether NumPy is imported in this process (by us or anyone): until then, no value is an
+    array, and a caller choosing between a batch and a loop of scalars may loop."""
+    return "numpy" in sys.modules
+
+
+def is_array(x: Any) -> bool:
+    """`isinstance(x, np.ndarray)`, without importing NumPy to learn that a float is not one."""
+    return "numpy" in sys.modules and isinstance(x, np.ndarray)
+
+
+def first_float(x: Any) -> float:
+    """The first element of a scalar or an array, as a float: one scenario's figure."""
+    if type(x) in SCALARS or type(x) is int:
+        return float(x)
+    return float(np.asarray(x, dtype=float).reshape(-1)[0])
+
+
+def plain(x: Any) -> Any:
+    """`x` in plain Python types for JSON: an array as a list, a NumPy scalar as its item."""
+    if type(x) in _PLAIN or "numpy" not in sys.modules:
+        return x
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    return x.item() if isinstance(x, np.generic) else x
+
+
+_PLAIN = (float, int, bool, str, type(None))
 
 
 def every_some(mask: Any) -> tuple[bool, bool]:
@@ -33,7 +92,7 @@ def floats(x: Any) -> Any:
     """`np.asarray(x, dtype=float)`, but a scalar (a number or a 0-d array) as a Python float."""
     if type(x) is float:
         return x
-    if type(x) is int or type(x) is np.float64:
+    if type(x) is int or type(x) in SCALARS:
         return float(x)
     arr = np.asarray(x, dtype=float)
     return float(arr) if arr.ndim == 0 else arr
@@ -54,14 +113,22 @@ def maximum(a: Any, b: Any) -> Any:
 
 
 def ceil(x: Any) -> Any:
-    """`np.ceil`; a positive finite float takes `math.ceil` (zero and negatives keep NumPy's
-    signed zeros)."""
-    return float(math.ceil(x)) if type(x) in SCALARS and 0.0 < x < math.inf else np.ceil(x)
+    """`np.ceil`; a float takes `math.ceil`, with NumPy's signed zero for -1 < x < 0 and the
+    zeros, infinities and NaN returned as they are (their own ceiling)."""
+    if type(x) not in SCALARS:
+        return np.ceil(x)
+    if x != x or x == 0.0 or x in (math.inf, -math.inf):
+        return float(x)
+    return -0.0 if -1.0 < x < 0.0 else float(math.ceil(x))
 
 
 def floor(x: Any) -> Any:
-    """`np.floor`; a positive finite float takes `math.floor`."""
-    return float(math.floor(x)) if type(x) in SCALARS and 0.0 < x < math.inf else np.floor(x)
+    """`np.floor`; a float takes `math.floor` (zeros, infinities and NaN are their own floor)."""
+    if type(x) not in SCALARS:
+        return np.floor(x)
+    if x != x or x == 0.0 or x in (math.inf, -math.inf):
+        return float(x)
+    return float(math.floor(x))
 
 
 def power(base: Any, exponent: Any) -> Any:
@@ -85,6 +152,6 @@ def invert(mask: Any) -> Any:
 def where(condition: Any, a: Any, b: Any) -> Any:
     """`np.where`; on a plain bool condition and scalar branches, `a if condition else b` (no
     0-d array). An array branch takes NumPy, which broadcasts the result to its shape."""
-    if type(condition) is bool and not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray):
+    if type(condition) is bool and not is_array(a) and not is_array(b):
         return a if condition else b
     return np.where(condition, a, b)

@@ -19,13 +19,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from .arrays import SCALARS, maximum, minimum, np, plain
 
-from .arrays import maximum, minimum
-
-Number = float | int | np.ndarray
+if TYPE_CHECKING:
+    Number = float | int | np.ndarray
 
 
 class Tag(IntEnum):
@@ -248,15 +247,14 @@ class Q:
     # presentation -----------------------------------------------------------
     @property
     def scalar(self) -> float:
-        return float(np.asarray(self.value).reshape(-1)[0]) if np.ndim(self.value) else float(self.value)
+        v = self.value
+        if type(v) in SCALARS or type(v) is int:
+            return float(v)
+        return float(np.asarray(v).reshape(-1)[0]) if np.ndim(v) else float(v)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON types; a non-finite number becomes null (JSON has no NaN)."""
-        value = self.value
-        if isinstance(value, np.ndarray):
-            value = value.tolist()
-        elif isinstance(value, np.generic):
-            value = value.item()
+        value = plain(self.value)
         if isinstance(value, float) and not math.isfinite(value):
             value = None
         out = {"value": value, "unit": self.unit, "tag": _TAG_NAMES[self.tag], "source": self.source}
@@ -273,10 +271,7 @@ class Q:
 
 
 def _plain_number(v: Any) -> Any:
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    if isinstance(v, np.generic):
-        v = v.item()
+    v = plain(v)
     return None if isinstance(v, float) and not math.isfinite(v) else v
 
 

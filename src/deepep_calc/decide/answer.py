@@ -13,14 +13,12 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
-import numpy as np
-
 from ..estimate.evaluate import Result, check_splittable, compute
 from ..question.scenario import Scenario, resolve
 from .explain import advisories, caveats, engine_flags, flip_advisory, reasons
 from .headline import headline
 from .remedy import fixes_for
-from .verdict import Verdict, assess, band_crosses, compare, status_of
+from .verdict import Verdict, assess, band_crosses, compare, first, status_of
 
 
 def evaluate(scenario: Scenario | None = None, /, **fields: Any) -> Result:
@@ -44,11 +42,11 @@ def decide(result: Any, lazy: bool = True) -> Verdict:
     this call ran in (inline uploaded models, for one); `False` runs them now.
     """
     a = assess(result)
-    code = str(np.asarray(a.codes).reshape(-1)[0])
-    arm = str(np.asarray(a.recommended).reshape(-1)[0])
+    code = str(first(a.codes))
+    arm = str(first(a.recommended))
     status = status_of(a)
     comparison = compare(result)
-    contending = {n: bool(np.asarray(v).reshape(-1)[0]) for n, v in a.contending.items()}
+    contending = {n: bool(first(v)) for n, v in a.contending.items()}
     # capacity picks the faster EP flavour (threshold 1); otherwise DeepEP must clear the noise band
     deciding = 1.0 if code == "capacity" else comparison.threshold
     close = (

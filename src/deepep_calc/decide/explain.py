@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
+from ..base.arrays import loaded, np
 from ..base.errors import CalcError
 from ..base.quantity import Q
 from ..catalog.measured import load_facts
@@ -396,8 +395,11 @@ _FLIP_TRANSPORTS = ("efa-gda", "ib-ibgda", "efa-proxy", "efa-uccl")
 def flip_advisory(result: Any, code: str) -> str:
     """The first single input change (of a short, ordered list) that changes the verdict.
 
-    The numeric changes run as one vectorised pass of the same model; each transport change
-    is one more scalar pass.
+    Each transport change is one more scalar pass. The numeric changes run as one vectorised
+    pass of the same model when NumPy is loaded (a server, a sweep: the cheaper way there);
+    otherwise one by one on plain floats, stopping at the first that flips, which costs a few
+    milliseconds where importing NumPy would cost a hundred. Both give the same text
+    (tests/test_speed_equivalence.py).
     """
 
     r = result.resolved
@@ -415,8 +417,16 @@ def flip_advisory(result: Any, code: str) -> str:
     cands = _numeric_candidates(s, r.transport.fabric == "nvlink")
     if not cands:
         return ""
-    columns = {f: np.array([upd.get(f, getattr(s, f)) for _, upd in cands]) for f in VARIABLE}
-    batch = compute(r.vary(**columns))
+    rows = [{f: upd.get(f, getattr(s, f)) for f in VARIABLE} for _, upd in cands]
+    if not loaded():  # a CLI run of one scenario has not paid for NumPy's import: loop instead
+        for (label, _), row in zip(cands, rows, strict=True):
+            one = compute(r.vary(**row))
+            new_code, _ = classify(one)
+            if new_code != code:
+                ratio = one.ratio_deepep_vs_alternative
+                return _flip_text(label, new_code, Q(ratio.scalar, ratio.unit, ratio.tag, ratio.source))
+        return ""
+    batch = compute(r.vary(**{f: np.array([row[f] for row in rows]) for f in VARIABLE}))
     codes, _ = classify_codes(batch)
     ratio = batch.ratio_deepep_vs_alternative
     for i, (label, _) in enumerate(cands):

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
+from ..base.arrays import first_float
 from ..base.quantity import Q
 from ..estimate.evaluate import duration, prompt_ceiling_ms
 from .verdict import ARM_LABELS, Comparison, Verdict, pair, tagged, times
@@ -217,7 +216,7 @@ def _why_out(result: Any, name: str) -> str:
 
 
 def _band(ratio: Q) -> tuple[float, float]:
-    return float(np.asarray(ratio.low).reshape(-1)[0]), float(np.asarray(ratio.high).reshape(-1)[0])
+    return first_float(ratio.low), first_float(ratio.high)
 
 
 def _close_text(result: Any, side: str, c: Comparison) -> str:

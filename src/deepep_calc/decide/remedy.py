@@ -20,8 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
+from ..base.arrays import np
 from ..base.errors import CalcError
 from ..base.quantity import Q
 from ..catalog.hardware import load_instances
@@ -31,7 +30,7 @@ from ..estimate.evaluate import compute, duration
 from ..question.fields import LIMITS
 from ..question.scenario import resolve
 from .breakeven import first_true, model
-from .verdict import ARM_LABELS, NO_ARM, assess, tagged
+from .verdict import ARM_LABELS, NO_ARM, assess, first, tagged
 
 # Transports worth proposing: the production GPU-initiated paths first, then the strongest
 # host proxies (research paths are not advice). Same policy as the flip search.
@@ -87,10 +86,10 @@ def _outcome(res: Any, targets: bool) -> str | None:
     if res is None:
         return None
     a = assess(res)
-    rec = str(np.asarray(a.recommended).reshape(-1)[0])
+    rec = str(first(a.recommended))
     if rec == NO_ARM:
         return None
-    if targets and not bool(np.asarray(a.meets_any).reshape(-1)[0]):
+    if targets and not bool(first(a.meets_any)):
         return None
     return rec
 

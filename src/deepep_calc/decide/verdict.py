@@ -35,9 +35,7 @@ from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
 
-import numpy as np
-
-from ..base.arrays import SCALARS, invert, where
+from ..base.arrays import SCALARS, invert, is_array, np, where
 from ..base.quantity import Q, Tag
 from ..catalog.constants import const
 from ..estimate.evaluate import like_with_like
@@ -61,8 +59,8 @@ STATUSES = ("ok", "targets_missed", "nothing_fits")
 # names are attached on demand (`Assessment.codes`, `.recommended`) or by a sweep's writer.
 VERDICT_CODES = ("dense", "deepep", "capacity")
 ARM_NAMES = ("deepep", "allgather", "tp", "replica", NO_ARM)
-_DENSE, _DEEPEP, _CAPACITY = (np.int8(i) for i in range(3))
-_ARM = {name: np.int8(i) for i, name in enumerate(ARM_NAMES)}
+_DENSE, _DEEPEP, _CAPACITY = range(3)
+_ARM = {name: i for i, name in enumerate(ARM_NAMES)}
 
 
 def tagged(q: Q, digits: int = 1, unit: bool = True) -> str:
@@ -243,7 +241,7 @@ class Verdict:
 
 def first(x: Any) -> Any:
     """The first element of a scalar or an array: a single scenario's value of a rule's state."""
-    return np.ravel(x)[0] if isinstance(x, np.ndarray) else x
+    return np.ravel(x)[0] if is_array(x) else x
 
 
 def _meets(arm: Any) -> Any:
@@ -264,8 +262,8 @@ def decision_aggregates(a: Any, b: Any) -> tuple[Q, Q, bool]:
 class Assessment:
     """The rule's intermediate state, elementwise (one scenario or a sweep's rows).
 
-    `code_index` and `arm_index` are positions in VERDICT_CODES and ARM_NAMES (int8);
-    `codes` and `recommended` are the same as names."""
+    `code_index` and `arm_index` are positions in VERDICT_CODES and ARM_NAMES (plain ints for
+    one scenario, int8 arrays for a sweep); `codes` and `recommended` are the same as names."""
 
     code_index: Any
     arm_index: Any
@@ -277,16 +275,18 @@ class Assessment:
 
     @property
     def codes(self) -> Any:
-        return np.asarray(VERDICT_CODES)[self.code_index]
+        i = self.code_index
+        return VERDICT_CODES[i] if type(i) is int else np.asarray(VERDICT_CODES)[i]
 
     @property
     def recommended(self) -> Any:
-        return np.asarray(ARM_NAMES)[self.arm_index]
+        i = self.arm_index
+        return ARM_NAMES[i] if type(i) is int else np.asarray(ARM_NAMES)[i]
 
 
 def assess(result: Any) -> Assessment:
     """Rules 1-6 of the module docstring, vectorised: one scenario's flags are plain bools and
-    its indices NumPy int8 scalars (`base.arrays`: no 0-d arrays), a sweep's are arrays."""
+    its indices plain ints (`base.arrays`: no 0-d arrays, no NumPy), a sweep's are arrays."""
     arms = result.arms
     alt = result.alternative
     noise = const("noise_band").value
@@ -315,9 +315,15 @@ def assess(result: Any) -> Assessment:
     nothing = invert(fits_any)
     codes = where(nothing | forced, _CAPACITY, where(deepep_wins, _DEEPEP, _DENSE))
     rec = where(nothing, _ARM[NO_ARM], where(forced, cap_arm, where(deepep_wins, _ARM[dee], dense_arm)))
+    if is_array(codes) or is_array(rec):  # a sweep keeps one byte per row
+        codes, rec = _int8(codes), _int8(rec)
     s = result.scenario
     targets = s.slo_tok_s is not None or s.ttft_ms is not None
     return Assessment(codes, rec, pool, feas, fits_any, meets_any, targets)
+
+
+def _int8(x: Any) -> Any:
+    return x.astype(np.int8, copy=False) if is_array(x) else np.int8(x)
 
 
 def classify_codes(result: Any) -> tuple[Any, Any]:

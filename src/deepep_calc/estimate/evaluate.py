@@ -20,9 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
-
-from ..base.arrays import every_some, floats
+from ..base.arrays import every_some, floats, is_array, np
 from ..base.errors import InputError
 from ..base.quantity import Q, Tag
 from ..catalog.measured import Cell, cells_by_shape, load_cells
@@ -505,7 +503,7 @@ def check_splittable(r: Resolved) -> None:
     if len(shards) < len(names) or any(every_some(_split_ok(experts, ep))[0] for ep in shards.values()):
         return
     s = r.scenario
-    eps = sorted({int(np.max(ep)) for ep in shards.values()}, reverse=True)
+    eps = sorted({int(np.max(ep)) if is_array(ep) else int(ep) for ep in shards.values()}, reverse=True)
     over = " nor ".join(f"EP{ep}" for ep in eps)
     gpn_ok = [g for g in range(1, r.instance.gpus_per_node + 1) if experts % g == 0 and experts >= g]
     tail = "; --alternative tp shards every expert instead and always splits"

@@ -26,9 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import numpy as np
-
-from ..base.arrays import every_some, floats, minimum, power
+from ..base.arrays import every_some, floats, minimum, np, power
 from ..base.quantity import Q, qmax
 from ..catalog.hardware import Instance
 from ..catalog.transports import Transport

@@ -36,9 +36,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from ..base.arrays import every_some, floats
+from ..base.arrays import every_some, floats, np
 from ..base.quantity import Q, qmax
 from ..catalog.constants import const
 from ..question.scenario import Resolved

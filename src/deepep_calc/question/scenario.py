@@ -18,8 +18,7 @@ from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any, Literal
 
-import numpy as np
-
+from ..base.arrays import is_array, loaded, np
 from ..base.errors import InputError
 from ..base.records import Record
 from ..catalog.engines import Engine, get_engine
@@ -118,7 +117,7 @@ def _check_types(s: Scenario) -> None:
             if type(value) is not float:
                 setattr(s, name, float(value))
         elif kind == "bool":
-            if not isinstance(value, bool | np.bool_):
+            if type(value) is not bool and not (loaded() and isinstance(value, np.bool_)):
                 raise InputError(flag, value, "true or false")
             setattr(s, name, bool(value))
         elif kind == "str":
@@ -156,12 +155,20 @@ class Resolved:
         """The same model, instance, engine and transport with numeric fields as arrays.
 
         This is how sweeps and the flip search run many scenarios through one pass of the
-        same physics. Values are checked with the rules `resolve()` applies to scalars.
+        same physics. Values are checked with the rules `resolve()` applies to scalars. A plain
+        number (or bool) stays one, as a float: a what-if of one row on the model's figures
+        (no measured cell), computed without NumPy.
         """
         fields = self.scenario.as_dict() if isinstance(self.scenario, Scenario) else dict(vars(self.scenario))
         for name, value in values.items():
             if name not in VARIABLE:
                 raise InputError(name, value, f"one of the numeric fields {', '.join(VARIABLE)}")
+            if type(value) is bool and name == "cuda_graphs":
+                fields[name] = value
+                continue
+            if type(value) in (int, float):
+                fields[name] = _whole_float(name, value)
+                continue
             arr = np.asarray(value)
             if name == "cuda_graphs":
                 fields[name] = arr.astype(bool)
@@ -187,6 +194,13 @@ def check_array(name: str, arr: np.ndarray) -> None:
     if bad.any():
         value = arr[bad].reshape(-1)[0].item()
         raise InputError(flag, value, f"whole numbers from 1 to {LIMITS[name]:,}")
+
+
+def _whole_float(name: str, value: float) -> float:
+    """The scalar twin of `check_array`: a whole number in (0, limit], as a float."""
+    if not (0 < value <= LIMITS[name] and float(value).is_integer()):
+        raise InputError(f"--{name.replace('_', '-')}", value, f"whole numbers from 1 to {LIMITS[name]:,}")
+    return float(value)
 
 
 def _positive_int(field: str, value: Any, limit: int) -> None:
@@ -227,12 +241,17 @@ def check_context(model: ModelSpec, isl: Any, osl: Any) -> None:
     limit = model.max_context
     if not limit:
         return
-    isl_a, osl_a = np.asarray(isl, dtype=float), np.asarray(osl, dtype=float)
-    over = isl_a + osl_a > limit
-    if not np.any(over):
-        return
-    i = np.broadcast_to(isl_a, over.shape)[over].reshape(-1)[0].item()
-    o = np.broadcast_to(osl_a, over.shape)[over].reshape(-1)[0].item()
+    if not is_array(isl) and not is_array(osl):  # one scenario: no NumPy
+        i, o = float(isl), float(osl)
+        if not i + o > limit:
+            return
+    else:
+        isl_a, osl_a = np.asarray(isl, dtype=float), np.asarray(osl, dtype=float)
+        over = isl_a + osl_a > limit
+        if not np.any(over):
+            return
+        i = np.broadcast_to(isl_a, over.shape)[over].reshape(-1)[0].item()
+        o = np.broadcast_to(osl_a, over.shape)[over].reshape(-1)[0].item()
     field, value = ("--osl", o) if o >= limit else ("--isl", i)
     raise InputError(
         field,

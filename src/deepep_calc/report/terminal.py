@@ -273,9 +273,9 @@ def print_calibration(console: Console | None = None) -> None:
             continue
         r = resolve(cell_scenario(cell))
         res = compute(r)  # the table shows arms and ratios, no verdict: no wording to build
-        model = compute(r.vary(concurrency=[cell.concurrency]))
+        model = compute(r.vary(concurrency=cell.concurrency))  # the model's figures, no cell
         md, ma = model.arms["deepep"].per_user_tok_s, model.arms["allgather"].per_user_tok_s
-        modelled = Text(f"{term.number(md.value[0], 2)}/{term.number(ma.value[0], 2)} ")
+        modelled = Text(f"{term.number(md.scalar, 2)}/{term.number(ma.scalar, 2)} ")
         modelled.append_text(term.marker(min(md.tag, ma.tag)))
         per_user.append(res.ratio_per_user)
         aggregate.append(res.ratio_deepep_vs_alternative)

@@ -19,9 +19,8 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-import numpy as np
-
 from ..base import palette
+from ..base.arrays import first_float
 from ..base.quantity import Q
 from ..catalog.transports import load_transports
 from ..decide.launch import run_blocks
@@ -90,10 +89,6 @@ def fmt(value: Any, digits: int) -> str:
     return f"{v:,.{digits}f}"
 
 
-def _first(x: Any) -> float:
-    return float(np.asarray(x, dtype=float).reshape(-1)[0])
-
-
 def band_range(q: Any, digits: int = 1) -> str:
     """`760.3–901.7` (`0.84–1.20×` for a ratio): a figure's band, or '' when it has none.
 
@@ -107,7 +102,7 @@ def band_range(q: Any, digits: int = 1) -> str:
     if low is None or high is None:
         return ""
     unit = q["unit"] if isinstance(q, Mapping) else q.unit
-    text = f"{fmt(_first(low), digits)}–{fmt(_first(high), digits)}"
+    text = f"{fmt(first_float(low), digits)}–{fmt(first_float(high), digits)}"
     return f"{text}×" if unit in ("x", "1", "ratio") else text
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
+from ...base.arrays import np
 from ...base.quantity import Q, weakest
 from ...estimate.evaluate import Result
 from ...question.fields import LIMITS

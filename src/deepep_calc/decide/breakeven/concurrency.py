@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
+from ...base.arrays import np
 from ...base.quantity import Q, qmin
 from ...catalog.constants import const
 from ...physics.layout import layout

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
+from ...base.arrays import np
 from ...base.quantity import Q
 from ...estimate.evaluate import Result, table_for
 from ...fit.profile import profile_of

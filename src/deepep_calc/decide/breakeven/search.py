@@ -10,8 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
+from ...base.arrays import np
 from ...base.quantity import Q
 from ...estimate.evaluate import Result, compute
 from ...question.scenario import Resolved

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-import numpy as np
-
+from ...base.arrays import np
 from ...base.quantity import Q, weakest
 from ...estimate.evaluate import table_for
 from ...physics.deepep import KernelShape, kernel_us, scaleout_bw
