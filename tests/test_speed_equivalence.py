@@ -230,28 +230,6 @@ def test_the_rule_on_one_scenario_equals_it_on_a_one_row_sweep(fields: dict[str,
         assert one.feasible[name] == row.feasible[name][0], name
 
 
-FLIP_SCENARIOS = [
-    *SCENARIOS,
-    {"concurrency": 256, "isl": 2048},  # flips at --nodes 1
-    {"alternative": "tp", "engine": "vllm"},  # flips at --cuda-graphs
-    {"model": "deepseek-v3", "cuda_graphs": True},  # flips at --eager
-    {"concurrency": 1},  # no --concurrency // 4 candidate
-]
-
-
-@pytest.mark.parametrize(
-    "fields", FLIP_SCENARIOS, ids=lambda f: ",".join(f"{k}={v}" for k, v in f.items()) or "default"
-)
-def test_flip_search_loop_equals_its_batch(fields: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without NumPy loaded the flip search runs its candidates one by one on floats and stops
-    at the first flip; with it, one vectorised pass. The sentence is the same."""
-    result = compute(resolve(Scenario(**fields)))
-    code = decide(result).code
-    batch = explain.flip_advisory(result, code)
-    monkeypatch.setattr(explain, "loaded", lambda: False)
-    assert explain.flip_advisory(result, code) == batch
-
-
 def test_a_scalar_what_if_equals_the_one_row_array_one() -> None:
     """`Resolved.vary` with plain numbers is a one-row what-if on the model's figures (no
     measured cell), as with one-element lists; it refuses the values the array check refuses."""

@@ -19,9 +19,10 @@ from cli_runner import run_cli
 from deepep_calc import Scenario, evaluate
 from deepep_calc.base.errors import CalcError, InputError
 from deepep_calc.base.quantity import Q, Tag
+from deepep_calc.decide import explain
 from deepep_calc.decide.answer import decide
 from deepep_calc.decide.headline import step_clause
-from deepep_calc.decide.verdict import classify_codes
+from deepep_calc.decide.verdict import SYMBOLS, classify_codes, tagged
 from deepep_calc.estimate.evaluate import compute, prompt_ceiling_ms
 from deepep_calc.question.fields import PROMPT_TIMEOUT_MS
 from deepep_calc.question.scenario import resolve
@@ -711,3 +712,43 @@ def test_the_replica_line_appears_exactly_when_the_table_shows_replicas_ahead(fi
         and rep.aggregate_tok_s.scalar > chosen.aggregate_tok_s.scalar * v.compared.threshold
     )
     assert any(x.startswith(_REPLICAS_AHEAD) for x in v.reasons) == ahead
+
+
+FLIP_CASES = [
+    {},  # the calibration scenario: measured arms, flips at --cuda-graphs
+    {"cuda_graphs": True, "concurrency": 4},  # --eager lands on the measured k1-c4 cell
+    {"engine": "vllm", "cuda_graphs": True},  # --eager lands on the measured vLLM c32 cell
+    {"comms": 8, "cuda_graphs": True},  # --eager lands on the measured k8-c32 cell
+    {"concurrency": 256, "isl": 2048},  # flips at --nodes 1
+    {"alternative": "tp", "engine": "vllm"},
+    {"model": "deepseek-v3", "cuda_graphs": True},
+    {"model": "deepseek-v3", "nodes": 2, "engine": "sglang", "cuda_graphs": True},
+    {"model": "kimi-k2", "nodes": 4, "engine": "vllm"},  # robust
+    {"model": "gpt-oss-120b", "nodes": 2, "transport": "efa-gda", "max_qps": 1},
+    {"concurrency": 1},
+]
+
+
+@pytest.mark.parametrize(
+    "fields", FLIP_CASES, ids=lambda f: ",".join(f"{k}={v}" for k, v in f.items()) or "default"
+)
+def test_a_flip_quotes_what_the_changed_scenario_prints(fields: dict[str, Any]) -> None:
+    """The robustness line names the first change that flips the verdict, with the code and
+    ratio `evaluate` prints for the changed scenario (a measured cell where one exists); every
+    change tried before it keeps the verdict, and "robust" means every change does."""
+    result = evaluate(Scenario(**fields))
+    code = result.verdict.code
+    flip = explain.flip_advisory(result, code)
+    for label, update in explain.flip_changes(result):
+        try:
+            changed = evaluate(Scenario(**{**fields, **update}))
+        except CalcError:
+            continue
+        if label == flip.split(" would flip")[0]:
+            assert changed.verdict.code != code
+            ratio = changed.ratio_deepep_vs_alternative
+            assert f"to {SYMBOLS[changed.verdict.code]} {changed.verdict.code} " in flip
+            assert f"aggregate {tagged(ratio, 2)})" in flip
+            return
+        assert changed.verdict.code == code, label
+    assert flip == "" and result.verdict.robustness.startswith("robust")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base.arrays import loaded, np
 from ..base.errors import CalcError
 from ..base.quantity import Q
 from ..catalog.measured import load_facts
@@ -21,7 +20,7 @@ from ..catalog.model_catalog import load_models, namesake_difference, preset_twi
 from ..catalog.transports import load_transports
 from ..estimate.evaluate import compute, deepep_neighbour_cell, duration, like_with_like
 from ..question.fields import LIMITS
-from ..question.scenario import VARIABLE, resolve
+from ..question.scenario import resolve
 from .launch import arm_env, launch
 from .verdict import (
     ARM_LABELS,
@@ -29,7 +28,6 @@ from .verdict import (
     SYMBOLS,
     Verdict,
     classify,
-    classify_codes,
     decision_aggregates,
     pair,
     tagged,
@@ -392,47 +390,40 @@ def _within_limits(update: dict[str, Any]) -> bool:
 _FLIP_TRANSPORTS = ("efa-gda", "ib-ibgda", "efa-proxy", "efa-uccl")
 
 
+def flip_changes(result: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The single changes the flip search tries, in order: its flag text and the update."""
+    r = result.resolved
+    s = r.scenario
+    changes = [
+        (f"--transport {name}", {"transport": name})
+        for name in _FLIP_TRANSPORTS
+        if name != s.transport and r.instance.name in load_transports()[name].instances
+    ]
+    return changes + _numeric_candidates(s, r.transport.fabric == "nvlink")
+
+
 def flip_advisory(result: Any, code: str) -> str:
     """The first single input change (of a short, ordered list) that changes the verdict.
 
-    Each transport change is one more scalar pass. The numeric changes run as one vectorised
-    pass of the same model when NumPy is loaded (a server, a sweep: the cheaper way there);
-    otherwise one by one on plain floats, stopping at the first that flips, which costs a few
-    milliseconds where importing NumPy would cost a hundred. Both give the same text
-    (tests/test_speed_equivalence.py).
+    Each candidate is the changed scenario evaluated as `evaluate` would (measured cells where
+    they exist), so the code and ratio quoted are the ones the suggested command prints. They
+    run one by one on Python floats, in order, stopping at the first that flips: one vectorised
+    pass of every numeric candidate costs more over a spread of scenarios (NumPy's per-call cost
+    on a handful of rows, while a flip is often the second candidate: docs/performance.md), and
+    would need NumPy, which one scenario otherwise never imports (`base/arrays.py`).
     """
 
-    r = result.resolved
-    s = r.scenario
-    for name in _FLIP_TRANSPORTS:
-        if name == s.transport or r.instance.name not in load_transports()[name].instances:
-            continue
+    s = result.scenario
+    for label, update in flip_changes(result):
         try:
-            other = compute(resolve(s.copy(**{"transport": name})), reuse=result)
+            changed = resolve(s.copy(**update))
+            # another transport leaves the non-DeepEP arms as they are
+            other = compute(changed, reuse=result if "transport" in update else None)
         except CalcError:
             continue
         new_code, _ = classify(other)
         if new_code != code:
-            return _flip_text(f"--transport {name}", new_code, other.ratio_deepep_vs_alternative)
-    cands = _numeric_candidates(s, r.transport.fabric == "nvlink")
-    if not cands:
-        return ""
-    rows = [{f: upd.get(f, getattr(s, f)) for f in VARIABLE} for _, upd in cands]
-    if not loaded():  # a CLI run of one scenario has not paid for NumPy's import: loop instead
-        for (label, _), row in zip(cands, rows, strict=True):
-            one = compute(r.vary(**row))
-            new_code, _ = classify(one)
-            if new_code != code:
-                ratio = one.ratio_deepep_vs_alternative
-                return _flip_text(label, new_code, Q(ratio.scalar, ratio.unit, ratio.tag, ratio.source))
-        return ""
-    batch = compute(r.vary(**{f: np.array([row[f] for row in rows]) for f in VARIABLE}))
-    codes, _ = classify_codes(batch)
-    ratio = batch.ratio_deepep_vs_alternative
-    for i, (label, _) in enumerate(cands):
-        if codes[i] != code:
-            q = Q(np.asarray(ratio.value)[i], ratio.unit, ratio.tag, ratio.source)
-            return _flip_text(label, str(codes[i]), q)
+            return _flip_text(label, new_code, other.ratio_deepep_vs_alternative)
     return ""
 
 
