@@ -10,7 +10,7 @@ a scalar result differs (`float`, not `np.float64`).
 One scenario therefore needs no NumPy at all, and importing it is about half of a CLI run
 (~0.1 s). So the modules a single evaluation imports (base, question, physics, estimate,
 decide) take `np` from here, where it is NumPy imported on the first name asked of it: by the
-first array (a sweep, a what-if batch, a search, a chart), not by the import of the module.
+first array (a sweep, a search, a fit, a chart), not by the import of the module.
 The array-only layers (fit, whatif, report's charts) import NumPy as usual.
 """
 
@@ -48,8 +48,8 @@ else:
 
 
 def loaded() -> bool:
-    """Whether NumPy is imported in this process (by us or anyone): until then, no value is an
-    array, and a caller choosing between a batch and a loop of scalars may loop."""
+    """Whether NumPy is imported in this process (by us or anyone): until then no value is an
+    array or a NumPy scalar, so a type check against one can be skipped without importing it."""
     return "numpy" in sys.modules
 
 
