@@ -3,9 +3,18 @@
 A sweep is a product of axes, one per scenario field. Categorical fields (model, instance,
 engine, transport, ...) and the numeric fields the physics cannot take as arrays
 (`gpus_per_node`, the structural overrides, the SLO targets and the price) are resolved once
-per combination; the numeric fields of `scenario.VARIABLE` become NumPy arrays over a flattened
-grid, evaluated in bounded chunks by `compute(resolved.vary(...))` and `classify_codes`. No
-Python loop runs per row.
+per combination; the numeric fields of `scenario.VARIABLE` become NumPy arrays over the grid,
+evaluated in bounded chunks by `compute(resolved.vary(...))` and `classify_codes`. No Python
+loop runs per row.
+
+A chunk is a block of the grid, not a run of flattened rows: one value of each leading axis, a
+range of one axis, every value of the trailing ones, which in row order is still a contiguous
+run of rows. Each numeric field enters the model as an array shaped to broadcast over that
+block (its own axis, ones elsewhere), so every intermediate has the shape of the axes it
+depends on: a kernel latency that ignores ISL and OSL is computed once per (nodes, comms,
+concurrency), not once per row. Only the figures the output reads are spread to rows, when a
+writer asks for them (`Chunk.column`). Same operations on the same numbers: the values are
+those of the flattened pass, bit for bit.
 
 Everything is validated before any work: a bad value anywhere raises `InputError` naming the
 flag, and nothing is written.
@@ -310,21 +319,71 @@ def _refuse_values_invalid_everywhere(
 # Evaluation -----------------------------------------------------------------------------------
 
 
-def numeric_columns(
-    plan: SweepPlan, start: int, stop: int
-) -> tuple[dict[str, np.ndarray], tuple[np.ndarray, ...]]:
-    """Rows [start, stop) of the flattened numeric grid, and each row's index on every axis.
+@dataclass(frozen=True)
+class Block:
+    """Rows [start, stop) of the numeric grid: `slices` picks each axis's values, `shape` is
+    the block's extent on every axis (rows = its product)."""
 
-    A field the grid holds at one value is that value (a 0-d array), not a column repeating it:
-    the physics broadcasts it, and each operation on it costs one element, not a chunk's rows.
+    start: int
+    stop: int
+    slices: tuple[slice, ...]
+    shape: tuple[int, ...]
+
+
+def grid_blocks(shape: tuple[int, ...], chunk_rows: int) -> Iterator[Block]:
+    """The grid in row order as blocks of at most `chunk_rows` rows (one row at the least).
+
+    With T_j the rows of axes j.. (T_d = 1), the first j with T_j <= chunk_rows splits the grid:
+    axis j - 1 is taken `chunk_rows // T_j` values at a time, the axes after it whole and the
+    ones before it one value at a time.
     """
-    shape = plan.numeric_shape
-    idx = np.unravel_index(np.arange(start, stop, dtype=np.int64), shape)
-    cols = {}
-    for name, ix in zip(plan.numeric, idx, strict=True):
-        values = np.asarray(plan.axes[name], dtype=bool if name in BOOL_FIELDS else float)
-        cols[name] = values[0] if len(values) == 1 else values[ix]
-    return cols, idx
+    d = len(shape)
+    trailing = [math.prod(shape[j:]) for j in range(d + 1)]
+    j = next(j for j in range(d + 1) if trailing[j] <= chunk_rows)
+    if j == 0:
+        yield Block(0, trailing[0], (slice(None),) * d, tuple(shape))
+        return
+    axis, per = j - 1, trailing[j]
+    step = max(1, chunk_rows // per)
+    whole = (slice(None),) * (d - j)
+    for lead in itertools.product(*(range(n) for n in shape[:axis])):
+        flat = 0
+        for n, i in zip(shape[:axis], lead, strict=True):
+            flat = flat * n + i
+        for lo in range(0, shape[axis], step):
+            hi = min(lo + step, shape[axis])
+            start = (flat * shape[axis] + lo) * per
+            slices = (*(slice(i, i + 1) for i in lead), slice(lo, hi), *whole)
+            yield Block(start, start + (hi - lo) * per, slices, (1,) * axis + (hi - lo,) + tuple(shape[j:]))
+
+
+def blocks_per_combination(shape: tuple[int, ...], chunk_rows: int) -> int:
+    """How many blocks `grid_blocks` yields (the progress bar's count), without yielding them."""
+    d = len(shape)
+    trailing = [math.prod(shape[j:]) for j in range(d + 1)]
+    j = next(j for j in range(d + 1) if trailing[j] <= chunk_rows)
+    if j == 0:
+        return 1
+    step = max(1, chunk_rows // trailing[j])
+    return math.prod(shape[: j - 1]) * math.ceil(shape[j - 1] / step)
+
+
+def numeric_columns(plan: SweepPlan, block: Block) -> dict[str, Any]:
+    """Each numeric field over a block, shaped to broadcast over it (its values on its own axis,
+    ones elsewhere).
+
+    A field the block holds at one value is that value (a 0-d array), not an array repeating
+    it: the physics broadcasts it, and each operation on it costs one element.
+    """
+    d = len(block.shape)
+    cols: dict[str, Any] = {}
+    for axis, (name, sl) in enumerate(zip(plan.numeric, block.slices, strict=True)):
+        values = np.asarray(plan.axes[name], dtype=bool if name in BOOL_FIELDS else float)[sl]
+        if values.size == 1:
+            cols[name] = values[0]
+        else:
+            cols[name] = values.reshape((1,) * axis + (values.size,) + (1,) * (d - axis - 1))
+    return cols
 
 
 def evaluate_chunk(resolved: Resolved, columns: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -362,10 +421,8 @@ def evaluate_chunk(resolved: Resolved, columns: dict[str, np.ndarray]) -> dict[s
 @dataclass
 class Chunk:
     combination: Combination
-    start: int
-    stop: int
-    numeric: dict[str, np.ndarray]
-    numeric_index: tuple[np.ndarray, ...]
+    block: Block
+    numeric: dict[str, Any]  # each field shaped to broadcast over the block (numeric_columns)
     metrics: dict[str, Any]  # empty for a skipped combination's rows (--keep-invalid)
 
     @property
@@ -373,13 +430,33 @@ class Chunk:
         return self.combination.skipped
 
     @property
-    def rows(self) -> int:
-        return self.stop - self.start
+    def start(self) -> int:
+        return self.block.start
 
-    def column(self, name: str) -> Any:
-        """A metric or a numeric scenario column, broadcast to the chunk's rows."""
+    @property
+    def stop(self) -> int:
+        return self.block.stop
+
+    @property
+    def rows(self) -> int:
+        return self.block.stop - self.block.start
+
+    def column(self, name: str) -> np.ndarray:
+        """A metric or a numeric scenario column, spread over the block and read in row order
+        (one value per row: a copy, unless the figure already has the block's shape)."""
         value = self.metrics[name] if name in self.metrics else self.numeric[name]
-        return np.broadcast_to(np.asarray(value), (self.rows,))
+        return np.broadcast_to(np.asarray(value), self.block.shape).reshape(-1)
+
+    @property
+    def numeric_index(self) -> tuple[np.ndarray, ...]:
+        """Each row's position on every numeric axis (the verdict map places rows by them)."""
+        shape = self.block.shape
+        d = len(shape)
+        out = []
+        for axis, (sl, n) in enumerate(zip(self.block.slices, shape, strict=True)):
+            ix = (sl.start or 0) + np.arange(n).reshape((1,) * axis + (n,) + (1,) * (d - axis - 1))
+            out.append(np.broadcast_to(ix, shape).reshape(-1))
+        return tuple(out)
 
 
 def iter_chunks(
@@ -388,18 +465,18 @@ def iter_chunks(
     evaluator: Callable[..., dict[str, Any]] | None = None,
     keep_invalid: bool = False,
 ) -> Iterator[Chunk]:
-    """Evaluate the plan combination by combination, `chunk_rows` grid rows at a time.
+    """Evaluate the plan combination by combination, a block of at most `chunk_rows` grid rows
+    at a time (`grid_blocks`), in row order.
 
     With `keep_invalid`, skipped combinations yield chunks too (in grid order), with no metrics.
     """
-    per = plan.rows_per_combination
     run = evaluator or evaluate_chunk
+    shape = plan.numeric_shape
     for comb in plan.every_combination() if keep_invalid else plan.combinations:
-        for start in range(0, per, chunk_rows):
-            stop = min(start + chunk_rows, per)
-            cols, idx = numeric_columns(plan, start, stop)
+        for block in grid_blocks(shape, chunk_rows):
+            cols = numeric_columns(plan, block)
             metrics = {} if comb.resolved is None else run(comb.resolved, cols)
-            yield Chunk(comb, start, stop, cols, idx, metrics)
+            yield Chunk(comb, block, cols, metrics)
 
 
 # Running a sweep -----------------------------------------------------------------------------

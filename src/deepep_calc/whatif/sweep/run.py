@@ -7,7 +7,6 @@ them, counts the verdicts, shows progress, and commits the outputs together at t
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ import numpy as np
 from ...base.errors import InputError
 from ...decide.verdict import ARM_NAMES, VERDICT_CODES
 from ...files.safe_write import check_distinct, check_output, commit, scenario_inputs
-from .grid import SweepPlan, iter_chunks, plan_sweep
+from .grid import SweepPlan, blocks_per_combination, iter_chunks, plan_sweep
 from .output import check_table_target, default_chunk_rows, open_table_writer
 from .verdict_map import MapGrid, check_map_target, render_map
 
@@ -124,8 +123,7 @@ def run_sweep(
     keep = keep_invalid and table_out is not None
     verdicts = np.zeros(len(VERDICT_CODES), dtype=np.int64)
     recommended = np.zeros(len(ARM_NAMES), dtype=np.int64)
-    per_comb = max(1, math.ceil(plan.rows_per_combination / chunk_rows))
-    n_chunks = len(plan.combinations) * per_comb
+    n_chunks = len(plan.combinations) * blocks_per_combination(plan.numeric_shape, chunk_rows)
     total = plan.rows + (plan.skipped_rows if keep else 0)
     started = time.perf_counter()
     bar = _ProgressBar(total, n_chunks > 1, started) if progress else None
