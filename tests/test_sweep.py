@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import errno
 import math
 import random
 from pathlib import Path
@@ -133,6 +134,57 @@ def test_chunk_size_does_not_change_results(plan: Any, rows: list[dict[str, Any]
     for a, b in zip(small[::37], rows[::37], strict=True):
         for k, v in a.items():
             assert v == b[k] or (isinstance(v, float) and math.isnan(v) and math.isnan(b[k])), k
+
+
+@pytest.mark.parametrize(
+    ("shape", "chunk_rows"),
+    [
+        ((3, 1, 2, 1, 5, 2, 1), 7),
+        ((5, 1, 10, 1, 2500, 4, 2), 50_000),
+        ((4, 6), 1),
+        ((4, 6), 5),
+        ((4, 6), 24),
+        ((4, 6), 99),
+        ((13,), 4),
+    ],
+)
+def test_grid_blocks_cover_the_rows_in_order(shape: tuple[int, ...], chunk_rows: int) -> None:
+    """Blocks are contiguous runs of rows, in order, each at most `chunk_rows` long (one row
+    at the least); their count is the progress bar's, and a chunk's row positions on each axis
+    are the flattened grid's."""
+    blocks = list(sweep_mod.grid_blocks(shape, chunk_rows))
+    assert len(blocks) == sweep_mod.blocks_per_combination(shape, chunk_rows)
+    assert [b.start for b in blocks] == [0] + [b.stop for b in blocks[:-1]]
+    assert blocks[-1].stop == math.prod(shape)
+    for b in blocks:
+        assert b.stop - b.start == math.prod(b.shape) <= max(chunk_rows, 1)
+        rows = np.arange(math.prod(shape)).reshape(shape)[b.slices].reshape(-1)
+        np.testing.assert_array_equal(rows, np.arange(b.start, b.stop))
+    plan = plan_sweep({"nodes": "1,2", "concurrency": "1:4", "comms": "1,8"})
+    for chunk in iter_chunks(plan, 3):
+        want = np.unravel_index(np.arange(chunk.start, chunk.stop), plan.numeric_shape)
+        for got, expected in zip(chunk.numeric_index, want, strict=True):
+            np.testing.assert_array_equal(got, expected)
+
+
+def test_a_block_pass_equals_the_flattened_pass_bit_for_bit(plan: Any) -> None:
+    """The model over a block's broadcast axes gives every figure of the row-by-row pass
+    exactly: the same operations on the same numbers, only fewer of them."""
+    for chunk in iter_chunks(plan, 40):
+        idx = np.unravel_index(np.arange(chunk.start, chunk.stop), plan.numeric_shape)
+        flat = {
+            name: np.asarray(plan.axes[name], dtype=bool if name == "cuda_graphs" else float)[ix]
+            for name, ix in zip(plan.numeric, idx, strict=True)
+        }
+        rows = sweep_mod.evaluate_chunk(chunk.combination.resolved, flat)
+        assert set(rows) == set(chunk.metrics)
+        for name, want in rows.items():
+            if name.endswith("_tag"):
+                assert chunk.metrics[name] == want, name
+                continue
+            got, want = chunk.column(name), np.broadcast_to(np.asarray(want), (chunk.rows,))
+            assert got.dtype == want.dtype, name
+            assert np.array_equal(got, want, equal_nan=want.dtype.kind == "f"), name
 
 
 @pytest.mark.parametrize(
@@ -272,6 +324,29 @@ def test_interrupt_keeps_an_existing_file_intact(
     assert "interrupted" in capsys.readouterr().err
     assert target.read_text() == "previous results\n"
     assert [p.name for p in tmp_path.iterdir()] == ["rows.csv"]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_failed_flush_behind_fails_the_sweep_and_keeps_the_old_file(
+    suffix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The written chunks go to the disk on a background thread while the sweep runs; a disk
+    error there fails the sweep in one line naming the file, like a failed write, and the
+    file it would have replaced stays as it was."""
+    target = tmp_path / f"rows{suffix}"
+    target.write_bytes(b"previous results\n")
+    flushed: list[int] = []
+
+    def failing(fd: int) -> None:
+        flushed.append(fd)
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(sweep_output, "_datasync", failing)
+    with pytest.raises(CalcError, match=r"rows.*Input/output error"):
+        run_sweep(plan_sweep({"concurrency": "1:100"}), output=str(target), chunk_rows=10, progress=False)
+    assert flushed  # the flush ran, behind the writer
+    assert target.read_bytes() == b"previous results\n"
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]
 
 
 def _parse_csv_value(text: str, kind: str) -> Any:

@@ -21,6 +21,7 @@ import contextlib
 import csv
 import io
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +192,9 @@ def _rounded(value: Any, kind: str, digits: int | None) -> Any:
     return float(round_significant(np.asarray([item], dtype=float), digits)[0])
 
 
+_datasync = getattr(os, "fdatasync", os.fsync)  # data without the inode's times, where there is one
+
+
 class TableWriter:
     """Streams chunks into the output's temporary file (or its stream); `close()` finishes the
     file for the commit, `abort()` drops it. Write failures name the target, in one line.
@@ -201,6 +205,13 @@ class TableWriter:
     beside the chunk in flight: a writer gives it the share of the formatting that balances the
     two threads. At most one chunk waits; a failure surfaces at the next `write` or at `close`,
     before anything is committed, and `abort` waits for the thread before discarding.
+
+    A file is flushed behind the writer: after each chunk a third thread hands what is written
+    so far to the disk (`fdatasync`; one at a time, a chunk that finds one running leaves it to
+    the next), while the writer encodes the next chunk, so the commit's fsync waits for the
+    last chunk and not for the whole file (on a million rows it was a quarter of a Parquet
+    sweep's time). Durability is unchanged: the commit still syncs the file and its directory
+    before and after the rename; a flush that failed fails the sweep like a write.
     """
 
     def __init__(
@@ -214,7 +225,12 @@ class TableWriter:
         self.pool: Any = None
         self.pending: Any = None
         self.sink: Any = out.temp_path() if out.is_file else _Unclosed(out.stream())
+        self.flush_fd: int | None = None
+        self.flusher: Any = None
+        self.flushing: Any = None
         try:
+            if out.is_file:
+                self.flush_fd = os.open(self.sink, os.O_RDONLY)
             self._open()
         except OSError as exc:
             self.abort()
@@ -245,7 +261,23 @@ class TableWriter:
             from concurrent.futures import ThreadPoolExecutor
 
             self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sweep-writer")
-        self.pending = self.pool.submit(self._write, prepared)
+        self.pending = self.pool.submit(self._write_behind, prepared)
+
+    def _write_behind(self, prepared: Any) -> None:
+        """`_write` on the writer thread, then the file's written bytes handed to the disk by the
+        flushing thread, unless it is still busy with the last ones."""
+        self._write(prepared)
+        if self.flush_fd is None:
+            return
+        if self.flushing is not None:
+            if not self.flushing.done():
+                return
+            self.flushing.result()  # a failed flush is a failed write
+        if self.flusher is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sweep-flush")
+        self.flushing = self.flusher.submit(_datasync, self.flush_fd)
 
     def _wait(self) -> None:
         """Block until the chunk in flight is written; its failure is raised here, in one line."""
@@ -261,6 +293,15 @@ class TableWriter:
         if self.pool is not None:
             self.pool.shutdown(wait=True)
             self.pool = None
+        if self.flusher is not None:
+            self.flusher.shutdown(wait=True)
+            self.flusher = None
+        flushing, self.flushing = self.flushing, None
+        if self.flush_fd is not None:
+            fd, self.flush_fd = self.flush_fd, None
+            os.close(fd)
+        if flushing is not None:
+            flushing.result()  # OSError: the caller names the file
 
     def close(self) -> None:
         """The last chunk is written: finish the file (footer, flush, fsync) for the commit."""
@@ -410,10 +451,13 @@ class ArrowWriter(TableWriter):
         return arr.dictionary.take(arr.indices) if typ == self.dict_type else arr
 
     def _prepare(self, chunk: Chunk) -> Any:
-        """A CSV chunk's columns, rounded, with the first half of the floats already text."""
-        if self.fmt != "csv":
-            return chunk
+        """The chunk as Arrow columns, on the caller's thread: for Parquet all of it (the writer
+        thread then only encodes and compresses, the larger share); for a CSV rounded, with the
+        first half of the floats already text."""
         values = chunk_values(chunk, self.keep_invalid)
+        if self.fmt != "csv":
+            arrays = [self._array(values[f.name], f.type, chunk.rows) for f in self.schema]
+            return self.pa.Table.from_arrays(arrays, schema=self.schema)
         arrays = []
         for i, (f, kind) in enumerate(zip(self.schema, self.kinds, strict=True)):
             arr = self._csv_array(_rounded(values[f.name], kind, self.precision), f.type, chunk.rows)
@@ -428,10 +472,7 @@ class ArrowWriter(TableWriter):
             arrays = [self._as_text(a) if i in self.cast_late else a for i, a in enumerate(prepared)]
             self.writer.write_table(self.pa.Table.from_arrays(arrays, schema=self.csv_schema))
             return
-        chunk = prepared
-        values = chunk_values(chunk, self.keep_invalid)
-        arrays = [self._array(values[f.name], f.type, chunk.rows) for f in self.schema]
-        self.writer.write_table(self.pa.Table.from_arrays(arrays, schema=self.schema))
+        self.writer.write_table(prepared)
 
     def _close(self) -> None:
         if getattr(self, "writer", None) is not None:
