@@ -386,6 +386,9 @@ def _within_limits(update: dict[str, Any]) -> bool:
     return all(not isinstance(v, int) or isinstance(v, bool) or v <= LIMITS[k] for k, v in update.items())
 
 
+# Inputs no arm but DeepEP reads: a what-if on them recomputes the DeepEP arm alone.
+_DEEPEP_ONLY = frozenset({"transport", "comms", "max_qps"})
+
 # Transports worth proposing as a single change (the same policy as remedy.py).
 _FLIP_TRANSPORTS = ("efa-gda", "ib-ibgda", "efa-proxy", "efa-uccl")
 
@@ -417,8 +420,9 @@ def flip_advisory(result: Any, code: str) -> str:
     for label, update in flip_changes(result):
         try:
             changed = resolve(s.copy(**update))
-            # another transport leaves the non-DeepEP arms as they are
-            other = compute(changed, reuse=result if "transport" in update else None)
+            # a knob only DeepEP reads leaves the other arms (and their measured cells) as they are
+            reuse = result if REUSE_OTHER_ARMS and update.keys() <= _DEEPEP_ONLY else None
+            other = compute(changed, reuse=reuse)
         except CalcError:
             continue
         new_code, _ = classify(other)

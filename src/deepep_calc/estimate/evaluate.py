@@ -467,8 +467,9 @@ def table_for(r: Resolved) -> Table:
 def compute(r: Resolved, reuse: Result | None = None, table: Table | None = None) -> Result:
     """All arms and the comparison, without the verdict (used by the flip search too).
 
-    `reuse`: a result for the same scenario but another DeepEP transport; its non-DeepEP arms
-    do not depend on the transport and are taken as they are. `table`: constants other than
+    `reuse`: a result for the same scenario but another value of a knob only DeepEP reads (the
+    transport, EP_NUM_COMMS, EP_EFA_MAX_QPS); its non-DeepEP arms do not read it and are taken
+    as they are. `table`: constants other than
     the built-in fit (the cross-validation evaluates each fold's own).
     """
     if r.profile is None and r.scenario.calibration is not None:
