@@ -338,13 +338,11 @@ def grid_blocks(shape: tuple[int, ...], chunk_rows: int) -> Iterator[Block]:
     ones before it one value at a time.
     """
     d = len(shape)
-    trailing = [math.prod(shape[j:]) for j in range(d + 1)]
-    j = next(j for j in range(d + 1) if trailing[j] <= chunk_rows)
+    j, per, step = _split(shape, chunk_rows)
     if j == 0:
-        yield Block(0, trailing[0], (slice(None),) * d, tuple(shape))
+        yield Block(0, per, (slice(None),) * d, tuple(shape))
         return
-    axis, per = j - 1, trailing[j]
-    step = max(1, chunk_rows // per)
+    axis = j - 1
     whole = (slice(None),) * (d - j)
     for lead in itertools.product(*(range(n) for n in shape[:axis])):
         flat = 0
@@ -357,15 +355,17 @@ def grid_blocks(shape: tuple[int, ...], chunk_rows: int) -> Iterator[Block]:
             yield Block(start, start + (hi - lo) * per, slices, (1,) * axis + (hi - lo,) + tuple(shape[j:]))
 
 
+def _split(shape: tuple[int, ...], chunk_rows: int) -> tuple[int, int, int]:
+    """(j, T_j, values of axis j - 1 per block) for `grid_blocks`."""
+    trailing = [math.prod(shape[j:]) for j in range(len(shape) + 1)]
+    j = next(j for j in range(len(shape) + 1) if trailing[j] <= chunk_rows)
+    return j, trailing[j], max(1, chunk_rows // trailing[j])
+
+
 def blocks_per_combination(shape: tuple[int, ...], chunk_rows: int) -> int:
     """How many blocks `grid_blocks` yields (the progress bar's count), without yielding them."""
-    d = len(shape)
-    trailing = [math.prod(shape[j:]) for j in range(d + 1)]
-    j = next(j for j in range(d + 1) if trailing[j] <= chunk_rows)
-    if j == 0:
-        return 1
-    step = max(1, chunk_rows // trailing[j])
-    return math.prod(shape[: j - 1]) * math.ceil(shape[j - 1] / step)
+    j, _, step = _split(shape, chunk_rows)
+    return 1 if j == 0 else math.prod(shape[: j - 1]) * math.ceil(shape[j - 1] / step)
 
 
 def numeric_columns(plan: SweepPlan, block: Block) -> dict[str, Any]:
