@@ -83,3 +83,17 @@ def test_invert_negates_a_bool_and_an_array() -> None:
     assert arrays.invert(True) is False and arrays.invert(False) is True
     assert arrays.invert(np.bool_(True)) == np.False_
     np.testing.assert_array_equal(arrays.invert(np.array([True, False])), [False, True])
+
+
+def test_the_lazy_numpy_handle_is_numpy() -> None:
+    """`arrays.np` hands out NumPy's own objects (loaded on the first name asked), and once
+    NumPy is in, its float64 counts as a plain scalar: the builtin path takes it."""
+    assert arrays.np.ndarray is np.ndarray and arrays.np.minimum is np.minimum
+    assert arrays.np.linalg is np.linalg  # a lazily imported submodule of NumPy's own
+    assert np.float64 in arrays.SCALARS and arrays.loaded()
+    assert type(arrays.minimum(np.float64(1.0), 2.0)) is np.float64  # the builtin's pick, as given
+    assert arrays.is_array(np.zeros(2)) and not arrays.is_array(1.0) and not arrays.is_array([1.0])
+    assert arrays.plain(np.array([1.0, 2.0])) == [1.0, 2.0] and type(arrays.plain(np.int8(3))) is int
+    assert arrays.first_float(np.array([2.5, 3.0])) == 2.5 and arrays.first_float(7) == 7.0
+    with pytest.raises(AttributeError):
+        _ = arrays.np.no_such_numpy_name
