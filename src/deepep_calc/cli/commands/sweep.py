@@ -67,7 +67,7 @@ def sweep_field_options(f: Callable[..., Any]) -> Callable[..., Any]:
     "--chunk-rows",
     type=int,
     default=None,
-    help="rows per vectorised pass  [default: 50,000; 25,000 writing CSV]",
+    help="most rows per vectorised pass (a block of the grid)  [default: 50,000; 25,000 writing CSV]",
 )
 @click.option(
     "--precision",
