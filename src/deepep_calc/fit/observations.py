@@ -39,6 +39,8 @@ class Obs:
     use: str  # "fit" (may pin a constant) or "check" (only predicted)
     source: str
     pair: str = ""  # A/B key: both sides share it
+    steady_aggregate_tok_s: float | None = None  # derived: the run less a cold start (Cell.cold_start)
+    cold_start: str = ""
 
     @property
     def engine(self) -> str:
@@ -135,6 +137,8 @@ def _cell_obs(cell: Cell) -> list[Obs]:
                 use="fit",
                 source=f"{cell.source} [cell {cell.id}]",
                 pair=pair,
+                steady_aggregate_tok_s=m.steady_aggregate_tok_s,
+                cold_start=cell.cold_start,
             )
         )
     return out

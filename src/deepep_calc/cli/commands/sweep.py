@@ -296,6 +296,9 @@ def _print_report(report: Any, sources: bool = False) -> None:
         call = Text(a.predicted_call) if a.agree else Text(a.predicted_call, style="bold red")
         ab.add_row(a.pair, f"{a.measured_ratio:.2f}", f"{a.predicted_ratio:.2f}", held, a.measured_call, call)
     c.print(ab)
+    for a in report.ab:
+        if a.steady_ratio is not None:
+            c.print(Text(a.steady_line() + ".", style="dim"))
     worst = sorted(
         (r for r in report.rows if r.in_scope),
         key=lambda r: -abs(r.cv_error if r.cv_error is not None else r.error),
