@@ -8,8 +8,10 @@ failure modes a user's own files will show.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +26,7 @@ from deepep_calc.files.aiperf import (
     normalise_model,
     parse_export_name,
 )
+from deepep_calc.files.aiperf.cold_start import cold_start
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "aiperf"
 EXTRA = Path(__file__).resolve().parent / "fixtures" / "aiperf_extra"
@@ -69,7 +72,11 @@ def test_every_real_export_imports(path: Path) -> None:
         assert run.model == "Qwen/Qwen3-30B-A3B-FP8"  # hub id, HF-cache path and snapshot hash
         assert run.isl_requested == 120 and run.osl_requested == 128
         assert run.streaming is True
-        assert run.warnings == []
+        # every TRT-LLM export's first wave waited for a cold start (files/aiperf/cold_start.py)
+        cold = [w for w in run.warnings if "cold start" in w]
+        assert [w for w in run.warnings if w not in cold] == []
+        assert len(cold) == (1 if path.name.startswith("trtllm") else 0)
+        assert (run.steady_aggregate_tok_s is not None) == bool(cold)
 
 
 def test_file_name_hints() -> None:
@@ -133,7 +140,11 @@ def test_trt_conc4_pair_numbers_and_provenance() -> None:
     assert pair.ttft_basis == "p50"
     assert abs(pair.ttft_ratio.scalar - 210.9 / 116.9) < 0.01  # type: ignore[union-attr]
     assert pair.concurrency == 4
-    assert pair.warnings == []
+    # both runs' first waves waited for a cold start; at steady state the ratio is 74.38 / 110.24
+    assert [w.split(" (")[0] for w in pair.warnings] == ["dense arm", "DeepEP arm"]
+    assert all("cold start" in w for w in pair.warnings)
+    assert pair.steady_aggregate_ratio is not None and pair.steady_aggregate_ratio.tag is Tag.DERIVED
+    assert abs(pair.steady_aggregate_ratio.scalar - 74.376 / 110.236) < 1e-3
 
 
 @pytest.mark.parametrize("conc", [4, 8, 32])
@@ -407,3 +418,41 @@ def test_parse_export_name() -> None:
         hints.isl,
     ) == ("sglang", "0.5.11", "deepep", 8, 32, 120)
     assert parse_export_name("profile_export_aiperf.json").engine is None
+
+
+# The DeepEP c4 run of the calibration pair, as its export states it (ms, s, tokens).
+_K1_C4 = {
+    "ttft_p50_ms": 210.9484235,
+    "ttft_mean_ms": 1375.3852287,
+    "ttft_max_ms": 11074.693192,
+    "concurrency": 4,
+    "requests": 40,
+    "duration_s": 79.689913033,
+    "output_tokens": 5119.0,
+}
+
+
+def test_a_first_wave_cold_start_is_found_and_left_out_of_the_steady_aggregate() -> None:
+    found = cold_start(**_K1_C4)
+    assert found is not None
+    assert math.isclose(found.wait_s, (11074.693192 - 210.9484235) / 1000.0)
+    assert math.isclose(found.steady_aggregate_tok_s, 5119.0 / (79.689913033 - found.wait_s))
+    assert "first 4 requests waited 10.9 s" in found.words(4)
+    run = load_aiperf(REAL / "trtllm-0.21_qwen3-30b-a3b-fp8_ep16_2xp5en_deepep-epnc1_c4_isl120.json")
+    assert run.steady_aggregate_tok_s is not None and run.steady_aggregate_tok_s.tag is Tag.DERIVED
+    assert math.isclose(run.steady_aggregate_tok_s.scalar, found.steady_aggregate_tok_s)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"ttft_mean_ms": 1900.0},  # the mean says more requests waited than the first wave: no
+        {"ttft_mean_ms": 300.0},  # ... or fewer (one slow request, not a wave)
+        {"ttft_max_ms": 900.0},  # a wait under 1 % of the run: within the run-to-run spread
+        {"concurrency": 40},  # one wave is the whole run
+        {"requests": None},  # a statistic the export lacks
+        {"duration_s": 5.0},  # a "wait" longer than the run
+    ],
+)
+def test_no_cold_start_without_its_signature(change: dict[str, Any]) -> None:
+    assert cold_start(**{**_K1_C4, **change}) is None

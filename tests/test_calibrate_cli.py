@@ -88,7 +88,11 @@ def test_trt_pair_summary_figures_and_tags(capsys: pytest.CaptureFixture[str], t
     assert fitted["proxy_lane_us"]["value"] == fitted["proxy_lane_us"]["builtin"]
     assert {i["role"] for i in s["inputs"]} == {"dense", "deepep"}
     assert all(re.fullmatch(r"[0-9a-f]{64}", i["sha256"]) for i in s["inputs"])
-    assert s["warnings"] == []
+    # the one doubt: both runs' first waves waited for a cold start, left out at steady state
+    assert len(s["warnings"]) == 2 and all("cold start" in w for w in s["warnings"])
+    steady = pair["steady_aggregate_ratio"]
+    assert steady["tag"] == "derived" and abs(steady["value"] - 0.675) < 0.001
+    assert steady["value"] > pair["aggregate_ratio"]["value"]
 
 
 def test_trt_pair_table_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -164,6 +164,7 @@ def build_profile(
             per_user_ratio=_opt(p.per_user_ratio),
             aggregate_ratio=_opt(p.aggregate_ratio),
             ttft_ratio=_opt(p.ttft_ratio),
+            steady_aggregate_ratio=_opt(p.steady_aggregate_ratio),
         )
         for key, p in sorted(rs.pairs.items())
     ]

@@ -295,7 +295,13 @@ def _metrics(run: AIPerfRun) -> ArmMetrics:
         per_user_tok_s=positive(run.per_user_tok_s),
         itl_ms=positive(run.itl_ms),
         ttft_p50_ms=positive(run.ttft_p50_ms),
+        steady_aggregate_tok_s=positive(run.steady_aggregate_tok_s),
     )
+
+
+def _cold_start(runs: list[AIPerfRun]) -> str:
+    """The cell's note on the runs that waited for a cold start (files/aiperf/cold_start.py)."""
+    return "; ".join(r.steady_aggregate_tok_s.source for r in runs if r.steady_aggregate_tok_s is not None)
 
 
 def build_cells(rs: RunSet) -> list[Cell]:
@@ -320,6 +326,7 @@ def build_cells(rs: RunSet) -> list[Cell]:
                 cuda_graphs=s.cuda_graphs,
                 max_qps=s.max_qps,
                 source=source,
+                cold_start=_cold_start([run, *([twin] if twin else [])]),
                 deepep=_metrics(run),
                 allgather=_metrics(twin) if twin else None,
                 model=s.model.strip().lower(),

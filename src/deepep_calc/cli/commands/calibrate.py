@@ -220,7 +220,14 @@ def summarise(profile: Any, path: str) -> dict[str, Any]:
             "cell": p.cell,
             **{
                 k: rec(getattr(p, k))
-                for k in ("tax_ms", "tax_spread_ms", "per_user_ratio", "aggregate_ratio", "ttft_ratio")
+                for k in (
+                    "tax_ms",
+                    "tax_spread_ms",
+                    "per_user_ratio",
+                    "aggregate_ratio",
+                    "steady_aggregate_ratio",
+                    "ttft_ratio",
+                )
             },
         }
         for p in profile.pairs
@@ -340,9 +347,11 @@ def print_summary(profile: Any, summary: dict[str, Any], readable: bool = True) 
         for key, name in (
             ("per_user_ratio", "per-user"),
             ("aggregate_ratio", "aggregate"),
+            ("steady_aggregate_ratio", "steady-state aggregate"),
             ("ttft_ratio", "TTFT p50"),
         ):
-            derived.add_row(p["cell"], f"{name} ratio", num(p[key], 3), "", tag(p[key]))
+            if key != "steady_aggregate_ratio" or p[key] is not None:
+                derived.add_row(p["cell"], f"{name} ratio", num(p[key], 3), "", tag(p[key]))
     for m in summary["derived"]["multicomm"]:
         where = f"c{m['concurrency']} k{m['comms_high']}/k{m['comms_low']}"
         for key, name in (

@@ -12,6 +12,7 @@ from typing import Any
 
 from deepep_calc.base.errors import FileInputError
 from deepep_calc.base.quantity import Q
+from deepep_calc.files.aiperf.cold_start import cold_start
 from deepep_calc.files.aiperf.metrics import CORE_TAGS, Blocks, check_itl_against_per_user, number
 from deepep_calc.files.aiperf.names import NameHints, normalise_model, parse_export_name, source_label
 from deepep_calc.files.aiperf.run import AIPerfRun, Export
@@ -70,6 +71,9 @@ def build_run(export: Export) -> AIPerfRun:
     itl_count = b.stat("inter_token_latency", "count", "requests")
     ttft = b.stat("time_to_first_token", "avg", "ms", time=True)
     ttft_p50 = b.stat("time_to_first_token", "p50", "ms", time=True)
+    ttft_max = b.stat("time_to_first_token", "max", "ms", time=True)
+    duration = b.stat("benchmark_duration", "avg", "ms", time=True)
+    output_tokens = b.stat("total_output_tokens", "avg", "tokens")
     per_user = b.stat("output_token_throughput_per_user", "avg", "tok/s/user")
     aggregate = b.stat("output_token_throughput", "avg", "tok/s")
     latency = b.stat("request_latency", "avg", "ms", time=True)
@@ -94,6 +98,28 @@ def build_run(export: Export) -> AIPerfRun:
     streaming_raw = dig(config, "endpoint", "streaming")
     streaming = streaming_raw if isinstance(streaming_raw, bool) else None
 
+    cold = cold_start(
+        ttft_p50_ms=_value(ttft_p50),
+        ttft_mean_ms=_value(ttft),
+        ttft_max_ms=_value(ttft_max),
+        concurrency=concurrency,
+        requests=request_count,
+        duration_s=None if duration is None else duration.value / 1000.0,
+        output_tokens=_value(output_tokens),
+    )
+    steady = None
+    if cold is not None and concurrency is not None and aggregate is not None:
+        steady = Q.derived(
+            cold.steady_aggregate_tok_s,
+            "tok/s",
+            f"{source_label(path, benchmark_id)}: output tokens / (benchmark duration - "
+            f"{cold.wait_s:.3f} s of cold start)",
+        )
+        warnings.append(
+            f"{cold.words(concurrency)}; the aggregate includes that wait: "
+            f"{aggregate.value:,.2f} tok/s as measured, {steady.value:,.2f} at steady state. "
+            "Warm the server up before benchmarking"
+        )
     warnings += _doubts(
         export,
         error_count=error_count,
@@ -131,6 +157,7 @@ def build_run(export: Export) -> AIPerfRun:
         aggregate_tok_s=aggregate,
         request_latency_ms=latency,
         warnings=warnings,
+        steady_aggregate_tok_s=steady,
         engine=hints.engine,
         engine_version=hints.engine_version,
         arm=hints.arm,
@@ -138,6 +165,10 @@ def build_run(export: Export) -> AIPerfRun:
         comms=hints.comms,
         metrics=dict(metrics),
     )
+
+
+def _value(q: Q | None) -> float | None:
+    return None if q is None else float(q.value)
 
 
 def _doubts(

@@ -41,6 +41,9 @@ class ABPair:
     ttft_ratio: Q | None
     ttft_basis: str | None  # "p50" or "avg": which TTFT statistic the ratio uses
     warnings: list[str] = field(default_factory=list)
+    # derived: the aggregates less a first-wave cold start, when either run shows one (a run
+    # that shows none enters as measured); None when neither does
+    steady_aggregate_ratio: Q | None = None
 
     @property
     def concurrency(self) -> int | None:
@@ -196,6 +199,17 @@ def derive_pair(dense: AIPerfRun, deepep: AIPerfRun) -> ABPair:
         ttft_ratio=ttft_ratio,
         ttft_basis=ttft_basis,
         warnings=warnings,
+        steady_aggregate_ratio=_steady_ratio(deepep, dense),
+    )
+
+
+def _steady_ratio(deepep: AIPerfRun, dense: AIPerfRun) -> Q | None:
+    """DeepEP / dense aggregate at steady state (files/aiperf/cold_start.py), if a run waited."""
+    if deepep.steady_aggregate_tok_s is None and dense.steady_aggregate_tok_s is None:
+        return None
+    return _ratio(
+        deepep.steady_aggregate_tok_s or deepep.aggregate_tok_s,
+        dense.steady_aggregate_tok_s or dense.aggregate_tok_s,
     )
 
 

@@ -69,6 +69,8 @@ class AIPerfRun:
     aggregate_tok_s: Q | None
     request_latency_ms: Q | None
     warnings: list[str] = field(default_factory=list)
+    # derived: the run less its first wave's wait for a cold start (files/aiperf/cold_start.py)
+    steady_aggregate_tok_s: Q | None = None
     engine: str | None = None
     engine_version: str | None = None
     arm: str | None = None
