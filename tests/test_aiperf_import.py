@@ -456,3 +456,17 @@ def test_a_first_wave_cold_start_is_found_and_left_out_of_the_steady_aggregate()
 )
 def test_no_cold_start_without_its_signature(change: dict[str, Any]) -> None:
     assert cold_start(**{**_K1_C4, **change}) is None
+
+
+def test_a_damaged_statistic_only_the_cold_start_check_reads_skips_the_check(tmp_path: Path) -> None:
+    """TTFT max, the benchmark's duration and the output token total are read for the cold-start
+    check alone: a damaged one leaves the run importable, with no steady-state figure."""
+    src = REAL / "trtllm-0.21_qwen3-30b-a3b-fp8_ep16_2xp5en_deepep-epnc1_c4_isl120.json"
+    export = json.loads(src.read_text())
+    export["benchmark_duration"]["unit"] = "fortnights"
+    export["total_output_tokens"]["avg"] = "many"
+    damaged = tmp_path / src.name
+    damaged.write_text(json.dumps(export))
+    run = load_aiperf(damaged)
+    assert run.steady_aggregate_tok_s is None and not any("cold start" in w for w in run.warnings)
+    assert run.aggregate_tok_s is not None and run.itl_ms is not None

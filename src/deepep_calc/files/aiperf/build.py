@@ -71,9 +71,10 @@ def build_run(export: Export) -> AIPerfRun:
     itl_count = b.stat("inter_token_latency", "count", "requests")
     ttft = b.stat("time_to_first_token", "avg", "ms", time=True)
     ttft_p50 = b.stat("time_to_first_token", "p50", "ms", time=True)
-    ttft_max = b.stat("time_to_first_token", "max", "ms", time=True)
-    duration = b.stat("benchmark_duration", "avg", "ms", time=True)
-    output_tokens = b.stat("total_output_tokens", "avg", "tokens")
+    # only the cold-start check reads these: a damaged one skips the check, it fails no import
+    ttft_max = _optional(b, "time_to_first_token", "max", "ms", time=True)
+    duration = _optional(b, "benchmark_duration", "avg", "ms", time=True)
+    output_tokens = _optional(b, "total_output_tokens", "avg", "tokens")
     per_user = b.stat("output_token_throughput_per_user", "avg", "tok/s/user")
     aggregate = b.stat("output_token_throughput", "avg", "tok/s")
     latency = b.stat("request_latency", "avg", "ms", time=True)
@@ -165,6 +166,13 @@ def build_run(export: Export) -> AIPerfRun:
         comms=hints.comms,
         metrics=dict(metrics),
     )
+
+
+def _optional(b: Blocks, tag: str, stat: str, unit: str, *, time: bool = False) -> Q | None:
+    try:
+        return b.stat(tag, stat, unit, time=time)
+    except FileInputError:
+        return None
 
 
 def _value(q: Q | None) -> float | None:
