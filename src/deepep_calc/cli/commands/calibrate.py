@@ -19,6 +19,14 @@ from ..options import emit_json, scenario_from, scenario_options
 # Scenario fields the exports can supply when the user does not type them.
 FROM_EXPORTS = ("model", "engine", "concurrency", "isl", "osl", "comms")
 
+# The A/B pair's ratios, as the summary names them.
+_PAIR_RATIOS = {
+    "per_user_ratio": "per-user",
+    "aggregate_ratio": "aggregate",
+    "steady_aggregate_ratio": "steady-state aggregate",
+    "ttft_ratio": "TTFT p50",
+}
+
 
 def register(app: click.Group) -> None:
     app.add_command(calibrate_cmd)
@@ -218,17 +226,7 @@ def summarise(profile: Any, path: str) -> dict[str, Any]:
     pairs = [
         {
             "cell": p.cell,
-            **{
-                k: rec(getattr(p, k))
-                for k in (
-                    "tax_ms",
-                    "tax_spread_ms",
-                    "per_user_ratio",
-                    "aggregate_ratio",
-                    "steady_aggregate_ratio",
-                    "ttft_ratio",
-                )
-            },
+            **{k: rec(getattr(p, k)) for k in ("tax_ms", "tax_spread_ms", *_PAIR_RATIOS)},
         }
         for p in profile.pairs
     ]
@@ -344,13 +342,8 @@ def print_summary(profile: Any, summary: dict[str, Any], readable: bool = True) 
         derived.add_row(
             p["cell"], "tax per token", num(p["tax_ms"]), num(p["tax_spread_ms"], 3), tag(p["tax_ms"])
         )
-        for key, name in (
-            ("per_user_ratio", "per-user"),
-            ("aggregate_ratio", "aggregate"),
-            ("steady_aggregate_ratio", "steady-state aggregate"),
-            ("ttft_ratio", "TTFT p50"),
-        ):
-            if key != "steady_aggregate_ratio" or p[key] is not None:
+        for key, name in _PAIR_RATIOS.items():  # a steady-state ratio only where a run waited
+            if p[key] is not None or key != "steady_aggregate_ratio":
                 derived.add_row(p["cell"], f"{name} ratio", num(p[key], 3), "", tag(p[key]))
     for m in summary["derived"]["multicomm"]:
         where = f"c{m['concurrency']} k{m['comms_high']}/k{m['comms_low']}"
