@@ -29,7 +29,6 @@ from ..catalog.transports import load_transports
 from ..estimate.evaluate import compute, duration
 from ..question.fields import LIMITS
 from ..question.scenario import resolve
-from .breakeven import first_true, model
 from .verdict import ARM_LABELS, NO_ARM, assess, first, tagged
 
 # Transports worth proposing: the production GPU-initiated paths first, then the strongest
@@ -136,6 +135,7 @@ def _works(res: Any, targets: bool) -> np.ndarray:
 
 def _search(result: Any, name: str, lo: int, hi: int, targets: bool, *, working: bool) -> int | None:
     """First value in [lo, hi] where the model works (`working`) or stops working."""
+    from .breakeven import first_true, model  # the vectorised search: only a fix imports it
 
     if lo > hi:
         return None

@@ -12,12 +12,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..catalog.measured import Cell, load_cells
-from ..catalog.references import ServingRef, inline_models, load_serving_refs
 from ..question.scenario import Resolved, Scenario, resolve
 from ..question.scenario import inline_models as inline_context
+
+if TYPE_CHECKING:
+    from ..catalog.references import ServingRef
+
+# The serving references' catalog is read only by what compares against it (the fit,
+# validation): the card's calibration table needs a cell's scenario, not the references.
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,8 @@ class Obs:
 @contextmanager
 def reference_models() -> Iterator[None]:
     """Let scenarios name the reference-only models (GPT-2) while the block runs."""
+    from ..catalog.references import inline_models
+
     with inline_context(inline_models()):
         yield
 
@@ -186,6 +193,8 @@ def observations() -> tuple[Obs, ...]:
         if cell.role == "reference-only":
             continue
         out.extend(_cell_obs(cell))
+    from ..catalog.references import load_serving_refs
+
     out.extend(_ref_obs(ref) for ref in load_serving_refs().values())
     return tuple(out)
 
