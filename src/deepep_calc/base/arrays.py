@@ -58,6 +58,11 @@ def is_array(x: Any) -> bool:
     return "numpy" in sys.modules and isinstance(x, np.ndarray)
 
 
+def first(x: Any) -> Any:
+    """The first element of an array, or a scalar as it is: one scenario's value of a state."""
+    return np.ravel(x)[0] if is_array(x) else x
+
+
 def first_float(x: Any) -> float:
     """The first element of a scalar or an array, as a float: one scenario's figure."""
     if type(x) in SCALARS or type(x) is int:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
-from .arrays import SCALARS, maximum, minimum, np, plain
+from .arrays import first_float, maximum, minimum, np, plain
 
 if TYPE_CHECKING:
     Number = float | int | np.ndarray
@@ -248,9 +248,7 @@ class Q:
     @property
     def scalar(self) -> float:
         v = self.value
-        if type(v) in SCALARS or type(v) is int:
-            return float(v)
-        return float(np.asarray(v).reshape(-1)[0]) if np.ndim(v) else float(v)
+        return v if type(v) is float else first_float(v)  # a float, the common case, costs no call
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON types; a non-finite number becomes null (JSON has no NaN)."""

@@ -13,12 +13,13 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
+from ..base.arrays import first
 from ..estimate.evaluate import Result, check_splittable, compute
 from ..question.scenario import Scenario, resolve
 from .explain import advisories, caveats, engine_flags, flip_advisory, reasons
 from .headline import headline
 from .remedy import fixes_for
-from .verdict import Verdict, assess, band_crosses, compare, first, status_of
+from .verdict import Verdict, assess, band_crosses, compare, status_of
 
 
 def evaluate(scenario: Scenario | None = None, /, **fields: Any) -> Result:

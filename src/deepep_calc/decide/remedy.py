@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..base.arrays import np
+from ..base.arrays import first, np
 from ..base.errors import CalcError
 from ..base.quantity import Q
 from ..catalog.hardware import load_instances
@@ -29,7 +29,7 @@ from ..catalog.transports import load_transports
 from ..estimate.evaluate import compute, duration
 from ..question.fields import LIMITS
 from ..question.scenario import resolve
-from .verdict import ARM_LABELS, NO_ARM, assess, first, tagged
+from .verdict import ARM_LABELS, NO_ARM, assess, tagged
 
 # Transports worth proposing: the production GPU-initiated paths first, then the strongest
 # host proxies (research paths are not advice). Same policy as the flip search.

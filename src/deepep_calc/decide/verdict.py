@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
 
-from ..base.arrays import SCALARS, invert, is_array, np, where
+from ..base.arrays import SCALARS, first, first_float, invert, is_array, np, where
 from ..base.quantity import Q, Tag
 from ..catalog.constants import const
 from ..estimate.evaluate import like_with_like
@@ -239,11 +239,6 @@ class Verdict:
 # The rule ------------------------------------------------------------------------------------
 
 
-def first(x: Any) -> Any:
-    """The first element of a scalar or an array: a single scenario's value of a rule's state."""
-    return np.ravel(x)[0] if is_array(x) else x
-
-
 def _meets(arm: Any) -> Any:
     ok = True
     if arm.meets_slo is not None:
@@ -395,6 +390,6 @@ def band_crosses(ratio: Q | None, threshold: float) -> bool:
     """Whether a banded ratio's range spans the decision threshold (a modelled ratio only)."""
     if ratio is None or not ratio.banded:
         return False
-    low = float(first(ratio.low))
-    high = float(first(ratio.high))
+    low = first_float(ratio.low)
+    high = first_float(ratio.high)
     return low <= threshold <= high

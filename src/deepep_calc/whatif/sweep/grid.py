@@ -35,6 +35,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -447,7 +448,7 @@ class Chunk:
         value = self.metrics[name] if name in self.metrics else self.numeric[name]
         return np.broadcast_to(np.asarray(value), self.block.shape).reshape(-1)
 
-    @property
+    @cached_property
     def numeric_index(self) -> tuple[np.ndarray, ...]:
         """Each row's position on every numeric axis (the verdict map places rows by them)."""
         shape = self.block.shape
