@@ -150,7 +150,7 @@ class ABRow:
         """The pair's cold start in words, with the ratio it leaves at steady state."""
         held = "" if self.held_out_ratio is None else f", held out {self.held_out_ratio:.2f}"
         return (
-            f"{self.pair}: {self.note}. At steady state the measured ratio is {self.steady_ratio:.2f} "
+            f"{self.pair}: {self.note}. At steady state the ratio is {self.steady_ratio:.2f} [derived] "
             f"against {self.measured_ratio:.2f} as measured (model {self.predicted_ratio:.2f}{held})"
         )
 
