@@ -141,3 +141,38 @@ def test_the_page_and_report_show_the_compared_aggregates(client: Any) -> None: 
         rf"\| 869\.3 tok/s \[assumed\] {band} \|"
     )
     assert re.search(row, md)
+
+
+@pytest.mark.parametrize(
+    ("transport", "backend"),
+    [
+        ("efa-proxy", "deepep_v2"),  # DeepEP 2.x over NCCL-GIN
+        ("efa-gda", "deepep_v2"),
+        ("efa-nvshmem", "deepep_low_latency"),  # DeepEP 1.x
+        ("efa-uccl", "deepep_low_latency"),  # UCCL-EP keeps DeepEP's API ([U926], [NIXL])
+        ("efa-pplx", None),  # no vLLM backend loads pplx-garden
+        ("efa-native-cqpoll", None),
+    ],
+)
+def test_vllm_loads_the_library_of_the_transport(transport: str, backend: str | None) -> None:
+    result = evaluate(Scenario(model="deepseek-v3", engine="vllm", nodes=2, transport=transport))
+    flags = engine_flags(result, "deepep")
+    tokens = _tokens(flags["launch"]["command"])
+    chosen = [tokens[i + 1] for i, tok in enumerate(tokens) if tok == "--all2all-backend"]
+    if backend is None:  # no flag that would load another library: a comment says why
+        assert chosen == []
+        assert f"loads {transport}" in flags["launch"]["command"].replace("\n#   ", " ")
+    else:
+        assert chosen == [backend]
+    assert not any("{" in a for a in flags["args"])  # no placeholder left
+
+
+def test_every_transport_library_is_loaded_or_explained() -> None:
+    """A library added to transports.toml without an engine mapping is caught here."""
+    from deepep_calc.catalog.engines import load_engines
+    from deepep_calc.catalog.transports import load_transports
+
+    libraries = {t.library for t in load_transports().values()}
+    vllm = load_engines()["vllm"].deepep_backend
+    assert set(vllm) <= libraries
+    assert libraries - set(vllm) == {"pplx-garden", "research"}

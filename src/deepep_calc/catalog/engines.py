@@ -37,6 +37,9 @@ class Engine(Record):
     )
     proxy_wait_source: str = ""
     flags: dict[Arm, ArmFlags]
+    # `{deepep_backend}` in the DeepEP arm's flags, per transport library (transports.toml): an
+    # engine that picks the implementation by flag says which value loads which library
+    deepep_backend: dict[str, str] = field(default_factory=dict)
 
 
 @cache

@@ -71,12 +71,16 @@ class KernelRef(Record):
         return f"{transport} @ {self.instance} EP{self.ep} {self.tokens} tok{extra}{dtype}"
 
 
+Library = Literal["deepep-v2", "deepep-v1", "uccl-ep", "pplx-garden", "research"]
+
+
 @row
 class Transport(Record):
     name: str
     label: str
     fabric: Literal["efa", "ib", "nvlink"]
     initiation: Literal["host-proxy", "gpu"]
+    library: Library  # the DeepEP implementation an engine loads (engines.toml `deepep_backend`)
     ops_per_token: Annotated[int, Gt(0)]  # work requests per remote token (SRD: 2)
     issue_lanes: Annotated[int, Gt(0)] = 1  # proxy threads or issuers posting in parallel
     wire_efficiency: Annotated[float, Gt(0), Le(1)] | None = None

@@ -431,6 +431,18 @@ def flip_advisory(result: Any, code: str) -> str:
     return ""
 
 
+def _with_backend(text: str, engine: Any, transport: Any) -> str:
+    """The DeepEP flag that loads this transport's library, or, where the engine has none, a
+    note in its place (prose becomes a comment in the Run-it block, never a flag)."""
+    backend = engine.deepep_backend.get(transport.library)
+    if backend is not None:
+        return text.replace("{deepep_backend}", backend)
+    return (
+        f"{engine.label} has no backend in this catalog that loads {transport.name} "
+        f"({transport.library}): see that library's own serving instructions"
+    )
+
+
 def _flip_text(label: str, new_code: str, ratio: Q) -> str:
     return (
         f"{label} would flip the verdict to {SYMBOLS[new_code]} {new_code} "
@@ -457,6 +469,8 @@ def engine_flags(result: Any, arm: str) -> dict[str, Any]:
     spec = r.engine.flags.get(arm) or r.engine.flags[s.alternative]
 
     def fill(text: str) -> str:
+        if "{deepep_backend}" in text:
+            text = _with_backend(text, r.engine, r.transport)
         return text.replace("{world}", str(r.world)).replace("{gpus_per_node}", str(r.gpus_per_node))
 
     return {
