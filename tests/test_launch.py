@@ -154,17 +154,21 @@ def test_the_page_and_report_show_the_compared_aggregates(client: Any) -> None: 
         ("efa-native-cqpoll", None),
     ],
 )
-def test_vllm_loads_the_library_of_the_transport(transport: str, backend: str | None) -> None:
-    result = evaluate(Scenario(model="deepseek-v3", engine="vllm", nodes=2, transport=transport))
-    flags = engine_flags(result, "deepep")
-    tokens = _tokens(flags["launch"]["command"])
-    chosen = [tokens[i + 1] for i, tok in enumerate(tokens) if tok == "--all2all-backend"]
-    if backend is None:  # no flag that would load another library: a comment says why
-        assert chosen == []
-        assert f"loads {transport}" in flags["launch"]["command"].replace("\n#   ", " ")
-    else:
-        assert chosen == [backend]
-    assert not any("{" in a for a in flags["args"])  # no placeholder left
+def test_the_engine_loads_the_library_of_the_transport(transport: str, backend: str | None) -> None:
+    for engine, flag, value in (
+        ("vllm", "--all2all-backend", backend),
+        ("sglang", "--moe-a2a-backend", "deepep"),
+    ):
+        result = evaluate(Scenario(model="deepseek-v3", engine=engine, nodes=2, transport=transport))
+        flags = engine_flags(result, "deepep")
+        tokens = _tokens(flags["launch"]["command"])
+        chosen = [tokens[i + 1] for i, tok in enumerate(tokens) if tok == flag]
+        if backend is None:  # no flag that would load another library: a comment says why
+            assert chosen == []
+            assert f"loads {transport}" in flags["launch"]["command"].replace("\n#   ", " ")
+        else:
+            assert chosen == [value]
+        assert not any("{" in a for a in flags["args"])  # no placeholder left
 
 
 def test_every_transport_library_is_loaded_or_explained() -> None:
@@ -173,6 +177,7 @@ def test_every_transport_library_is_loaded_or_explained() -> None:
     from deepep_calc.catalog.transports import load_transports
 
     libraries = {t.library for t in load_transports().values()}
-    vllm = load_engines()["vllm"].deepep_backend
-    assert set(vllm) <= libraries
-    assert libraries - set(vllm) == {"pplx-garden", "research"}
+    for name in ("vllm", "sglang"):
+        mapped = set(load_engines()[name].deepep_backend)
+        assert mapped <= libraries
+        assert libraries - mapped == {"pplx-garden", "research"}
