@@ -752,3 +752,21 @@ def test_a_flip_quotes_what_the_changed_scenario_prints(fields: dict[str, Any]) 
             return
         assert changed.verdict.code == code, label
     assert flip == "" and result.verdict.robustness.startswith("robust")
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        # robust to every single change, yet inside the model's error: both must be said
+        {"model": "kimi-k2", "instance": "p6-b300", "nodes": 4, "engine": "sglang", "transport": "efa-gda",
+         "concurrency": 256, "isl": 4096, "osl": 512},
+        # robust and clear
+        {"model": "qwen3-30b-a3b-fp8", "nodes": 2, "engine": "trtllm", "transport": "efa-proxy",
+         "concurrency": 256},
+    ],
+)  # fmt: skip
+def test_a_robust_line_never_sounds_surer_than_the_headline(fields: dict[str, Any]) -> None:
+    v = evaluate(Scenario(**fields)).verdict
+    assert v.robustness.startswith("robust"), v.robustness  # the scenarios are chosen robust
+    assert ("error band" in v.robustness) == v.close_call
+    assert ("too close to call" in v.headline.lower()) == v.close_call

@@ -88,4 +88,7 @@ def _advise(result: Any, v: Verdict, fixes: list[Any]) -> tuple[list[str], str]:
         return out, f"fragile: {flip}"
     if v.status == "nothing_fits":
         return out, "untested: nothing fits as asked"
-    return out, "robust: no single change of transport, comms, graphs, concurrency or nodes flips it"
+    robust = "robust: no single change of transport, comms, graphs, concurrency or nodes flips it"
+    if v.close_call:  # robust to what-ifs, yet within the model's error: say both, not just one
+        robust += ", though the call itself is within the model's error band (headline)"
+    return out, robust
