@@ -73,9 +73,9 @@ def points_table(points: list[Any], title: str, misses: bool = False) -> Table:
         )
         arm = p.label.partition(", ")[2]
         cfg = Text(head)
-        if p.evidence == "assumed":
-            cfg.append(" †", style="yellow")
         cfg.append("\n" + arm, style="dim")
+        if p.evidence == "assumed":  # on the short line: at 80 columns the long one wraps it alone
+            cfg.append(" †", style="yellow")
         if misses and (p.misses or p.change):
             lines = [*p.misses, *([f"-> {p.change}"] if p.change else [])]
             cfg.append("\n" + "\n".join(lines), style="red")

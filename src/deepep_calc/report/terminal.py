@@ -316,8 +316,9 @@ def print_kernel(out: dict[str, Q], query: dict[str, Any], console: Console | No
     """One MoE layer's dispatch and combine: three numbers, and their source said once."""
     c = console or term.console()
     notes = term.Footnotes()
+    tokens = f"{query['tokens']} token{'' if query['tokens'] == 1 else 's'}"
     title = (
-        f"{query['transport']} on {query['instance']}, EP{query['ep']}: {query['tokens']} tokens/rank, "
+        f"{query['transport']} on {query['instance']}, EP{query['ep']}: {tokens}/rank, "
         f"hidden {query['hidden']}, top-{query['topk']} of {query['experts']}, {query['dispatch_dtype']}"
     )
     table = term.table(term.id_col(""), term.num_col("µs per layer"), term.id_col("source"))
