@@ -472,3 +472,20 @@ def test_cli_sweep_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert out["rows"] == 4 and out["combinations"] == 1
     assert sum(out["verdicts"].values()) == 4
     assert out["varied"] == {"nodes": [1, 2], "concurrency": [4, 32]}
+
+
+def test_a_one_value_csv_column_is_built_once_and_sliced() -> None:
+    """A column holding one value in a chunk is a shared text array: as long as the longest
+    chunk so far, sliced for shorter ones, rebuilt for a longer one, the text Arrow prints."""
+    pa = pytest.importorskip("pyarrow")
+    w = sweep_output.ArrowWriter.__new__(sweep_output.ArrowWriter)  # no file: this part writes none
+    w.pa, w.repeats = pa, {}
+    assert w._repeated("efa-gda", "str", 3).to_pylist() == ["efa-gda"] * 3
+    longer = w._repeated("efa-gda", "str", 5)
+    assert longer.to_pylist() == ["efa-gda"] * 5
+    assert w._repeated("efa-gda", "str", 2).to_pylist() == ["efa-gda"] * 2
+    assert w._repeated("efa-gda", "str", 5) is longer  # shared, not rebuilt
+    assert w._repeated(None, "float", 4).to_pylist() == [None] * 4
+    assert w._repeated(np.float64(2.0), "float", 2).to_pylist() == ["2", "2"]
+    assert w._repeated(np.float64(1e-05), "float", 1).to_pylist() == ["0.00001"]
+    assert w._repeated(True, "bool", 1).to_pylist() == ["true"]

@@ -192,6 +192,7 @@ def _rounded(value: Any, kind: str, digits: int | None) -> Any:
     return float(round_significant(np.asarray([item], dtype=float), digits)[0])
 
 
+_MAX_REPEATS = 256  # one-value text columns a CSV writer keeps, each a chunk long (~0.3 MB)
 _datasync = getattr(os, "fdatasync", os.fsync)  # data without the inode's times, where there is one
 
 
@@ -363,6 +364,7 @@ class ArrowWriter(TableWriter):
         self.schema = pa.schema([(name, types[kind]) for name, kind in self.columns])
         self.kinds = [kind for _, kind in self.columns]
         self.names: dict[tuple[str, ...], Any] = {}
+        self.repeats: dict[str | None, Any] = {}  # CSV: a one-value column's text (`_repeated`)
         sink = str(self.sink) if isinstance(self.sink, Path) else self.sink
         if self.fmt == "parquet":
             import pyarrow.parquet as pq
@@ -454,8 +456,25 @@ class ArrowWriter(TableWriter):
     def _csv_array(self, value: Any, typ: Any, n: int) -> Any:
         """A CSV column: labels as plain strings (Arrow's CSV writer decodes a dictionary column
         value by value, three times slower than writing plain strings)."""
+        if typ == self.dict_type and not isinstance(value, tuple) and not _is_column(value):
+            return self._repeated(value, "str", n)
         arr = self._array(value, typ, n)
         return arr.dictionary.take(arr.indices) if typ == self.dict_type else arr
+
+    def _repeated(self, value: Any, kind: str, n: int) -> Any:
+        """One value's text over n rows. Most columns hold one value per chunk, so each text's
+        array is built once, as long as the longest chunk, and sliced (Arrow arrays are
+        immutable and a slice copies nothing): not rebuilt for every chunk and column."""
+        item = value.item() if isinstance(value, np.ndarray) else value
+        text = None if item is None else _text(item, kind)
+        arr = self.repeats.get(text)
+        if arr is None or len(arr) < n:
+            pa = self.pa
+            arr = pa.nulls(n, pa.string()) if text is None else pa.repeat(pa.scalar(text, pa.string()), n)
+            if len(self.repeats) >= _MAX_REPEATS:
+                self.repeats.clear()
+            self.repeats[text] = arr
+        return arr if len(arr) == n else arr.slice(0, n)
 
     def _prepare(self, chunk: Chunk) -> Any:
         """The chunk as Arrow columns, on the caller's thread: for Parquet all of it (the writer
@@ -482,10 +501,7 @@ class ArrowWriter(TableWriter):
         value = _rounded(value, kind, self.precision)
         if _is_column(value):
             return self.pc.cast(pa.array(value, type=typ), pa.string())
-        item = value.item() if isinstance(value, np.ndarray) else value
-        if item is None:
-            return pa.nulls(n, pa.string())
-        return pa.repeat(pa.scalar(_text(item, kind), pa.string()), n)
+        return self._repeated(value, kind, n)
 
     def _write(self, prepared: Any) -> None:
         if self.fmt == "csv":
