@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..base.arrays import loaded, np
 from ..base.errors import CalcError
 from ..base.quantity import Q
 from ..catalog.measured import load_facts
 from ..catalog.model_catalog import load_models, namesake_difference, preset_twin
 from ..catalog.transports import load_transports
-from ..estimate.evaluate import compute, deepep_neighbour_cell, duration, like_with_like
+from ..estimate.evaluate import compute, deepep_neighbour_cell, duration, like_with_like, measured_cell_for
 from ..question.fields import LIMITS
-from ..question.scenario import resolve
+from ..question.scenario import VARIABLE, resolve
 from .launch import arm_env, launch
 from .verdict import (
     ARM_LABELS,
@@ -28,6 +29,7 @@ from .verdict import (
     SYMBOLS,
     Verdict,
     classify,
+    classify_codes,
     decision_aggregates,
     pair,
     tagged,
@@ -410,24 +412,76 @@ def flip_advisory(result: Any, code: str) -> str:
 
     Each candidate is the changed scenario evaluated as `evaluate` would (measured cells where
     they exist), so the code and ratio quoted are the ones the suggested command prints. They
-    run one by one on Python floats, in order, stopping at the first that flips: one vectorised
-    pass of every numeric candidate costs more over a spread of scenarios (NumPy's per-call cost
-    on a handful of rows, while a flip is often the second candidate: docs/performance.md), and
-    would need NumPy, which one scenario otherwise never imports (`base/arrays.py`).
+    run in order, stopping at the first that flips, on Python floats: a DeepEP-only knob
+    recomputes the DeepEP arm alone, and a flip is often the first candidate that moves every
+    arm (CUDA graphs). When that one does not flip and NumPy is already loaded (a server, a
+    sweep), the rest go through one vectorised pass (`_first_flip_batched`): the same
+    physics on a row per candidate, the same first flip. One scenario in a fresh process keeps
+    to floats and never imports NumPy (`base/arrays.py`).
     """
 
     s = result.scenario
-    for label, update in flip_changes(result):
+    changes = flip_changes(result)
+    full_runs = 0  # candidates that moved every arm, run one by one
+    for k, (label, update) in enumerate(changes):
+        deepep_only = update.keys() <= _DEEPEP_ONLY
+        if not deepep_only and full_runs and BATCH_WHATIFS and loaded() and len(changes) - k > 1:
+            batched = _first_flip_batched(result, code, changes[k:])
+            if batched is not None:
+                return batched
         try:
             changed = resolve(s.copy(**update))
             # a knob only DeepEP reads leaves the other arms (and their measured cells) as they are
-            reuse = result if REUSE_OTHER_ARMS and update.keys() <= _DEEPEP_ONLY else None
+            reuse = result if REUSE_OTHER_ARMS and deepep_only else None
             other = compute(changed, reuse=reuse)
         except CalcError:
             continue
+        full_runs += not deepep_only
         new_code, _ = classify(other)
         if new_code != code:
             return _flip_text(label, new_code, other.ratio_deepep_vs_alternative)
+    return ""
+
+
+# Whether the flip search may batch its remaining candidates into one vectorised pass (the fast
+# path); tests/test_speed_equivalence.py holds it to the one-by-one search.
+BATCH_WHATIFS = True
+
+
+def _first_flip_batched(result: Any, code: str, changes: list[tuple[str, dict[str, Any]]]) -> str | None:
+    """The flip search's remaining candidates, one row each, in one vectorised pass.
+
+    Only numeric what-ifs with no measured cell can share a pass (a pass runs the model alone,
+    as a sweep does); otherwise None, and the search goes on one by one. A candidate that is
+    not a valid scenario is left out, as the one-by-one search skips it.
+    """
+    s = result.scenario
+    rows: list[tuple[str, dict[str, Any]]] = []
+    for label, update in changes:
+        if update.keys() <= _DEEPEP_ONLY or not update.keys() <= set(VARIABLE):
+            return None
+        try:
+            changed = resolve(s.copy(**update))
+        except CalcError:
+            continue
+        if any(measured_cell_for(changed, arm) is not None for arm in ("deepep", "allgather")):
+            return None
+        rows.append((label, update))
+    if not rows:
+        return ""
+    fields = sorted({name for _, update in rows for name in update})
+    columns = {name: [update.get(name, getattr(s, name)) for _, update in rows] for name in fields}
+    try:
+        batch = compute(result.resolved.vary(**{name: np.asarray(v) for name, v in columns.items()}))
+    except CalcError:
+        return None
+    codes, _ = classify_codes(batch)
+    ratio = batch.ratio_deepep_vs_alternative
+    for i, (label, _) in enumerate(rows):
+        if str(codes[i]) != code:
+            return _flip_text(
+                label, str(codes[i]), Q(float(ratio.value[i]), ratio.unit, ratio.tag, ratio.source)
+            )
     return ""
 
 
