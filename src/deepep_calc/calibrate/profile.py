@@ -124,7 +124,7 @@ def build_profile(
     rs: RunSet,
     cells: list[Cell],
     calib: EngineCalibration,
-    alpha: KernelCalibration | None,
+    kernel_fit: KernelCalibration | None,
     inputs: list[InputRecord],
     name: str,
 ) -> Profile:
@@ -132,27 +132,27 @@ def build_profile(
     from ..base.version import __version__
 
     kernel = []
-    if alpha is not None:
-        sh = alpha.shape
+    if kernel_fit is not None:
+        sh = kernel_fit.shape
         kernel.append(
             KernelRecord(
-                transport=alpha.transport,
-                instance=alpha.instance,
-                ep=alpha.ep,
+                transport=kernel_fit.transport,
+                instance=kernel_fit.instance,
+                ep=kernel_fit.ep,
                 tokens=int(sh.tokens),
                 hidden=sh.hidden,
                 topk=sh.topk,
                 experts=sh.experts,
-                comms=alpha.comms,
-                qps=alpha.qps,
-                reference_lanes=alpha.fit.reference_lanes,
-                dispatch_alpha_us=QRecord.of(alpha.fit.alpha_dispatch_us),
-                combine_alpha_us=QRecord.of(alpha.fit.alpha_combine_us),
-                dispatch_beta_us=_constant(alpha.dispatch),
-                combine_beta_us=_constant(alpha.combine),
-                dispatch_p50_us=_opt(alpha.dispatch_p50),
-                combine_p50_us=_opt(alpha.combine_p50),
-                total_p50_us=_opt(alpha.total_p50),
+                comms=kernel_fit.comms,
+                qps=kernel_fit.qps,
+                reference_lanes=kernel_fit.fit.reference_lanes,
+                dispatch_alpha_us=QRecord.of(kernel_fit.fit.alpha_dispatch_us),
+                combine_alpha_us=QRecord.of(kernel_fit.fit.alpha_combine_us),
+                dispatch_beta_us=_constant(kernel_fit.dispatch),
+                combine_beta_us=_constant(kernel_fit.combine),
+                dispatch_p50_us=_opt(kernel_fit.dispatch_p50),
+                combine_p50_us=_opt(kernel_fit.combine_p50),
+                total_p50_us=_opt(kernel_fit.total_p50),
             )
         )
     pairs = [
@@ -180,7 +180,7 @@ def build_profile(
         for m in rs.multicomm
     ]
     residuals = [ResidualRecord.model_validate({**vars(x), "residual": x.residual}) for x in calib.residuals]
-    warnings = list(rs.warnings) + (alpha.warnings if alpha is not None else [])
+    warnings = list(rs.warnings) + (kernel_fit.warnings if kernel_fit is not None else [])
     profile = Profile(
         kind=KIND,
         schema_version=SCHEMA_VERSION,

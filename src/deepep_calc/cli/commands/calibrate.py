@@ -47,7 +47,7 @@ def register(app: click.Group) -> None:
     help="AIPerf export of a DeepEP run (repeatable: several concurrencies or EP_NUM_COMMS values)",
 )
 @click.option(
-    "--kernel-log", metavar="FILE", help="DeepEP kernel benchmark log: refits the transport's alpha"
+    "--kernel-log", metavar="FILE", help="DeepEP kernel log: refits the transport's per-selection cost"
 )
 @click.option(
     "--kernel-comms", type=int, help="EP_NUM_COMMS the kernel log ran with [default: the reference's]"
@@ -109,7 +109,7 @@ def calibrate_cmd(
     found = discover(list(dense), list(deepep))
     rs = assemble(found.runs("dense"), found.runs("deepep"), base, explicit)
 
-    alpha = None
+    kernel_fit = None
     log_path = None
     if kernel_log is not None:
         log_path = Path(kernel_log)
@@ -121,14 +121,14 @@ def calibrate_cmd(
                 raise InputError(f"--kernel-{name}", value, f"a whole number from 1 to {LIMITS[name]}")
         log = load_kernel_log(log_path)
         check_transport(log, rs.resolved.transport)  # a log of another transport is not this one's
-        alpha = fit_kernel(log, rs.resolved.transport, rs.resolved.instance, comms, qps)
+        kernel_fit = fit_kernel(log, rs.resolved.transport, rs.resolved.instance, comms, qps)
     elif kernel_comms is not None or kernel_qps is not None:
         raise click.UsageError("--kernel-comms / --kernel-qps describe a --kernel-log; none was given")
 
     cells = build_cells(rs)
-    calib = fit_engine(rs.scenario, cells, alpha)
+    calib = fit_engine(rs.scenario, cells, kernel_fit)
     records = input_records(rs, log_path)
-    profile = build_profile(rs, cells, calib, alpha, records, out.name)
+    profile = build_profile(rs, cells, calib, kernel_fit, records, out.name)
     data, written = serialise(profile, target.shown)
     # The exports found inside folders are known now: none of them may be the target either.
     refuse_inputs(target, [(f"--{r.role}", r.path) for r in records])
