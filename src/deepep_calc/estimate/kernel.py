@@ -36,7 +36,7 @@ def kernel_query(
     """Dispatch, combine and total microseconds. A published reference is returned as measured.
 
     With a calibration profile whose kernel log covers this transport, the log's medians are
-    returned (measured) at its exact shape, and its refitted alpha is used everywhere else: the
+    returned (measured) at its exact shape, and its refitted cost per remote selection is used elsewhere: the
     user's fabric replaces the reference's.
     """
     for name, value in (
