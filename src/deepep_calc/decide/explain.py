@@ -423,12 +423,14 @@ def flip_advisory(result: Any, code: str) -> str:
     s = result.scenario
     changes = flip_changes(result)
     full_runs = 0  # candidates that moved every arm, run one by one
+    batch = BATCH_WHATIFS and loaded()
     for k, (label, update) in enumerate(changes):
         deepep_only = update.keys() <= _DEEPEP_ONLY
-        if not deepep_only and full_runs and BATCH_WHATIFS and loaded() and len(changes) - k > 1:
+        if batch and not deepep_only and full_runs and len(changes) - k > 1:
             batched = _first_flip_batched(result, code, changes[k:])
             if batched is not None:
                 return batched
+            batch = False  # these candidates cannot share a pass: one by one from here
         try:
             changed = resolve(s.copy(**update))
             # a knob only DeepEP reads leaves the other arms (and their measured cells) as they are
@@ -475,13 +477,13 @@ def _first_flip_batched(result: Any, code: str, changes: list[tuple[str, dict[st
         batch = compute(result.resolved.vary(**{name: np.asarray(v) for name, v in columns.items()}))
     except CalcError:
         return None
-    codes, _ = classify_codes(batch)
+    n = len(rows)
+    codes = np.broadcast_to(np.asarray(classify_codes(batch)[0]), (n,))  # a row per candidate
     ratio = batch.ratio_deepep_vs_alternative
+    ratios = np.broadcast_to(np.asarray(ratio.value, dtype=float), (n,))
     for i, (label, _) in enumerate(rows):
         if str(codes[i]) != code:
-            return _flip_text(
-                label, str(codes[i]), Q(float(ratio.value[i]), ratio.unit, ratio.tag, ratio.source)
-            )
+            return _flip_text(label, str(codes[i]), Q(float(ratios[i]), ratio.unit, ratio.tag, ratio.source))
     return ""
 
 
