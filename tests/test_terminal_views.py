@@ -246,3 +246,16 @@ def test_measured_figures_carry_no_band(
     assert "545.0 tok/s ●" in line and "545.0 tok/s ● (" not in line
     assert "794.6 tok/s ●" in line and "794.6 tok/s ● (" not in line
     assert re.search(r"869\.3 tok/s ○ \(\d", line), line
+
+
+def test_a_wide_transports_table_shows_each_library_and_cost_per_selection(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wide = render(capsys, monkeypatch, 200, "transports")
+    for row in json.loads(render(capsys, monkeypatch, 200, "transports", "--json")):
+        line = next(x for x in wide.splitlines() if x.startswith(row["name"] + " "))
+        assert f" {row['library']} " in line
+        beta = f"{row['beta_dispatch_us']:.3f} / {row['beta_combine_us']:.3f}"
+        # NVLink-only EP sends nothing off the node: its row shows no cost per remote selection
+        assert (beta in line) != (row["fabric"] == "nvlink"), line
+    assert "library" not in render(capsys, monkeypatch, 80, "transports").split("\n", 3)[2]

@@ -89,6 +89,7 @@ def transports_rows() -> list[dict[str, Any]]:
                 "label": t.label,
                 "fabric": t.fabric,
                 "initiation": t.initiation,
+                "library": t.library,
                 "ops_per_token": t.ops_per_token,
                 "instances": t.instances,
                 "reference": {
@@ -225,31 +226,49 @@ def print_transports(rows: list[dict[str, Any]], sources: bool = False, c: Conso
     wide = term.wide(c)
     cols = [term.id_col("transport"), term.id_col("posted by")]
     if wide:
-        cols += [term.id_col("fabric"), term.num_col("WRs per\ntoken"), term.id_col("runs on")]
+        cols += [
+            term.id_col("library"),
+            term.id_col("fabric"),
+            term.num_col("WRs per\ntoken"),
+            term.id_col("runs on"),
+        ]
     cols += [
         term.id_col("reference"),
         term.num_col("reference\nµs/layer"),
         term.num_col("fixed µs\ndispatch"),
+        term.num_col("fixed µs\ncombine"),
     ]
-    cols += [term.num_col("fixed µs\ncombine")]
+    if wide:
+        cols += [term.num_col("µs per remote\nselection, D / C")]
     table = term.table(*cols, title="DeepEP transports")
     for r in rows:
         ref = r["reference"]
         cells: list[Any] = [r["name"], "host proxy" if r["initiation"] == "host-proxy" else "GPU"]
         if wide:
-            cells += [r["fabric"], str(r["ops_per_token"]), ", ".join(r["instances"])]
+            cells += [r["library"], r["fabric"], str(r["ops_per_token"]), ", ".join(r["instances"])]
         cells += [
             f"{ref['instance']} EP{ref['ep']}",
             term.qcell({"value": ref["total_us"], "tag": ref["tag"], "unit": "us"}, 1),
             term.number(r["alpha_dispatch_us"], 1),
             term.number(r["alpha_combine_us"], 1),
         ]
+        if wide:  # NVLink-only EP sends nothing off the node: no such cost
+            beta = f"{r['beta_dispatch_us']:.3f} / {r['beta_combine_us']:.3f}"
+            cells += ["—" if r["fabric"] == "nvlink" else beta]
         table.add_row(*cells)
     c.print(table)
+    per_selection = (
+        "; µs per remote selection = the cost of each token-expert pair sent off the node (beta), "
+        "fitted to every reference of the transport"
+        if wide
+        else ""
+    )
     c.print(
         Text(
-            "reference = the kernel run each transport is fitted to (dispatch + combine, one MoE layer); "
-            "fixed µs = the per-layer cost that no byte count shortens, fitted to it.",
+            "reference = the transport's primary kernel run (dispatch + combine, one MoE layer); "
+            "fixed µs = the latency no byte count shortens (alpha: the latency facts' prior, capped "
+            "by the fastest reference; NVLink's fitted to single-node token-scaling runs)"
+            f"{per_selection}. docs/model.md §3 and §6.",
             style="dim",
         )
     )

@@ -369,6 +369,7 @@ class TransportRow(BaseModel):
     label: str
     fabric: str
     initiation: str
+    library: str  # the DeepEP implementation an engine loads for it
     ops_per_token: int
     instances: list[str]
     reference: KernelRefOut
