@@ -162,23 +162,26 @@ def round_significant(values: np.ndarray, digits: int) -> np.ndarray:
     _, b = np.frexp(a)  # a = f * 2**b with f in [0.5, 1)
     e = ((b - 1) * _LOG10_2_NUM) >> _LOG10_2_SHIFT  # decimal exponent, at most one too low
     np.clip(e, -_POW10_OFFSET + 1, 308, out=e)
-    e += a >= _POW10[e + 1 + _POW10_OFFSET]
-    k = digits - 1 - e  # decimals to keep
-    up = k >= 0
+    e += a >= _POW10[e + (1 + _POW10_OFFSET)]
+    k = (digits - 1) - e  # decimals to keep
+    k_low, k_high = int(k.min(initial=0)), int(k.max(initial=0))
     with np.errstate(invalid="ignore", over="ignore"):
         scale = _POW10[np.clip(k, -308, 308) + _POW10_OFFSET]
         out = np.round(x * scale)
         out /= scale
-        if not up.all():  # large values: divide by an exact power of ten instead
-            big = ~up
+        if k_low < 0:  # large values: divide by an exact power of ten instead
+            big = k < 0
             step = _POW10[np.clip(-k[big], -308, 308) + _POW10_OFFSET]
             out[big] = np.round(x[big] / step) * step
-    inexact = (np.abs(k) > MAX_EXACT_POWER) & np.isfinite(x) & (a != 0)
-    if inexact.any():
-        out[inexact] = _printf_rounded(x[inexact], digits)
-    keep = ~np.isfinite(out) | (a == 0)
-    if keep.any():
-        out[keep] = x[keep]
+    if k_low < -MAX_EXACT_POWER or k_high > MAX_EXACT_POWER:  # a power of ten no double holds
+        inexact = (np.abs(k) > MAX_EXACT_POWER) & (a > 0) & (a < np.inf)
+        if inexact.any():
+            out[inexact] = _printf_rounded(x[inexact], digits)
+    # zeros (of either sign) and NaN come through the arithmetic as they went in; an infinity
+    # would become NaN (inf / inf) where a power is out of range: it is put back
+    bad = ~np.isfinite(out)
+    if bad.any():
+        out[bad] = x[bad]
     return out
 
 
