@@ -177,8 +177,8 @@ def round_significant(values: np.ndarray, digits: int) -> np.ndarray:
         inexact = (np.abs(k) > MAX_EXACT_POWER) & (a > 0) & (a < np.inf)
         if inexact.any():
             out[inexact] = _printf_rounded(x[inexact], digits)
-    # zeros (of either sign) and NaN come through the arithmetic as they went in; an infinity
-    # would become NaN (inf / inf) where a power is out of range: it is put back
+    # zeros of either sign come through the arithmetic as they went in; a non-finite result
+    # (NaN, an infinity) takes its input back, so a NaN keeps its bits
     bad = ~np.isfinite(out)
     if bad.any():
         out[bad] = x[bad]
