@@ -237,6 +237,36 @@ def test_card_shows_bands_that_match_the_close_call(
     assert BAND_LEGEND_SHORT in text and len(BAND_LEGEND_SHORT) <= 76
 
 
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_card_of_four_digit_figures_cuts_no_band(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    """DeepSeek-V3 on four nodes has aggregates above 1,000 tok/s in every arm: each band is
+    printed whole, at four significant digits (`(1,131–1,292)`), not cut by the column."""
+    from deepep_calc.report.view import band_range
+
+    args = ("evaluate", "--model", "deepseek-v3", "--nodes", "4", "--concurrency", "100")
+    text = render(capsys, monkeypatch, width, *args)
+    assert_fits(text, width)
+    doc = json.loads(render(capsys, monkeypatch, width, *args, "--json"))
+    for arm in doc["arms"].values():
+        q = arm["aggregate_tok_s"]
+        assert q["value"] > 1000 and "low" in q
+        band = band_range(q, 1)
+        assert re.fullmatch(r"\d,\d{3}–\d,\d{3}", band), band
+        assert one_line(text, f"({band})")
+
+
+def test_a_band_keeps_four_significant_digits() -> None:
+    from deepep_calc.report.view import band_digits
+
+    assert band_digits(1130.9, 1291.4, 1) == 0  # thousands: whole numbers
+    assert band_digits(760.3, 901.7, 1) == 1  # hundreds: the figure's one decimal
+    assert band_digits(10.10, 12.93, 2) == 2  # never more than the figure's own decimals
+    assert band_digits(0.84, 1.20, 2) == 2
+    assert band_digits(79_000.0, 81_000.0, 0) == 0
+
+
 def test_measured_figures_carry_no_band(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,6 +13,7 @@ JavaScript updates and both reports, so no face formats a number its own way.
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 from collections.abc import Mapping
@@ -102,8 +103,20 @@ def band_range(q: Any, digits: int = 1) -> str:
     if low is None or high is None:
         return ""
     unit = q["unit"] if isinstance(q, Mapping) else q.unit
-    text = f"{fmt(first_float(low), digits)}–{fmt(first_float(high), digits)}"
+    low, high = first_float(low), first_float(high)
+    digits = band_digits(low, high, digits)
+    text = f"{fmt(low, digits)}–{fmt(high, digits)}"
     return f"{text}×" if unit in ("x", "1", "ratio") else text
+
+
+def band_digits(low: float, high: float, digits: int) -> int:
+    """The decimals a band is printed with: the figure's own, but at most four significant
+    digits in all. A band is a percentile of past errors, good to a few per cent: `1,131–1,291`
+    says all it knows, where `1,130.9–1,291.4` claims more and no longer fits a card's column."""
+    top = max(abs(low), abs(high))
+    if not math.isfinite(top) or top < 1.0:
+        return digits
+    return max(0, min(digits, 3 - math.floor(math.log10(top))))
 
 
 def unit_shown(unit: str) -> str:
