@@ -309,6 +309,34 @@ def test_far_extrapolated_ep_is_flagged_in_the_headline() -> None:
     assert "Caveat: DeepEP over efa-gda at EP128" in v.headline and "EP16" in v.headline
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"engine": "vllm", "cuda_graphs": True, "concurrency": 64, "alternative": "tp"},  # close call
+        {"concurrency": 32},  # a dense call
+        {"instance": "p5"},  # nothing fits one p5 node
+    ],
+    ids=["close", "dense", "nothing-fits"],
+)
+def test_one_node_names_nvlink_not_the_configured_transport(
+    capsys: pytest.CaptureFixture[str], fields: dict[str, Any]
+) -> None:
+    """On one node DeepEP's exchange rides NVLink and the model charges no EFA path: a headline,
+    card or report that named efa-proxy (the default transport) would describe a path not taken."""
+    s = Scenario(model="deepseek-v3", nodes=1, **fields)
+    result = evaluate(s)
+    assert s.transport == "efa-proxy" and "efa-proxy" not in result.verdict.headline
+    if result.verdict.status == "ok":
+        assert "DeepEP over NVLink" in result.verdict.headline
+    assert "DeepEP over NVLink" in render_markdown(result)
+    flags = [f"--{k.replace('_', '-')}" + ("" if v is True else f"={v}") for k, v in fields.items()]
+    code, out, _ = run_cli(capsys, "evaluate", "--model", "deepseek-v3", "--nodes", "1", *flags)
+    assert code == 0 and "efa-proxy" not in out.split("Why")[0] and "DeepEP over NVLink" in out
+    assert "EP_NUM_COMMS" not in out.split("Why")[0]  # no proxy lanes on one node
+    two = evaluate(Scenario(model="deepseek-v3", nodes=2, **fields)).verdict.headline
+    assert "DeepEP over efa-proxy" in two  # across nodes the transport is named
+
+
 # 9. a config.json that is a preset ------------------------------------------------------------
 
 

@@ -132,3 +132,10 @@ def get_transport(name: str) -> Transport:
         if update:  # a sensitivity case on this transport's assumed figures
             return transports[key].copy(**update)
     return transports[key]
+
+
+def deepep_route(transport: str, nodes: int) -> str:
+    """What DeepEP's exchange rides, as the words name it: the configured transport across
+    nodes, NVLink on one node (every peer is in the node; the model charges no EFA path there,
+    so no face may name one)."""
+    return transport if nodes > 1 else "NVLink"

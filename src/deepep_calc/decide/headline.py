@@ -12,6 +12,7 @@ from typing import Any
 
 from ..base.arrays import first_float
 from ..base.quantity import Q
+from ..catalog.transports import deepep_route
 from ..estimate.evaluate import duration, prompt_ceiling_ms
 from .verdict import ARM_LABELS, Comparison, Verdict, pair, tagged, times
 
@@ -129,7 +130,7 @@ def _main(result: Any, v: Verdict, contending: dict[str, bool]) -> str:
     arm, code = v.recommended_arm, v.code
     dee_a, alt_a = c.aggregate["deepep"], c.aggregate[alt]
     basis = "; measured figures set aside to compare like with like" if c.set_aside else ""
-    t = r.transport.name
+    t = deepep_route(r.transport.name, r.scenario.nodes)
     if code == "capacity":
         single = result.arms["replica"]
         lead = (
@@ -225,8 +226,9 @@ def _close_text(result: Any, side: str, c: Comparison) -> str:
     alt = ARM_LABELS[result.alternative]
     lead = "likely DeepEP" if side == "DeepEP" else f"likely {alt}"
     both = pair(c.aggregate["deepep"], c.aggregate[result.alternative])
+    route = deepep_route(result.resolved.transport.name, result.scenario.nodes)
     return (
-        f"Too close to call, {lead}: DeepEP over {result.resolved.transport.name} reaches "
+        f"Too close to call, {lead}: DeepEP over {route} reaches "
         f"{times(c.ratio)} the {alt} aggregate ({both}), "
         f"but the model's error band {lo:.2f}–{hi:.2f}× spans the {c.threshold:.2f}× threshold; "
         "measure both arms before committing."

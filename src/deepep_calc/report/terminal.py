@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..base.quantity import Q
+from ..catalog.transports import deepep_route
 from ..decide.launch import run_blocks
 from ..decide.verdict import ARM_LABELS
 from . import term
@@ -188,8 +189,8 @@ def print_result(result: Any, console: Console | None = None) -> None:
     scen = Text(
         f"{r.model.name} ({r.model.weight_dtype}) on {s.nodes}× {r.instance.name} "
         f"({r.world} GPUs), {r.engine.name} {'CUDA graphs' if s.cuda_graphs else 'eager'}, "
-        f"DeepEP over {r.transport.name}"
-        f"{f' EP_NUM_COMMS={s.comms}' if r.transport.comms_sensitive else ''}, "
+        f"DeepEP over {deepep_route(r.transport.name, s.nodes)}"
+        f"{f' EP_NUM_COMMS={s.comms}' if r.transport.comms_sensitive and s.nodes > 1 else ''}, "
         f"concurrency {s.concurrency:,}, ISL {s.isl:,} / OSL {s.osl:,}",
         style="dim",
     )

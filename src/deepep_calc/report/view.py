@@ -23,7 +23,7 @@ from typing import Any
 from ..base import palette
 from ..base.arrays import first_float
 from ..base.quantity import Q
-from ..catalog.transports import load_transports
+from ..catalog.transports import deepep_route, load_transports
 from ..decide.launch import run_blocks
 from ..decide.verdict import ARM_LABELS, SYMBOLS, TITLES
 from ..physics.params import count_params
@@ -257,10 +257,13 @@ def compared_row(data: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
 def scenario_summary(data: dict[str, Any]) -> str:
     s = data["scenario"]
     graphs = "CUDA graphs" if s["cuda_graphs"] else "eager"
+    route = deepep_route(s["transport"], s["nodes"])
+    if s["nodes"] > 1:  # EP_NUM_COMMS sets the proxy's lanes: it means nothing on one node
+        route += f" with EP_NUM_COMMS={s['comms']}"
     return (
         f"{s['model_resolved']} ({s['weight_dtype']}) on {s['nodes']}x {s['instance']} "
-        f"({s['nodes'] * s['gpus_per_node']} GPUs), {s['engine']} {graphs}, DeepEP over {s['transport']} "
-        f"with EP_NUM_COMMS={s['comms']}, concurrency {s['concurrency']}, ISL {s['isl']} / OSL {s['osl']}"
+        f"({s['nodes'] * s['gpus_per_node']} GPUs), {s['engine']} {graphs}, DeepEP over {route}, "
+        f"concurrency {s['concurrency']}, ISL {s['isl']} / OSL {s['osl']}"
     )
 
 

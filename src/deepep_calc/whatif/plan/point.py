@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 import numpy as np
 
 from ...base.quantity import Q, Tag
-from ...catalog.transports import load_transports
+from ...catalog.transports import deepep_route, load_transports
 from ...decide.explain import engine_flags
 from ...decide.verdict import ARM_LABELS
 from ...estimate.evaluate import ArmResult, compute
@@ -93,7 +93,7 @@ def arm_text(arm: str, transport: str, comms: int, nodes: int) -> str:
         return ARM_LABELS[arm]
     t = load_transports()[transport]
     extra = f" K={comms}" if t.comms_sensitive and nodes > 1 else ""
-    return f"DeepEP {transport}{extra}"
+    return f"DeepEP {deepep_route(transport, nodes)}{extra}"
 
 
 def label_of(config: dict[str, Any], arm: str) -> str:
