@@ -37,6 +37,11 @@ def _texts(page) -> list[str]:
             ],
             ["Nothing fits on 1× p5", "CAPACITY: nothing fits as asked", "Nothing runs as asked"],
         ),
+        (  # one node: the arm's head and the headline name NVLink, not the configured efa-proxy
+            "model=deepseek-v3&nodes=1",
+            [("select", "#f-model", "deepseek-v3"), ("fill", "#f-nodes", "1")],
+            ["DeepEP (NVLink)", "DeepEP over NVLink"],
+        ),
     ],
 )
 def test_server_and_browser_render_the_verdict_alike(browser, live_server, query, edits, needles):  # noqa: F811

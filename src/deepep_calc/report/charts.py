@@ -26,6 +26,7 @@ import numpy as np
 from ..base import palette
 from ..base.quantity import Q
 from ..catalog.measured import Cell, load_cells
+from ..catalog.transports import deepep_route
 from ..decide.verdict import ARM_LABELS, SYMBOLS, TITLES, classify_codes
 from ..estimate.evaluate import Result, compute
 from ..fit.profile import profile_of
@@ -114,7 +115,7 @@ def _wrap(text: str, width: int = 70) -> str:
 
 def arm_name(result: Result, arm: str) -> str:
     if arm == "deepep":
-        return f"DeepEP ({result.resolved.transport.name})"
+        return f"DeepEP ({deepep_route(result.resolved.transport.name, result.scenario.nodes)})"
     return ARM_LABELS[arm]
 
 

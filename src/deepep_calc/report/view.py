@@ -130,8 +130,10 @@ def dig(obj: Any, path: str) -> Any:
 
 
 def arm_label(data: dict[str, Any], arm: str) -> str:
+    """An arm's column head: DeepEP names the path it rides (the transport, NVLink on one node)."""
     if arm == "deepep":
-        return f"DeepEP ({data['scenario']['transport']})"
+        s = data["scenario"]
+        return f"DeepEP ({deepep_route(s['transport'], s['nodes'])})"
     return ARM_LABELS[arm]
 
 
@@ -441,4 +443,5 @@ def page_details(result: Any, uploaded: bool = False) -> dict[str, Any]:
         "charts": all_charts(result),
         "provenance": provenance_rows(data),
         "bands": band_strings(data),
+        "arm_labels": {arm: arm_label(data, arm) for arm in data["arms"]},
     }

@@ -449,3 +449,4 @@ class DetailsResponse(BaseModel):
     charts: dict[str, dict[str, Any]] = Field(description="plotly figures: {data, layout}")
     provenance: list[ProvenanceRow]
     bands: Bands
+    arm_labels: dict[str, str] = Field(description="each arm's column head, as the CLI's card names it")

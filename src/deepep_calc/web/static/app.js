@@ -52,7 +52,8 @@
     return h("span", { "class": "num", title: q.source }, parts);
   }
   function dig(obj, path) { return path.split(".").reduce(function (o, k) { return o[k]; }, obj); }
-  function armLabel(data, arm) { return arm === "deepep" ? "DeepEP (" + data.scenario.transport + ")" : layout.arm_labels[arm]; }
+  // labels: details.arm_labels (report/view.py:arm_label); without details, the bare arm names
+  function armLabel(arm, labels) { return (labels && labels[arm]) || layout.arm_labels[arm]; }
   function armColour(data, arm) {
     if (arm === "deepep") return layout.host_proxied[data.scenario.transport] === false ? layout.colours.gpu_initiated : layout.colours.host_proxied;
     return arm === "replica" ? layout.colours.replica : layout.colours.dense;
@@ -125,12 +126,12 @@
     }) : [h("p", { "class": "muted" }, ["Nothing runs as asked: apply one of the changes in the headline and evaluate again."])]);
   }
 
-  function renderArms(data, bands) {
+  function renderArms(data, bands, labels) {
     var arms = Object.keys(data.arms);
     var none = { arms: {}, compared: null, compare: [] };
     bands = bands || none;
     var head = [h("th", { scope: "col" })].concat(arms.map(function (arm) {
-      var kids = [armLabel(data, arm)];
+      var kids = [armLabel(arm, labels)];
       if (arm === data.verdict.recommended_arm) kids.push(" ", h("span", { "class": "star", title: "recommended" }, ["★"]));
       return h("th", { scope: "col", "class": "arm-head", style: "--arm: " + armColour(data, arm) }, kids);
     }));
@@ -265,7 +266,7 @@
         if (!document.getElementById("result-body")) { form.submit(); return; }
         clearErrors();
         renderVerdict(pair[0], pair[1]);
-        renderArms(pair[0], pair[1] ? pair[1].bands : null);
+        renderArms(pair[0], pair[1] ? pair[1].bands : null, pair[1] ? pair[1].arm_labels : null);
         if (pair[1]) renderDetails(pair[1]);
         syncUrl(data);
         updates += 1;
