@@ -294,6 +294,7 @@ def print_summary(profile: Any, summary: dict[str, Any], readable: bool = True) 
     from rich.text import Text
 
     from ...base.quantity import Tag
+    from ...catalog.transports import deepep_route
     from ...report import term
 
     console = Console(highlight=False, soft_wrap=False)
@@ -317,7 +318,8 @@ def print_summary(profile: Any, summary: dict[str, Any], readable: bool = True) 
         Text(
             printable(
                 f"Calibration profile {summary['profile']}: {s.model} on {s.nodes}x {s.instance}, "
-                f"{s.engine} {'CUDA graphs' if s.cuda_graphs else 'eager'}, DeepEP over {s.transport}, "
+                f"{s.engine} {'CUDA graphs' if s.cuda_graphs else 'eager'}, "
+                f"DeepEP over {deepep_route(s.transport, s.nodes)}, "
                 f"ISL {s.isl} / OSL {s.osl}"
             ),
             style="bold",
