@@ -79,6 +79,26 @@ def test_fast_equals_plain(fields: dict[str, Any], monkeypatch: pytest.MonkeyPat
     assert_close(fast, plain(fields))
 
 
+@pytest.mark.parametrize(("fast", "runs"), [(True, 1), (False, 2)])
+def test_the_comms_what_if_runs_once_for_the_flip_search_and_the_advisory(
+    monkeypatch: pytest.MonkeyPatch, fast: bool, runs: int
+) -> None:
+    """EP_NUM_COMMS=1 on vLLM: the flip search tries --comms 8 and the advisory quotes the DeepEP
+    step at 8; the fast path computes that what-if once, the plain path once for each."""
+    seen: list[int] = []
+    real = explain.compute
+
+    def spy(r: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(r.scenario.comms)
+        return real(r, *args, **kwargs)
+
+    monkeypatch.setattr(explain, "compute", spy)
+    monkeypatch.setattr(explain, "REUSE_OTHER_ARMS", fast)
+    data = evaluate(Scenario(engine="vllm", comms=1, concurrency=4)).to_json()
+    assert any(a.startswith("Set EP_NUM_COMMS=8") for a in data["verdict"]["advisories"])
+    assert seen.count(8) == runs, seen
+
+
 # A spread for the flip search: robust calls (every candidate runs), flips found late, graph
 # modes, node counts with and without halving, targets, a measured cell's neighbourhood.
 FLIP_SPREAD: list[dict[str, Any]] = [

@@ -316,8 +316,9 @@ def advisories(result: Any, v: Verdict, fixes: list[Any]) -> list[str]:
     return out
 
 
-# Whether a what-if on a DeepEP-only knob reuses the other arms (the fast path); the plain path
-# recomputes every arm and exists so tests/test_speed_equivalence.py can hold the two equal.
+# Whether a what-if on a DeepEP-only knob reuses the other arms and runs once per result (the fast
+# path); the plain path recomputes every arm each time it is asked and exists so
+# tests/test_speed_equivalence.py can hold the two equal.
 REUSE_OTHER_ARMS = True
 
 
@@ -327,8 +328,19 @@ def deepep_whatif(result: Any, update: dict[str, Any]) -> Any:
     they and the arm-independent pieces (layout, memory, device times) are taken as they are.
     """
 
-    r = resolve(result.scenario.copy(**update))
-    return compute(r, reuse=result if REUSE_OTHER_ARMS else None).arms["deepep"]
+    return _deepep_only(result, update).arms["deepep"]
+
+
+def _deepep_only(result: Any, update: dict[str, Any]) -> Any:
+    """The scenario with `update` applied to knobs only DeepEP reads, computed once per result:
+    the flip search and the advisories both ask for EP_NUM_COMMS=8, and the answer is the same."""
+    if not REUSE_OTHER_ARMS:
+        return compute(resolve(result.scenario.copy(**update)))
+    key = tuple(sorted(update.items()))
+    changed = result.whatifs.get(key)
+    if changed is None:
+        changed = result.whatifs[key] = compute(resolve(result.scenario.copy(**update)), reuse=result)
+    return changed
 
 
 def _qp_advisory(result: Any, measured_gain: float) -> str:
@@ -432,10 +444,8 @@ def flip_advisory(result: Any, code: str) -> str:
                 return batched
             batch = False  # these candidates cannot share a pass: one by one from here
         try:
-            changed = resolve(s.copy(**update))
             # a knob only DeepEP reads leaves the other arms (and their measured cells) as they are
-            reuse = result if REUSE_OTHER_ARMS and deepep_only else None
-            other = compute(changed, reuse=reuse)
+            other = _deepep_only(result, update) if deepep_only else compute(resolve(s.copy(**update)))
         except CalcError:
             continue
         full_runs += not deepep_only

@@ -112,6 +112,9 @@ class Result:
     verdict: Any = None  # decide.verdict.Verdict, attached by decide.answer.evaluate()
     notes: list[str] = field(default_factory=list)
     memo: dict[Any, Any] = field(default_factory=dict, repr=False)  # see physics.step.shared
+    # this result's what-ifs on DeepEP-only knobs, each computed once (decide/explain.py); its own,
+    # never shared with a what-if as `memo` is, so a what-if's what-ifs cannot be mistaken for these
+    whatifs: dict[Any, Result] = field(default_factory=dict, repr=False)
 
     @property
     def model(self) -> ModelSpec:
