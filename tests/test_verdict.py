@@ -757,6 +757,17 @@ FLIP_CASES = [
 ]
 
 
+def test_one_node_tries_no_transport_as_a_flip() -> None:
+    """On one node every transport rides NVLink: proposing one as a change would be no change."""
+    one = explain.flip_changes(evaluate(Scenario(model="deepseek-v3", nodes=1)))
+    two = explain.flip_changes(evaluate(Scenario(model="deepseek-v3", nodes=2)))
+    assert not any("transport" in update for _, update in one)
+    assert [label for label, update in two if "transport" in update] == [
+        "--transport efa-gda",
+        "--transport efa-uccl",
+    ]
+
+
 @pytest.mark.parametrize(
     "fields", FLIP_CASES, ids=lambda f: ",".join(f"{k}={v}" for k, v in f.items()) or "default"
 )

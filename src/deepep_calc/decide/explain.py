@@ -408,13 +408,16 @@ _FLIP_TRANSPORTS = ("efa-gda", "ib-ibgda", "efa-proxy", "efa-uccl")
 
 
 def flip_changes(result: Any) -> list[tuple[str, dict[str, Any]]]:
-    """The single changes the flip search tries, in order: its flag text and the update."""
+    """The single changes the flip search tries, in order: its flag text and the update.
+
+    On one node DeepEP rides NVLink whatever transport is named, so a transport is no what-if
+    there (as a second node is none for NVLink)."""
     r = result.resolved
     s = r.scenario
     changes = [
         (f"--transport {name}", {"transport": name})
         for name in _FLIP_TRANSPORTS
-        if name != s.transport and r.instance.name in load_transports()[name].instances
+        if name != s.transport and r.instance.name in load_transports()[name].instances and s.nodes > 1
     ]
     return changes + _numeric_candidates(s, r.transport.fabric == "nvlink")
 
