@@ -758,10 +758,12 @@ FLIP_CASES = [
 
 
 def test_one_node_tries_no_transport_as_a_flip() -> None:
-    """On one node every transport rides NVLink: proposing one as a change would be no change."""
-    one = explain.flip_changes(evaluate(Scenario(model="deepseek-v3", nodes=1)))
-    two = explain.flip_changes(evaluate(Scenario(model="deepseek-v3", nodes=2)))
-    assert not any("transport" in update for _, update in one)
+    """On one node every transport rides NVLink and no proxy lane is used: proposing another
+    transport or EP_NUM_COMMS=8 there would be no change."""
+    one = explain.flip_changes(evaluate(Scenario(model="deepseek-v3", nodes=1, comms=1)))
+    two = explain.flip_changes(evaluate(Scenario(model="deepseek-v3", nodes=2, comms=1)))
+    assert not any("transport" in update or "comms" in update for _, update in one)  # nor lanes
+    assert ("--comms 8", {"comms": 8}) in two
     assert [label for label, update in two if "transport" in update] == [
         "--transport efa-gda",
         "--transport efa-uccl",

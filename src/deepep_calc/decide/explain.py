@@ -381,7 +381,7 @@ def _searched(status: str) -> str:
 
 def _numeric_candidates(s: Any, one_node_transport: bool) -> list[tuple[str, dict[str, Any]]]:
     out: list[tuple[str, dict[str, Any]]] = []
-    if s.comms != 8:
+    if s.comms != 8 and s.nodes > 1:  # the proxy's lanes: nothing on one node reads them
         out.append(("--comms 8", {"comms": 8}))
     out.append(("--eager" if s.cuda_graphs else "--cuda-graphs", {"cuda_graphs": not s.cuda_graphs}))
     for factor in (4, 16):
