@@ -81,3 +81,19 @@ def test_the_api_body_is_generated_from_the_scenario_fields() -> None:
     assert set(EvaluateRequest.model_fields) == {*Scenario.field_names(), "eager", "config_json"}
     body = EvaluateRequest(nodes=4, slo_tok_s=12.5).to_scenario()
     assert isinstance(body, Scenario) and body == Scenario(nodes=4, slo_tok_s=12.5)
+
+
+def test_a_copy_checks_what_it_changes_and_equals_a_fresh_scenario() -> None:
+    """`Scenario.copy` (every what-if) re-checks only the updated fields, with the same rules
+    and conversions as a new Scenario, and leaves the original as it was."""
+    base = Scenario(model="deepseek-v3", nodes=2, concurrency=64)
+    update = {"nodes": 4.0, "cuda_graphs": np.bool_(True), "price_per_hour": 7}
+    copy = base.copy(**update)
+    fresh = Scenario(**{**base.as_dict(), **update})
+    assert copy.as_dict() == fresh.as_dict()
+    assert type(copy.nodes) is int and type(copy.cuda_graphs) is bool and type(copy.price_per_hour) is float
+    assert (base.nodes, base.cuda_graphs, base.price_per_hour) == (2, False, None)
+    with pytest.raises(InputError, match=r"--nodes: 2\.5 is not allowed; expected a whole number"):
+        base.copy(nodes=2.5)
+    with pytest.raises(TypeError, match="no field 'nodez'"):
+        base.copy(nodez=4)

@@ -11,7 +11,7 @@ This is the heavy half (numpy, the catalogs); `fields.py` holds the light half
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -76,6 +76,18 @@ class Scenario(Record):
     def __post_init__(self) -> None:
         _check_types(self)
 
+    def copy(self, **update: Any) -> Scenario:
+        """This scenario with `update`: a what-if. Only the updated fields are checked again
+        (the rest passed when this one was made); the flip search makes a dozen per answer."""
+        unknown = update.keys() - _KINDS.keys()
+        if unknown:
+            raise TypeError(f"Scenario has no field {sorted(unknown)[0]!r}")
+        new = object.__new__(Scenario)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(update)
+        _check_types(new, update)
+        return new
+
 
 assert Scenario.field_names() == FIELDS, "fields.FIELDS must list Scenario's fields in order"
 
@@ -94,12 +106,14 @@ FLOAT_FIELDS = _fields_typed("float")
 BOOL_FIELDS = _fields_typed("bool")
 
 
-def _check_types(s: Scenario) -> None:
-    """Each field of the type its annotation states, or one line naming the flag.
+def _check_types(s: Scenario, names: Iterable[str] | None = None) -> None:
+    """Each field (of `names`, else all) of the type its annotation states, or one line naming
+    the flag.
 
     Whole numbers given as floats (2.0) become ints and numbers given for a float field become
     floats, the conversions a JSON or TOML reader expects; nothing else is converted."""
-    for name, kind in _KINDS.items():
+    for name in _KINDS if names is None else names:
+        kind = _KINDS[name]
         value = getattr(s, name)
         if value is None and name in _OPTIONAL:
             continue
@@ -159,7 +173,7 @@ class Resolved:
         number (or bool) stays one, as a float: a what-if of one row on the model's figures
         (no measured cell), computed without NumPy.
         """
-        fields = self.scenario.as_dict() if isinstance(self.scenario, Scenario) else dict(vars(self.scenario))
+        fields = dict(vars(self.scenario))  # scalars only: a shallow copy is a copy
         for name, value in values.items():
             if name not in VARIABLE:
                 raise InputError(name, value, f"one of the numeric fields {', '.join(VARIABLE)}")
