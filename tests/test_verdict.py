@@ -757,6 +757,22 @@ FLIP_CASES = [
 ]
 
 
+def test_the_kernel_view_names_nvlink_for_an_ep_group_inside_one_node(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """EP8 on p5en rides NVLink whatever transport is named: the title says so, and its figures
+    are the NVLink kernel's, the same for every transport."""
+    code, inside, _ = run_cli(capsys, "kernel", "--ep", "8")
+    assert code == 0 and inside.startswith("NVLink on p5en, EP8:")
+    code, across, _ = run_cli(capsys, "kernel", "--ep", "16")
+    assert code == 0 and across.startswith("efa-proxy on p5en, EP16:")
+    totals = set()
+    for transport in ("efa-proxy", "efa-gda"):
+        code, out, _ = run_cli(capsys, "kernel", "--ep", "8", "--transport", transport, "--json")
+        totals.add(json.loads(out)["total_us"]["value"])
+    assert code == 0 and len(totals) == 1
+
+
 def test_one_node_tries_no_transport_as_a_flip() -> None:
     """On one node every transport rides NVLink and no proxy lane is used: proposing another
     transport or EP_NUM_COMMS=8 there would be no change."""

@@ -139,3 +139,8 @@ def deepep_route(transport: str, nodes: int) -> str:
     nodes, NVLink on one node (every peer is in the node; the model charges no EFA path there,
     so no face may name one)."""
     return transport if nodes > 1 else "NVLink"
+
+
+def kernel_route(transport: str, ep: int, gpus_per_node: int) -> str:
+    """`deepep_route` for one kernel: an EP group inside one node rides NVLink only."""
+    return deepep_route(transport, 1 if ep <= gpus_per_node else 2)

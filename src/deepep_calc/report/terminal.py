@@ -16,7 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..base.quantity import Q
-from ..catalog.transports import deepep_route
+from ..catalog.hardware import get_instance
+from ..catalog.transports import deepep_route, kernel_route
 from ..decide.launch import run_blocks
 from ..decide.verdict import ARM_LABELS
 from . import term
@@ -318,8 +319,10 @@ def print_kernel(out: dict[str, Q], query: dict[str, Any], console: Console | No
     c = console or term.console()
     notes = term.Footnotes()
     tokens = f"{query['tokens']} token{'' if query['tokens'] == 1 else 's'}"
+    gpn = get_instance(query["instance"]).gpus_per_node
     title = (
-        f"{query['transport']} on {query['instance']}, EP{query['ep']}: {tokens}/rank, "
+        f"{kernel_route(query['transport'], query['ep'], gpn)} on {query['instance']}, "
+        f"EP{query['ep']}: {tokens}/rank, "
         f"hidden {query['hidden']}, top-{query['topk']} of {query['experts']}, {query['dispatch_dtype']}"
     )
     table = term.table(term.id_col(""), term.num_col("µs per layer"), term.id_col("source"))
