@@ -82,7 +82,7 @@ class Scenario(Record):
         unknown = update.keys() - _KINDS.keys()
         if unknown:
             raise TypeError(f"Scenario has no field {sorted(unknown)[0]!r}")
-        new = object.__new__(Scenario)
+        new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new.__dict__.update(update)
         _check_types(new, update)
