@@ -642,6 +642,48 @@ def test_the_helper_fsyncs_the_file_and_its_folder(tmp_path, monkeypatch):
 # signals --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("where", "sig", "raised"),
+    [
+        ("close", signal.SIGTERM, "Stopped"),  # the temporary file exists, its name is not kept yet
+        ("close", signal.SIGINT, "KeyboardInterrupt"),
+        ("unlink", signal.SIGHUP, "Stopped"),  # a second signal while the first one's cleanup runs
+    ],
+)
+def test_a_signal_inside_a_file_step_waits_for_its_end(tmp_path, monkeypatch, where, sig, raised):
+    """The CLI's handler runs at the worst bytecode: just after the temporary file is created
+    (before its name is kept for the cleanup), or in the middle of that cleanup. It waits for
+    the step to end, then stops the command as it would have; no temporary file is left. (The
+    mid-sweep test below can land there on a loaded machine, rarely; this one always does.)"""
+    from deepep_calc.cli import program
+
+    out = files.check_output(str(tmp_path / "rows.csv"), "-o")
+    real = getattr(os, where)
+    fired: list[str] = []
+
+    def step(*args: Any) -> Any:
+        # close: just after the file is created; unlink: just before the cleanup removes it
+        if where == "close":
+            real(*args)
+        if not fired:
+            fired.append(where)
+            program._stop(sig, None)  # as if the signal arrived right here
+        return real(*args) if where == "unlink" else None
+
+    expected = program.Stopped if raised == "Stopped" else KeyboardInterrupt
+    with pytest.raises(expected), files.writing(out):
+        if where == "unlink":
+            out.temp_path()
+            monkeypatch.setattr(os, where, step)
+            raise program.Stopped(signal.SIGTERM)  # the first signal: its cleanup unlinks
+        monkeypatch.setattr(os, where, step)
+        out.temp_path()
+        pytest.fail("the signal held off during the temporary file's creation never came")
+    assert fired == [where]
+    assert files.leftover_temporaries(tmp_path) == []
+    assert not (tmp_path / "rows.csv").exists()
+
+
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 @pytest.mark.parametrize("existing", [False, True])
 def test_a_terminating_signal_mid_sweep_leaves_no_temporary(sig, code, existing, tmp_path):

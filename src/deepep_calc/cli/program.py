@@ -186,21 +186,38 @@ class Stopped(BaseException):
 
 
 def _stop(signum: int, frame: Any) -> None:
-    raise Stopped(signum)
+    """SIGTERM / SIGHUP: `Stopped`; SIGINT: KeyboardInterrupt, as Python's own handler raises.
+    Inside a file's create, rename or cleanup (`files.safe_write`), at that section's end."""
+    import signal
+
+    from ..files.safe_write import defer_while_held
+
+    def stop() -> None:
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Stopped(signum)
+
+    if not defer_while_held(stop):
+        stop()
 
 
 def _catch_signals() -> dict[int, Any]:
-    """Turn SIGTERM and SIGHUP into `Stopped` while a command runs (main thread only)."""
+    """Turn SIGTERM and SIGHUP into `Stopped` while a command runs, and SIGINT into the
+    KeyboardInterrupt it already is, each held off a file's create / rename / cleanup (main
+    thread only; SIGINT only where Python's own handler is in place)."""
     import signal
     import threading
 
     previous: dict[int, Any] = {}
     if threading.current_thread() is not threading.main_thread():
         return previous
-    for name in ("SIGTERM", "SIGHUP"):
+    for name in ("SIGTERM", "SIGHUP", "SIGINT"):
         signum = getattr(signal, name, None)
-        if signum is not None:
-            previous[signum] = signal.signal(signum, _stop)
+        if signum is None:
+            continue
+        if name == "SIGINT" and signal.getsignal(signum) is not signal.default_int_handler:
+            continue  # someone (a test runner, an embedding) handles Ctrl-C: leave it theirs
+        previous[signum] = signal.signal(signum, _stop)
     return previous
 
 

@@ -47,7 +47,7 @@ import secrets
 import signal
 import stat
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -184,7 +184,8 @@ class Output:
         if self.kind != "file" or self.target is None:
             raise ValueError(f"{self.given}: only a regular-file output has a temporary file")
         if self._temp is None:
-            self._temp = _create_temp(self.target, self)
+            with _signals_held():  # the file exists only once its name is kept for discard()
+                self._temp = _create_temp(self.target, self)
         return self._temp
 
     def staged(self) -> None:
@@ -277,7 +278,12 @@ class Output:
             raise self.failed(exc) from None
 
     def discard(self) -> None:
-        """Drop what was staged: the temporary file goes, the target is untouched."""
+        """Drop what was staged: the temporary file goes, the target is untouched (a second
+        signal waits until it has gone)."""
+        with _signals_held():
+            self._discard()
+
+    def _discard(self) -> None:
         self._staged = None
         if self._handle is not None and self.kind != "fd":
             with contextlib.suppress(OSError):
@@ -472,22 +478,45 @@ def check_distinct(outputs: Sequence[Output | None]) -> list[Output]:
 # committing --------------------------------------------------------------------------------
 
 
+# Sections a signal must not split (`_signals_held`), and what a handler asked to do meanwhile.
+_held = 0
+_deferred: list[Callable[[], None]] = []
+
+
+def defer_while_held(action: Callable[[], None]) -> bool:
+    """For a signal handler: inside a section that must not be split, keep `action` for the
+    section's end and return True; outside one, return False (act now).
+
+    Why both this and the signal mask: the mask holds a signal off the main thread only, and
+    Linux then hands it to another thread (NumPy's, Arrow's), whose arrival still runs the
+    Python handler in the main thread between two bytecodes of the section."""
+    if _held:
+        _deferred.append(action)
+        return True
+    return False
+
+
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """Hold SIGINT / SIGTERM / SIGHUP while renaming, so a commit is never split by a signal."""
+    """Hold SIGINT / SIGTERM / SIGHUP while creating a temporary file, renaming or cleaning up,
+    so a signal never leaves a file this module does not know of or splits a commit in two."""
+    global _held
     mask = getattr(signal, "pthread_sigmask", None)
-    if mask is None:
-        yield
-        return
-    try:
-        old = mask(signal.SIG_BLOCK, _SIGNALS)
-    except (OSError, ValueError):
-        yield
-        return
+    old = None
+    if mask is not None:
+        with contextlib.suppress(OSError, ValueError):
+            old = mask(signal.SIG_BLOCK, _SIGNALS)
+    _held += 1
     try:
         yield
     finally:
-        mask(signal.SIG_SETMASK, old)
+        _held -= 1
+        if old is not None:
+            mask(signal.SIG_SETMASK, old)  # type: ignore[misc]
+        if not _held and _deferred:
+            action = _deferred[0]
+            _deferred.clear()
+            action()  # the first signal's wish, now that the section is whole
 
 
 def commit(outputs: Sequence[Output | None]) -> None:
