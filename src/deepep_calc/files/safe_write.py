@@ -26,8 +26,10 @@ Reports, sweep tables, verdict maps and calibration profiles all go through `che
   (the previous file is kept as a hard link until the end). Streams cannot be taken back:
   they are written after every file is staged, just before the renames.
 - On any failure, Ctrl-C or a terminating signal included, temporary files are removed and
-  nothing partial is left under a target's name. `commit` blocks SIGINT, SIGTERM and SIGHUP
-  while it renames, so a signal cannot split one commit in two.
+  nothing partial is left under a target's name. Creating a temporary file, the renames of a
+  commit and the cleanup hold SIGINT, SIGTERM and SIGHUP until they end (`_signals_held`,
+  with the CLI's handler asking `defer_while_held`), so a signal can neither leave a file the
+  cleanup does not know of nor split one commit in two.
 
 Every failure is a `FileInputError`: one line, exit code 2. A closed pipe on standard output
 is left as `BrokenPipeError`: the CLI treats it as a normal end.
