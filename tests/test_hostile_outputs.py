@@ -684,6 +684,28 @@ def test_a_signal_inside_a_file_step_waits_for_its_end(tmp_path, monkeypatch, wh
     assert not (tmp_path / "rows.csv").exists()
 
 
+def test_a_file_step_on_another_thread_holds_no_signal_back() -> None:
+    """Handlers run on the main thread: a step another thread is in must not make the main
+    thread's signal wait (it would then be raised on that thread, far from the command)."""
+    inside, leave = threading.Event(), threading.Event()
+
+    def step() -> None:
+        with files._signals_held():
+            inside.set()
+            leave.wait(10)
+
+    worker = threading.Thread(target=step)
+    worker.start()
+    try:
+        assert inside.wait(10)
+        assert files.defer_while_held(lambda: None) is False
+    finally:
+        leave.set()
+        worker.join(10)
+    with files._signals_held():  # and on the main thread it does wait
+        assert files.defer_while_held(lambda: None) is True
+
+
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 @pytest.mark.parametrize("existing", [False, True])
 def test_a_terminating_signal_mid_sweep_leaves_no_temporary(sig, code, existing, tmp_path):

@@ -49,6 +49,7 @@ import secrets
 import signal
 import stat
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -508,14 +509,15 @@ def _signals_held() -> Iterator[None]:
     if mask is not None:
         with contextlib.suppress(OSError, ValueError):
             old = mask(signal.SIG_BLOCK, _SIGNALS)
-    _held += 1
+    main = threading.current_thread() is threading.main_thread()  # where handlers run
+    _held += main
     try:
         yield
     finally:
-        _held -= 1
+        _held -= main
         if old is not None:
             mask(signal.SIG_SETMASK, old)  # type: ignore[misc]
-        if not _held and _deferred:
+        if main and not _held and _deferred:
             action = _deferred[0]
             _deferred.clear()
             action()  # the first signal's wish, now that the section is whole
