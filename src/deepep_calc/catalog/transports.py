@@ -142,5 +142,5 @@ def deepep_route(transport: str, nodes: int) -> str:
 
 
 def kernel_route(transport: str, ep: int, gpus_per_node: int) -> str:
-    """`deepep_route` for one kernel: an EP group inside one node rides NVLink only."""
-    return deepep_route(transport, 1 if ep <= gpus_per_node else 2)
+    """`deepep_route` for one kernel: the nodes its EP group spans decide."""
+    return deepep_route(transport, -(-ep // gpus_per_node))

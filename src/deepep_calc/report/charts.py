@@ -26,13 +26,12 @@ import numpy as np
 from ..base import palette
 from ..base.quantity import Q
 from ..catalog.measured import Cell, load_cells
-from ..catalog.transports import deepep_route
 from ..decide.verdict import ARM_LABELS, SYMBOLS, TITLES, classify_codes
 from ..estimate.evaluate import Result, compute
 from ..fit.profile import profile_of
 from ..question.fields import LIMITS
 from ..question.scenario import Resolved
-from .labels import MEMORY_LABELS
+from .labels import MEMORY_LABELS, arm_head
 from .labels import STEP_LABELS as BREAKDOWN_LABELS
 
 Figure = dict[str, Any]
@@ -114,9 +113,7 @@ def _wrap(text: str, width: int = 70) -> str:
 
 
 def arm_name(result: Result, arm: str) -> str:
-    if arm == "deepep":
-        return f"DeepEP ({deepep_route(result.resolved.transport.name, result.scenario.nodes)})"
-    return ARM_LABELS[arm]
+    return arm_head(arm, result.resolved.transport.name, result.scenario.nodes)
 
 
 # 1. per-user tok/s vs concurrency -------------------------------------------------------------

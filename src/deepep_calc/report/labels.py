@@ -1,4 +1,4 @@
-"""Names of the parts of a decode step and of GPU memory, shared by every face.
+"""Names of the arms, of the parts of a decode step and of GPU memory, shared by every face.
 
 The card, the page's charts and tables, and the reports name a part the same way; a part
 keeps its JSON key (`breakdown_ms.compute`, `memory_detail_gb.kv_cache`) and only its words
@@ -7,6 +7,9 @@ label says "beyond HBM" wherever it is printed.
 """
 
 from __future__ import annotations
+
+from ..catalog.transports import deepep_route
+from ..decide.verdict import ARM_LABELS
 
 STEP_LABELS: dict[str, str] = {
     "engine": "host beyond GPU work",
@@ -28,3 +31,9 @@ MEMORY_LABELS: dict[str, str] = {
 def step_label(part: str) -> str:
     """The words for one step part (an unknown part keeps its key, spaced)."""
     return STEP_LABELS.get(part, part.replace("_", " "))
+
+
+def arm_head(arm: str, transport: str, nodes: int) -> str:
+    """An arm's name as a column head or legend: DeepEP names the path it rides (the
+    transport, NVLink on one node)."""
+    return f"DeepEP ({deepep_route(transport, nodes)})" if arm == "deepep" else ARM_LABELS[arm]

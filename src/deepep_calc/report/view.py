@@ -28,7 +28,7 @@ from ..decide.launch import run_blocks
 from ..decide.verdict import ARM_LABELS, SYMBOLS, TITLES
 from ..physics.params import count_params
 from ..question.fields import DEFAULTS
-from .labels import step_label
+from .labels import arm_head, step_label
 
 # (label, path inside one arm's JSON, decimals)
 ARM_ROWS: list[tuple[str, str, int]] = [
@@ -130,11 +130,8 @@ def dig(obj: Any, path: str) -> Any:
 
 
 def arm_label(data: dict[str, Any], arm: str) -> str:
-    """An arm's column head: DeepEP names the path it rides (the transport, NVLink on one node)."""
-    if arm == "deepep":
-        s = data["scenario"]
-        return f"DeepEP ({deepep_route(s['transport'], s['nodes'])})"
-    return ARM_LABELS[arm]
+    """An arm's column head, from a result's JSON (`labels.arm_head`)."""
+    return arm_head(arm, data["scenario"]["transport"], data["scenario"]["nodes"])
 
 
 def provenance_rows(data: dict[str, Any]) -> list[dict[str, str]]:
