@@ -34,7 +34,7 @@ from deepep_calc.catalog.engines import get_engine
 from deepep_calc.catalog.hardware import get_instance
 from deepep_calc.catalog.models import Attention, ModelSpec
 from deepep_calc.catalog.transports import get_transport
-from deepep_calc.physics.collectives import CollectiveConstants
+from deepep_calc.physics.collectives import CollectiveConstants, Link
 from deepep_calc.physics.deepep import KernelConstants
 from deepep_calc.physics.layout import Layout
 from deepep_calc.physics.step import EngineConstants, StepConstants
@@ -105,8 +105,9 @@ def q(value: Any, unit: str = "us") -> Q:
 
 
 def kernel_constants(**changes: Any) -> KernelConstants:
-    """alpha D / C 20 / 10 us, beta D / C 0.5 / 0.25 us per remote selection at 4 reference
-    lanes, instance factor 1, NVLink alpha 30 us (D+C) at efficiency 0.5."""
+    """Leaving the node D / C 20 / 10 us, beta D / C 0.5 / 0.25 us per message at 4 reference
+    lanes, a signal costs 0.5 puts, instance factor 1, NVLink alpha 30 us (D+C: a local part of
+    15 us per direction) at efficiency 0.5."""
     base = {
         "alpha_dispatch_us": q(20.0),
         "alpha_combine_us": q(10.0),
@@ -116,13 +117,17 @@ def kernel_constants(**changes: Any) -> KernelConstants:
         "instance_factor": q(1.0, ""),
         "nvlink_alpha_us": q(30.0),
         "nvlink_efficiency": q(0.5, ""),
+        "signal_ratio": q(0.5, ""),
     }
     return KernelConstants(**{**base, **changes})
 
 
 def collective_constants() -> CollectiveConstants:
-    """NVLink step 2 us, EFA step 100 us, NVLink efficiency 0.5 (200 GB/s per direction)."""
-    return CollectiveConstants(q(2.0), q(100.0), q(0.5, ""))
+    """NCCL across 2 nodes: 50 us smallest-message latency for every kind (a 2 us NVLink step,
+    so 50 - 7 x 2 = 36 us per scale-out step), bus bandwidth 100 GB/s across nodes and
+    200 GB/s inside one."""
+    link = Link(q(50.0), q(36.0), q(100.0, "GB/s"), q(200.0, "GB/s"))
+    return CollectiveConstants({k: link for k in ("allgather", "reducescatter", "allreduce")}, q(2.0))
 
 
 def engine(
@@ -141,6 +146,7 @@ def step_constants(**changes: Any) -> StepConstants:
         "expert_efficiency": q(0.25, ""),
         "kernel": kernel_constants(),
         "collectives": collective_constants(),
+        "arm_terms": {},
     }
     return StepConstants(**{**base, **changes})
 

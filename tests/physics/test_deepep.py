@@ -1,9 +1,11 @@
 """DeepEP dispatch / combine (`physics/deepep.py`) with hand-made constants on the toy rows.
 
-Toy shape: hidden 1024, top-2 of 16. Dispatch selection 1024 + 1024/128 × 4 + 16 = 1,072 B
-(FP8 payload, scales, routing); combine 2 × 1024 = 2,048 B. Toy node: 8 GPUs, 50 GB/s EFA and
-400 GB/s NVLink per GPU per direction (× 0.5 kernel efficiency = 200 GB/s). Constants of
-`hand.kernel_constants`: α 20 / 10 us, β 0.5 / 0.25 us at 4 reference lanes, NVLink α 30 us.
+Toy shape: hidden 1024, top-2 of 16 experts. Dispatch selection 1024 + 1024/128 × 4 + 16 =
+1,072 B (FP8 payload, scales, routing); combine 2 × 1024 = 2,048 B. Toy node: 8 GPUs, 50 GB/s
+EFA and 400 GB/s NVLink per GPU per direction (× 0.5 kernel efficiency = 200 GB/s). Constants of
+`hand.kernel_constants`: leaving the node 20 / 10 us, β 0.5 / 0.25 us per message at 4
+reference lanes, a signal costs 0.5 puts, NVLink α 30 us, so a local part of 15 us per direction.
+At EP16 on 8-GPU nodes half of everything is remote: 16 × 8/16 = 8 signals per direction.
 """
 
 from __future__ import annotations
@@ -13,14 +15,15 @@ import numpy as np
 from deepep_calc.base.quantity import Tag
 from deepep_calc.catalog.transports import get_transport
 from deepep_calc.physics.deepep import (
+    PARTS,
     KernelShape,
+    binding_pipe,
     issue_lanes,
+    kernel_parts,
     kernel_us,
+    messages,
     nvlink_bw,
-    nvlink_only_us,
     scaleout_bw,
-    traffic,
-    variable_us,
 )
 
 from .hand import GPU, PROXY, TOY_INSTANCE, exact, kernel_constants, q, val
@@ -41,27 +44,29 @@ def test_bytes_per_selection() -> None:
     assert KernelShape(1, 7168, 8, 256).dispatch_bytes_per_token == 7408
 
 
-def test_decode_traffic_under_uniform_routing() -> None:
-    """EP16 on 8-GPU nodes, 4 tokens × top-2 = 8 selections: (16 − 8)/16 remote = 4,
-    (8 − 1)/16 on NVLink = 3.5. EP32, 1 token × top-8: 8 × 24/32 = 6 remote, 8 × 7/32 = 1.75.
-    Inside one node (EP8) nothing is remote: 8 × 7/8 = 7 on NVLink."""
-    tr = traffic(16, 8, shape(4))
-    assert (float(tr.remote_sel), float(tr.nvlink_sel)) == (4.0, 3.5)
-    tr = traffic(32, 8, KernelShape(1, 7168, 8, 256))
-    assert (float(tr.remote_sel), float(tr.nvlink_sel)) == (6.0, 1.75)
-    tr = traffic(8, 8, shape(4))
-    assert (float(tr.remote_sel), float(tr.nvlink_sel)) == (0.0, 7.0)
+def test_decode_messages_under_uniform_routing() -> None:
+    """EP16 on 8-GPU nodes, 4 tokens × top-2 = 8 selections: (16 − 8)/16 remote = 4 data
+    messages, (8 − 1)/16 on NVLink = 3.5, and 16 experts × 8/16 = 8 signals, whatever the tokens.
+    EP32, 1 token × top-8 of 256: 8 × 24/32 = 6 remote, 8 × 7/32 = 1.75 on NVLink, 256 × 24/32 =
+    192 signals. Inside one node (EP8) nothing leaves: 7 on NVLink, no data message, no signal."""
+    m = messages(16, 8, shape(4))
+    assert (float(m.data), float(m.nvlink_sel), float(m.signals)) == (4.0, 3.5, 8.0)
+    assert float(messages(16, 8, shape(400)).signals) == 8.0
+    m = messages(32, 8, KernelShape(1, 7168, 8, 256))
+    assert (float(m.data), float(m.nvlink_sel), float(m.signals)) == (6.0, 1.75, 192.0)
+    m = messages(8, 8, shape(4))
+    assert (float(m.data), float(m.nvlink_sel), float(m.signals)) == (0.0, 7.0, 0.0)
 
 
 def test_prefill_sends_one_copy_per_remote_node() -> None:
-    """High-throughput kernels: (nodes − 1) × (1 − (1 − 1/nodes)^k) copies per token.
-    EP32 = 4 nodes, top-2: 3 × (1 − (3/4)²) = 1.3125 per token, × 4 tokens = 5.25.
-    EP16 = 2 nodes, top-8: 1 − (1/2)^8 = 0.99609375 per token. NVLink share as in decode."""
-    tr = traffic(32, 8, shape(4), prefill=True)
-    assert float(tr.remote_sel) == exact(5.25)
-    assert float(tr.nvlink_sel) == exact(8 * 7 / 32)
-    tr = traffic(16, 8, KernelShape(1, 7168, 8, 256), prefill=True)
-    assert float(tr.remote_sel) == exact(0.99609375)
+    """High-throughput kernels: (nodes − 1) × (1 − (1 − 1/nodes)^k) copies per token, no
+    per-expert signal. EP32 = 4 nodes, top-2: 3 × (1 − (3/4)²) = 1.3125 per token, × 4 tokens =
+    5.25. EP16 = 2 nodes, top-8: 1 − (1/2)^8 = 0.99609375 per token. NVLink share as in decode."""
+    m = messages(32, 8, shape(4), prefill=True)
+    assert float(m.data) == exact(5.25)
+    assert float(m.nvlink_sel) == exact(8 * 7 / 32)
+    assert float(m.signals) == 0.0
+    assert float(messages(16, 8, KernelShape(1, 7168, 8, 256), prefill=True).data) == exact(0.99609375)
 
 
 def test_scaleout_bandwidth_of_each_kind_of_transport() -> None:
@@ -93,82 +98,104 @@ def test_nvlink_bandwidth() -> None:
     assert val(nvlink_bw(INST, q(0.5, ""))) == 200.0
 
 
-def test_issue_bound_decode_exchange() -> None:
-    """EP16, 4 tokens, K 4, QPs 4 (4 lanes = the reference's): 4 remote, 3.5 NVLink selections.
-    dispatch: wire 4 × 1,072 B / 16 GB/s = 0.268 us, NVLink 3.5 × 1,072 / 200 = 0.01876 us,
-              issue 0.5 × 1 × 4 × 4/4 = 2 us → 2 us;
-    combine:  wire 4 × 2,048 / 16 = 0.512 us, issue 0.25 × 4 = 1 us → 1 us.
-    kernel = α + that: 20 + 2 = 22 and 10 + 1 = 11 us, total 33 us."""
+def test_a_few_tokens_wait_for_the_latency_of_leaving_the_node() -> None:
+    """EP16, 4 tokens, K 4, QPs 4 (4 lanes = the reference's): issue dispatch 0.5 × (4 data +
+    0.5 × 8 signals) = 4 us, combine 0.25 × 8 = 2 us, under the 20 / 10 us of leaving the node
+    (the wires are 4 × 1,072 B / 16 GB/s = 0.268 and 0.512 us). So dispatch 15 + 20 = 35 us,
+    combine 15 + 10 = 25 us, and the pair is as long at 1 token as at 4: flat."""
     k = kernel_constants()
-    d, c = variable_us(PROXY, INST, 8, 16, shape(4), 4, 4, k)
-    assert (val(d), val(c)) == exact((2.0, 1.0))
     out = kernel_us(PROXY, INST, 8, 16, shape(4), 4, 4, k)
-    assert val(out["dispatch"]) == exact(22.0)
-    assert val(out["combine"]) == exact(11.0)
-    assert val(out["total"]) == exact(33.0)
+    assert (val(out["dispatch"]), val(out["combine"]), val(out["total"])) == exact((35.0, 25.0, 60.0))
+    assert val(kernel_us(PROXY, INST, 8, 16, shape(1), 4, 4, k)["total"]) == exact(60.0)
     assert out["total"].unit == "us"
 
 
+def test_many_tokens_are_issue_bound() -> None:
+    """64 tokens: dispatch 0.5 × (64 + 4) = 34 us > 20, combine 0.25 × 68 = 17 us > 10 (wires
+    64 × 1,072 B / 16 GB/s = 4.288 us and 8.192 us): 15 + 34 = 49 and 15 + 17 = 32 us."""
+    out = kernel_us(PROXY, INST, 8, 16, shape(64), 4, 4, kernel_constants())
+    assert (val(out["dispatch"]), val(out["combine"])) == exact((49.0, 32.0))
+
+
+def test_signals_cost_their_ratio_of_a_put() -> None:
+    """At a signal ratio of 2 the 8 signals weigh 16 puts: dispatch 0.5 × (64 + 16) = 40 us,
+    combine 0.25 × 80 = 20 us; at 0 only the 64 puts: 32 and 16 us (over the local 15 us)."""
+    two = kernel_us(PROXY, INST, 8, 16, shape(64), 4, 4, kernel_constants(signal_ratio=q(2.0, "")))
+    assert (val(two["dispatch"]), val(two["combine"])) == exact((55.0, 35.0))
+    none = kernel_us(PROXY, INST, 8, 16, shape(64), 4, 4, kernel_constants(signal_ratio=q(0.0, "")))
+    assert (val(none["dispatch"]), val(none["combine"])) == exact((47.0, 31.0))
+
+
 def test_fewer_lanes_scale_the_issue_path() -> None:
-    """K 1, QPs 4: lanes 1 × 2 = 2, so each selection costs 4/2 = 2 × β: dispatch issue
-    0.5 × 4 × 2 = 4 us, combine 0.25 × 4 × 2 = 2 us (the wire at 8 GB/s: 0.536 / 1.024 us)."""
-    d, c = variable_us(PROXY, INST, 8, 16, shape(4), 1, 4, kernel_constants())
-    assert (val(d), val(c)) == exact((4.0, 2.0))
+    """K 1, QPs 4: lanes 1 × 2 = 2, so each message costs 4/2 = 2 × β: at 64 tokens dispatch
+    0.5 × 68 × 2 = 68 us, combine 0.25 × 68 × 2 = 34 us (the wires at 8 GB/s: 8.576 / 16.384 us)."""
+    out = kernel_us(PROXY, INST, 8, 16, shape(64), 1, 4, kernel_constants())
+    assert (val(out["dispatch"]), val(out["combine"])) == exact((15.0 + 68.0, 15.0 + 34.0))
 
 
 def test_wire_bound_decode_exchange() -> None:
-    """128 tokens, β 0.001: 128 × 2 × 8/16 = 128 remote selections.
-    dispatch wire 128 × 1,072 B / 16 GB/s = 8.576 us (issue 0.128 us, NVLink 112 × 1,072 / 200
-    = 0.60032 us); combine 128 × 2,048 / 16 = 16.384 us."""
-    k = kernel_constants(beta_dispatch_us=q(0.001), beta_combine_us=q(0.001))
-    d, c = variable_us(PROXY, INST, 8, 16, shape(128), 4, 4, k)
-    assert (val(d), val(c)) == exact((8.576, 16.384))
+    """128 tokens, β 0.001, no leaving latency: 128 × 2 × 8/16 = 128 remote selections.
+    dispatch wire 128 × 1,072 B / 16 GB/s = 8.576 us (issue 0.132 us, NVLink 112 × 1,072 / 200
+    = 0.60032 us); combine 128 × 2,048 / 16 = 16.384 us; each after the local 15 us."""
+    k = kernel_constants(
+        beta_dispatch_us=q(0.001), beta_combine_us=q(0.001), alpha_dispatch_us=q(0.0), alpha_combine_us=q(0.0)
+    )
+    out = kernel_us(PROXY, INST, 8, 16, shape(128), 4, 4, k)
+    assert (val(out["dispatch"]), val(out["combine"])) == exact((15.0 + 8.576, 15.0 + 16.384))
     # measured prefill bandwidths play no part in decode
     pre = PROXY.copy(**{"prefill_dispatch_gb_s": 40.0, "prefill_combine_gb_s": 20.0})
-    d, c = variable_us(pre, INST, 8, 16, shape(128), 4, 4, k)
-    assert (val(d), val(c)) == exact((8.576, 16.384))
+    out = kernel_us(pre, INST, 8, 16, shape(128), 4, 4, k)
+    assert (val(out["dispatch"]), val(out["combine"])) == exact((15.0 + 8.576, 15.0 + 16.384))
+    parts = kernel_parts(pre, INST, 8, 16, shape(128), 4, 4, k)
+    assert binding_pipe(parts["dispatch"]) == "wire"
 
 
 def test_nvlink_bound_decode_exchange() -> None:
     """At NVLink efficiency 0.001 (0.4 GB/s) the 112 intra-node selections gate:
     dispatch 112 × 1,072 B / 0.4 GB/s = 300.16 us, combine 112 × 2,048 / 0.4 = 573.44 us."""
     k = kernel_constants(beta_dispatch_us=q(0.001), beta_combine_us=q(0.001), nvlink_efficiency=q(0.001, ""))
-    d, c = variable_us(PROXY, INST, 8, 16, shape(128), 4, 4, k)
-    assert (val(d), val(c)) == exact((300.16, 573.44))
+    out = kernel_us(PROXY, INST, 8, 16, shape(128), 4, 4, k)
+    assert (val(out["dispatch"]), val(out["combine"])) == exact((15.0 + 300.16, 15.0 + 573.44))
 
 
-def test_instance_factor_scales_alpha_and_beta_not_the_wire() -> None:
-    """f = 2: dispatch 2 × 20 + 2 × 0.5 × 4 = 44 us, combine 2 × 10 + 2 × 0.25 × 4 = 22 us."""
-    out = kernel_us(PROXY, INST, 8, 16, shape(4), 4, 4, kernel_constants(instance_factor=q(2.0, "")))
-    assert (val(out["dispatch"]), val(out["combine"])) == exact((44.0, 22.0))
+def test_instance_factor_scales_the_host_side_not_the_wire() -> None:
+    """f = 2 doubles the local part, the leaving latency and the issue path: at 64 tokens
+    dispatch 2 × 15 + 2 × 34 = 98 us, combine 30 + 34 = 64 us; a wire-bound dispatch keeps its
+    8.576 us (after its doubled local part)."""
+    out = kernel_us(PROXY, INST, 8, 16, shape(64), 4, 4, kernel_constants(instance_factor=q(2.0, "")))
+    assert (val(out["dispatch"]), val(out["combine"])) == exact((98.0, 64.0))
     wire = kernel_constants(
         beta_dispatch_us=q(0.001),
         beta_combine_us=q(0.001),
         instance_factor=q(2.0, ""),
         alpha_dispatch_us=q(0.0),
     )
-    assert val(kernel_us(PROXY, INST, 8, 16, shape(128), 4, 4, wire)["dispatch"]) == exact(8.576)
+    assert val(kernel_us(PROXY, INST, 8, 16, shape(128), 4, 4, wire)["dispatch"]) == exact(30.0 + 8.576)
 
 
 def test_prefill_uses_measured_bandwidths_per_direction() -> None:
     """Prefill at EP16, 4 tokens, top-2: 4 × (1 − (1/2)²) = 3 remote copies. Measured 40 GB/s
-    dispatch, 20 GB/s combine, β ≈ 0: dispatch 3 × 1,072 / 40 = 0.0804 us, combine
-    3 × 2,048 / 20 = 0.3072 us."""
+    dispatch, 20 GB/s combine, β ≈ 0, no leaving latency: dispatch 3 × 1,072 / 40 = 0.0804 us,
+    combine 3 × 2,048 / 20 = 0.3072 us, each after the local 15 us."""
     pre = PROXY.copy(**{"prefill_dispatch_gb_s": 40.0, "prefill_combine_gb_s": 20.0})
-    k = kernel_constants(beta_dispatch_us=q(1e-6), beta_combine_us=q(1e-6))
-    d, c = variable_us(pre, INST, 8, 16, shape(4), 4, 4, k, prefill=True)
-    assert (val(d), val(c)) == exact((0.0804, 0.3072))
+    k = kernel_constants(
+        beta_dispatch_us=q(1e-6), beta_combine_us=q(1e-6), alpha_dispatch_us=q(0.0), alpha_combine_us=q(0.0)
+    )
+    out = kernel_us(pre, INST, 8, 16, shape(4), 4, 4, k, prefill=True)
+    assert (val(out["dispatch"]), val(out["combine"])) == exact((15.0804, 15.3072))
 
 
 def test_single_node_rides_nvlink_only() -> None:
     """EP8 on one 8-GPU node: α_nvl / 2 = 15 us per direction, plus 4 × 2 × 7/8 = 7 selections:
     dispatch 15 + 7 × 1,072 / 200 GB/s = 15.03752 us, combine 15 + 7 × 2,048 / 200 = 15.07168 us.
-    The cross-node constants (α 20, β 0.5) play no part."""
+    The cross-node constants (leaving 20, β 0.5) play no part."""
     k = kernel_constants()
-    d, c = nvlink_only_us(INST, 8, 8, shape(4), k)
-    assert (val(d), val(c)) == exact((15.03752, 15.07168))
     out = kernel_us(PROXY, INST, 8, 8, shape(4), 4, 4, k)
+    assert (val(out["dispatch"]), val(out["combine"])) == exact((15.03752, 15.07168))
     assert val(out["total"]) == exact(30.1092)
+    parts = kernel_parts(PROXY, INST, 8, 8, shape(4), 4, 4, k)
+    assert val(parts["dispatch"]["leaving"]) == 0.0 and val(parts["dispatch"]["signals"]) == 0.0
+    assert binding_pipe(parts["dispatch"]) == "nvlink"
 
 
 def test_ep_smaller_than_a_node_rides_nvlink_only() -> None:
@@ -185,17 +212,31 @@ def test_nvlink_transport_never_takes_the_network_path() -> None:
 
 def test_a_sweep_mixing_one_node_and_two_node_rows() -> None:
     """EP [8, 16] in one array: the one-node row takes the NVLink value (15.03752 us), the
-    two-node row the network one (22 us)."""
+    two-node row the network one (35 us)."""
     out = kernel_us(PROXY, INST, 8, np.array([8.0, 16.0]), shape(4), 4, 4, kernel_constants())
-    assert np.asarray(out["dispatch"].value) == exact([15.03752, 22.0])
-    assert np.asarray(out["combine"].value) == exact([15.07168, 11.0])
+    assert np.asarray(out["dispatch"].value) == exact([15.03752, 35.0])
+    assert np.asarray(out["combine"].value) == exact([15.07168, 25.0])
+
+
+def test_the_parts_make_the_total() -> None:
+    """Each direction is its local part plus the slowest pipe; the parts the kernel view shows
+    are the ones the total is made of (64 tokens: dispatch issue 32 + 2 = 34 us binds)."""
+    parts = kernel_parts(PROXY, INST, 8, 16, shape(64), 4, 4, kernel_constants())
+    d = parts["dispatch"]
+    assert set(PARTS) < set(d)
+    assert (val(d["local"]), val(d["leaving"]), val(d["data"]), val(d["signals"])) == exact(
+        (15.0, 20.0, 32.0, 2.0)
+    )
+    assert binding_pipe(d) == "messages"
+    pipes = max(val(d["leaving"]), val(d["data"]) + val(d["signals"]), val(d["wire"]), val(d["nvlink"]))
+    assert val(d["total"]) == exact(val(d["local"]) + pipes)
+    small = kernel_parts(PROXY, INST, 8, 16, shape(4), 4, 4, kernel_constants())
+    assert binding_pipe(small["dispatch"]) == "leaving"
 
 
 def test_comms_power_is_np_power_bit_for_bit() -> None:
     """The sweep's lookup of EP_NUM_COMMS powers gives exactly what np.power gives, and every
     input it does not cover (small arrays, fractions, values past the table) takes np.power."""
-    import numpy as np
-
     from deepep_calc.physics.deepep import comms_power
 
     rng = np.random.default_rng(7)

@@ -2,8 +2,11 @@
 
 `hand.step_constants`: eager 10 us per launch + 1,000 us per step, proxy 100 us + 400 us / lanes
 per MoE layer; graphs 0 per launch + 500 us per step; floor 2 us per kernel; the kernel
-constants of `test_deepep.py` (α 20 / 10, β 0.5 / 0.25 at 4 lanes). Kernel counts pinned:
-GQA attention 5, MLA 10, MoE block 7, shared expert 2, dense MLP 3, head 1.
+constants of `test_deepep.py` with no latency of leaving the node and free signals, so a
+DeepEP pair is its local 2 × 15 us plus the issue path, β 0.5 + 0.25 us per remote selection
+at 4 lanes: 30 + 0.75 × T (the kernel's own cases are in test_deepep.py); the collectives of
+`test_collectives.py`. Kernel counts pinned: GQA attention 5, MLA 10, MoE block 7, shared
+expert 2, dense MLP 3, head 1.
 The toy scenario: 2 nodes × 8 GPUs, concurrency 32, ISL 1000, OSL 200, K = 8, QPs 2.
 """
 
@@ -27,7 +30,7 @@ from deepep_calc.physics.step import (
     proxy_lanes,
 )
 
-from .hand import GPU, TOY, engine, ep_layout, exact, q, resolved, step_constants, val
+from .hand import GPU, TOY, engine, ep_layout, exact, kernel_constants, q, resolved, step_constants, val
 
 PINNED = {
     "kernels_attention_gqa": 5.0,
@@ -36,13 +39,13 @@ PINNED = {
     "kernels_shared_expert": 2.0,
     "kernels_dense_mlp": 3.0,
     "kernels_head": 1.0,
-    "collective_wire_efficiency": 0.5,
     "collective_bytes_per_element": 2.0,
-    "nccl_hop_intra_us": 1.5,
     "hbm_efficiency": 0.5,
     "compute_efficiency": 0.5,
 }
-C = step_constants()
+C = step_constants(
+    kernel=kernel_constants(alpha_dispatch_us=q(0.0), alpha_combine_us=q(0.0), signal_ratio=q(0.0, ""))
+)
 
 
 @pytest.fixture(autouse=True)
@@ -96,27 +99,27 @@ def test_requests_joining_per_step() -> None:
 
 def test_exchange_of_each_arm() -> None:
     """4 tokens per rank, 2 nodes.
-    deepep: K 8, QPs 2: lanes √8 × √2 = 4 (the reference's), so per layer dispatch 20 + 0.5 × 4 =
-      22 and combine 10 + 0.25 × 4 = 11 us; × 4 MoE layers = 132 us.
-    allgather: (114 + 2.62144) us per allgather (test_collectives) × 2 (and a reduce-scatter)
-      × 4 layers = 932.97152 us.
-    tp: all-reduce 221.6144 us × 2 per layer × 4 layers = 1,772.9152 us.
-    prefill allgather of 100 tokens: one rank's chunk, 122.192 us × 2 × 4 = 977.536 us."""
+    deepep: K 8, QPs 2: lanes √8 × √2 = 4 (the reference's), so per layer dispatch 15 + 0.5 × 4 =
+      17 and combine 15 + 0.25 × 4 = 16 us; × 4 MoE layers = 132 us.
+    allgather: an allgather and a reduce-scatter, 102.4576 us (test_collectives) × 4 layers =
+      409.8304 us.
+    tp: all-reduce 50.1536 us × 2 per layer × 4 layers = 401.2288 us.
+    prefill allgather of 100 tokens: one rank's chunk, 104.096 us × 4 = 416.384 us."""
     r = resolved()
     assert val(exchange_us(r, ep_layout(), 4.0, C)) == exact(132.0)
-    assert val(exchange_us(r, ep_layout(arm="allgather"), 4.0, C)) == exact(932.97152)
-    assert val(exchange_us(r, ep_layout(arm="tp", data_parallel=False), 4.0, C)) == exact(1772.9152)
-    assert val(exchange_us(r, ep_layout(arm="allgather"), 100.0, C, prefill=True)) == exact(977.536)
+    assert val(exchange_us(r, ep_layout(arm="allgather"), 4.0, C)) == exact(409.8304)
+    assert val(exchange_us(r, ep_layout(arm="tp", data_parallel=False), 4.0, C)) == exact(401.2288)
+    assert val(exchange_us(r, ep_layout(arm="allgather"), 100.0, C, prefill=True)) == exact(416.384)
 
 
 def test_attention_tp_adds_two_intra_node_allreduces_per_layer() -> None:
     """Attention TP 2: each layer all-reduces the group's 2 × 4 = 8 tokens among 2 ranks in one
-    node, twice: latency 2 × (1.5 × 1) = 3 us + 2 × 1/2 × 2 × 8 × 1024 × 2 B ... = 16,384 B at
-    200 GB/s = 0.08192 us; 3.08192 × 2 × 4 layers = 24.65536 us on top of the 132 us exchange."""
+    node, twice: one NVLink step of 2 us + 2 × 1/2 × 8 × 1024 × 2 B = 16,384 B at 200 GB/s =
+    0.08192 us; 2.08192 × 2 × 4 layers = 16.65536 us on top of the 132 us exchange."""
     r = resolved(attention_tp=2)
-    assert val(exchange_us(r, ep_layout(exchange_split=2.0), 4.0, C)) == exact(132.0 + 24.65536)
+    assert val(exchange_us(r, ep_layout(exchange_split=2.0), 4.0, C)) == exact(132.0 + 16.65536)
     assert val(exchange_us(r, ep_layout(arm="allgather", exchange_split=2.0), 4.0, C)) == exact(
-        932.97152 + 24.65536
+        409.8304 + 16.65536
     )
 
 
@@ -204,7 +207,7 @@ def test_mixed_graph_modes_in_one_sweep() -> None:
 
 def test_decode_step_parts_by_hand() -> None:
     """The real toy layout: 32 sequences over 16 DP ranks, 2 each, 32 tokens in the group.
-    moe_comm: per layer 30 + 0.75 × T us at T = 2 tokens (α 20 + 10, β 0.5 + 0.25 at 4 lanes):
+    moe_comm: per layer 30 + 0.75 × T us at T = 2 tokens (local 15 + 15, β 0.5 + 0.25 at 4 lanes):
       4 × 31.5 = 126 us. proxy: 4 × (100 + 400 / 8) = 600 us. kernels: 49 × 2 = 98 us.
     prefill: 0.16 requests join per step (32 / 200), each with 1,000 tokens:
       compute beyond the weight read = 65.830912 − 17.866752 = 47.96416 us
@@ -256,17 +259,17 @@ def test_decode_with_attention_tp() -> None:
 
 def test_prefill_step_with_attention_tp_splits_the_chunk() -> None:
     """ISL 1001 over attention TP 2: 500.5 tokens per rank, 500.5 × 0.75 = 375.375 remote
-    copies: dispatch 20 + 187.6875, combine 10 + 93.84375 = 311.53125 us per layer, × 4 =
+    copies: dispatch 15 + 187.6875, combine 15 + 93.84375 = 311.53125 us per layer, × 4 =
     1,246.125 us; each attention all-reduce of the 1001 tokens moves 2 B × 2·1/2 × 1001 × 1024 =
-    2,050,048 B at 200 GB/s = 10.25024 us after 2 × 1.5 us of latency, × 2 × 4 = 106.00192 us.
-    moe_comm 1,352.12692 us."""
+    2,050,048 B at 200 GB/s = 10.25024 us after one 2 us NVLink step, × 2 × 4 = 98.00192 us.
+    moe_comm 1,344.12692 us."""
     st = prefill_step(resolved(attention_tp=2, isl=1001), "deepep", C)
-    assert val(st.parts_ms["moe_comm"]) == exact(1.35212692)
+    assert val(st.parts_ms["moe_comm"]) == exact(1.34412692)
 
 
 def test_prefill_step_uses_the_high_throughput_traffic() -> None:
     """One request's 1,000 tokens on 2 nodes, top-2: 1,000 × (1 − (1/2)²) = 750 remote copies.
-    Issue-bound at 4 lanes: dispatch 20 + 0.5 × 750 = 395 us, combine 10 + 0.25 × 750 = 197.5 us
+    Issue-bound at 4 lanes: dispatch 15 + 0.5 × 750 = 390 us, combine 15 + 0.25 × 750 = 202.5 us
     (wires: 750 × 1,072 B and 750 × 2,048 B at 8√8 = 22.6 GB/s are 35.5 and 67.9 us).
     × 4 MoE layers = 2,370 us. No mixed-in prefill in a prefill step."""
     st = prefill_step(resolved(), "deepep", C)

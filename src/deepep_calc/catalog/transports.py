@@ -19,8 +19,10 @@ if TYPE_CHECKING:
 class KernelRef(Record):
     """One published dispatch / combine measurement (decode shape unless stated).
 
-    `role`: `fit` rows pin a fitted constant (the per-selection cost, the NVLink constants);
-    `cross-check` rows are only predicted. `in_scope = false` marks a row that measures
+    `role` says which row a transport is known by (`fit`: the designated reference and the
+    extra shapes given with it); every in-scope row enters the fit of its transport (a row
+    inside one node, of its library's NVLink constants) whatever its role.
+    `in_scope = false` marks a row that measures
     something the model has no knob for (another kernel implementation, a code path that no
     longer exists); it is reported but kept out of the accuracy figures, with `scope_note`
     saying why. `harness` names a campaign that measured several instances the same way: such
@@ -65,10 +67,14 @@ class KernelRef(Record):
         return self.dispatch_us + self.combine_us
 
     def describe(self, transport: str) -> str:
-        """`efa-proxy @ p5en EP16 128 tok`: what a row measured, for reports."""
+        """`efa-proxy @ p5en EP16 128 tok`: what a row measured, for reports (the shape when it
+        is not DeepSeek-V3's)."""
         extra = " prefill" if self.prefill else ""
         dtype = f" {self.dispatch_dtype} dispatch" if self.dispatch_dtype != "fp8" else ""
-        return f"{transport} @ {self.instance} EP{self.ep} {self.tokens} tok{extra}{dtype}"
+        shape = ""
+        if (self.hidden, self.topk, self.experts) != (7168, 8, 256):
+            shape = f" h{self.hidden} top-{self.topk} E{self.experts}"
+        return f"{transport} @ {self.instance} EP{self.ep} {self.tokens} tok{shape}{extra}{dtype}"
 
 
 Library = Literal["deepep-v2", "deepep-v1", "uccl-ep", "pplx-garden", "research"]
@@ -93,6 +99,9 @@ class Transport(Record):
     instances: list[str]
     env: dict[str, str]
     requires: str = ""
+    graphs_evidence: str = ""  # what CUDA-graph replay hides of the path, and the evidence
+    fixed_floor_us: Annotated[float, Gt(0)] | None = None  # a measured small-message floor per operation
+    fixed_floor_source: str = ""
     reference: KernelRef
     cross_check: list[KernelRef] = field(default_factory=list)
     fit: list[KernelRef] = field(default_factory=list)  # extra shapes the fit uses

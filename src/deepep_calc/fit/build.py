@@ -26,42 +26,73 @@ if TYPE_CHECKING:
 
 
 def fit_kernels(rows: Sequence[KernelRow]) -> Table:
-    """NVLink constants, instance factors and every transport's alpha / beta from `rows`; a
-    transport with no reference in `rows` is unmeasured and takes its class's median beta."""
+    """NVLink constants per library, instance factors and every transport's fixed term and cost
+    per message from `rows`; a transport with no reference in `rows` is unmeasured and takes
+    its class's median cost per message (fit/kernels.py)."""
     from ..base.quantity import Q
-    from ..catalog.transports import load_transports
+    from ..catalog.transports import Transport, load_transports
     from .engines import FALLBACK, initial_engines
-    from .kernels import fallback_transport, fit_instance_factors, fit_nvlink, fit_rows, fit_transport_rows
+    from .kernels import (
+        HOME,
+        fallback_transport,
+        fit_instance_factors,
+        fit_nvlink,
+        fit_rows,
+        fit_transport_rows,
+        fixed_prior,
+        leaving_costs,
+        spans_tokens,
+    )
 
-    nvl_alpha, eff, _ = fit_nvlink(rows)
-    factors = fit_instance_factors(rows, nvl_alpha)
+    nvlink = fit_nvlink(rows)
+    home_factor = Q.derived(1.0, "", "the reference instance of the factors")
+    home_fits = {}  # transports whose home-instance rows pin their fixed term: the leaving cost
+    for t in load_transports().values():
+        home = [r for r in fit_rows(t, rows) if r.ref.instance == HOME]
+        if spans_tokens(home):
+            home_fits[t.name] = (
+                t,
+                fit_transport_rows(home[0].transport, home, nvlink, None, lambda _: home_factor),
+            )
+    leaving = leaving_costs(home_fits)
+
+    def fixed_pair(t: Transport) -> float:
+        """Dispatch + combine at T -> 0: both local parts and both leaving latencies."""
+        local = nvlink[t.library].alpha_us.scalar
+        if t.name in home_fits:
+            f = home_fits[t.name][1]
+            return local + f.alpha_dispatch_us.scalar + f.alpha_combine_us.scalar
+        d, c = fixed_prior(t, nvlink, leaving)
+        return local + d.scalar + c.scalar
+
+    factors = fit_instance_factors(rows, fixed_pair)
     table = Table(
-        nvl_alpha,
-        eff,
+        nvlink,
         {},
         factors,
         Q.assumed(FALLBACK["kernel_floor_us"], "us", "fallback (no fit yet)"),
         Q.assumed(FALLBACK["expert_efficiency"], "", "fallback: the dense HBM efficiency (no fit yet)"),
-        Q.assumed(FALLBACK["hop_nvlink_us"], "us", "fallback (no fit yet)"),
-        Q.assumed(FALLBACK["hop_efa_us"], "us", "fallback (no fit yet)"),
         initial_engines(),
+        leaving={f: (v.dispatch_us, v.combine_us, v.signal_ratio) for f, v in leaving.items()},
     )
     fitted: dict[str, TransportFit] = {}
     for t in load_transports().values():
         own = fit_rows(t, rows)
         if own:  # the rows carry the transport as the active overrides see it
-            fitted[t.name] = fit_transport_rows(own[0].transport, own, nvl_alpha, eff, table.instance_factor)
+            fitted[t.name] = fit_transport_rows(own[0].transport, own, nvlink, leaving, table.instance_factor)
     for t in load_transports().values():
         if t.name not in fitted:
-            fitted[t.name] = fallback_transport(t, fitted, nvl_alpha)
+            fitted[t.name] = fallback_transport(t, fitted, nvlink, leaving)
     return replace(table, transports=fitted)
 
 
 def fit_table(rows: Sequence[KernelRow], obs: Sequence[Obs]) -> Table:
-    """The whole fit: kernels from kernel references, then engines from serving observations."""
+    """The whole fit: kernels from kernel references, then engines from serving observations,
+    and the combinations those observations cover (the bands' evidence, fit/evidence.py)."""
     from .engines import fit_serving
+    from .evidence import covered_keys
 
-    return fit_serving(obs, fit_kernels(rows))
+    return replace(fit_serving(obs, fit_kernels(rows)), covered=covered_keys(obs))
 
 
 def built_in_table() -> Table:

@@ -1,8 +1,11 @@
 """Engine and hardware constants from serving observations, in stages (dense arms first).
 
-Stage G (CUDA graphs, dense arms): `step = step_us(engine) + device + floor x kernels + exchange(hop)`
-    is linear in [kernel floor (hardware), EFA hop of a small collective, step_us per engine],
-    least squares over every dense graph-mode observation.
+Stage G (CUDA graphs, dense arms and one-node EP): `step = step_us(engine) + device + floor x
+    kernels + exchange + L x (fixed + token x group tokens)` is linear in [kernel floor and the
+    expert read efficiency (hardware), step_us per engine, and per engine x exchange kind what
+    the engine adds around NCCL's collectives (`ArmTerm`, L exchange layers)], least squares
+    over every such graph-mode observation. NCCL's own collectives are measured (catalog), so
+    the engine term is fitted only on that engine's dense runs and never lent to another.
 Stage E (eager, dense arms): `step = max(launch_us x kernels + step_us, GPU path)`; where the
     CPU path is the longer, `launch_us` per engine is the least-squares solution with step_us
     taken from the engine's graph-mode value (the same host work, before the launches).
@@ -40,9 +43,10 @@ from ..physics.compute import decode_device_us
 from ..physics.layout import layout
 from ..physics.serving import running_sequences
 from ..physics.step import (
+    ArmTerm,
     EngineConstants,
     decode_step,
-    exchange_us,
+    exchange_kind,
     kernels_per_step,
     prefill_step,
     proxy_lanes,
@@ -57,8 +61,6 @@ FALLBACK = {  # used only when a fold leaves no observation that pins the consta
     "step_us": 1000.0,
     "kernel_floor_us": 5.0,
     "expert_efficiency": 0.8,
-    "hop_nvlink_us": 1.5,
-    "hop_efa_us": 12.0,
     "proxy_fixed_us": 0.0,
     "proxy_lane_us": 0.0,
     "ttft_steps": 1.0,
@@ -73,15 +75,20 @@ class Pieces:
     r: Resolved
     kernels: float
     device: float
-    exchange: float  # at the table's current constants
-    exchange_per_hop: float  # d exchange / d hop_efa (dense arms)
-    exchange_per_nvl_hop: float  # d exchange / d hop_nvlink (dense arms)
+    exchange: float  # at the table's current constants, the engine's arm term included
+    term_layers: float  # d exchange / d ArmTerm.fixed_us (exchange layers; 0 for DeepEP)
+    term_tokens: float  # d exchange / d ArmTerm.token_us (layers x decode tokens of the group)
     expert_raw: float  # expert read at the HBM peak: d device / d (1 / expert efficiency), HBM-bound
     proxied_layers: float  # MoE layers that pay the proxied host cost (0 where none applies)
     lanes: float
 
     def gpu(self, floor: float) -> float:
         return self.device + floor * self.kernels + self.exchange
+
+    @property
+    def kind(self) -> str | None:
+        """The engine path of its exchange that an `ArmTerm` prices (None for DeepEP)."""
+        return exchange_kind(self.obs.arm) if self.term_layers > 0 else None
 
 
 def pieces(o: Obs, table: Table) -> Pieces:
@@ -93,15 +100,11 @@ def pieces(o: Obs, table: Table) -> Pieces:
     dev = (parts["hbm"].scalar + parts["compute"].scalar + parts["prefill"].scalar) * 1000.0
     raw = decode_device_us(r, lay, r.scenario.isl, r.scenario.osl, c.expert_efficiency)["expert_raw"].scalar
     raw = raw if parts["compute"].scalar <= 0 else 0.0
-    tokens = (lay.seqs_per_rank if lay.data_parallel else lay.group_tokens) / lay.exchange_split
-    ex = exchange_us(r, lay, tokens, c).scalar
-    per_hop = per_nvl = 0.0
-    if not o.deepep:
-        col = c.collectives
-        bumped = replace(c, collectives=replace(col, hop_efa_us=col.hop_efa_us + 1.0))
-        per_hop = exchange_us(r, lay, tokens, bumped).scalar - ex
-        bumped = replace(c, collectives=replace(col, hop_nvlink_us=col.hop_nvlink_us + 1.0))
-        per_nvl = exchange_us(r, lay, tokens, bumped).scalar - ex
+    ex = parts["moe_comm"].scalar * 1000.0
+    kind = exchange_kind(o.arm)
+    layers = 0.0
+    if kind is not None:
+        layers = float(r.model.layers if kind == "tp" else r.model.moe_layers)
     proxied = o.deepep and r.transport.host_proxied and r.scenario.nodes > 1
     lanes = float(np.asarray(proxy_lanes(r)))
     return Pieces(
@@ -110,8 +113,8 @@ def pieces(o: Obs, table: Table) -> Pieces:
         float(kernels_per_step(r, o.arm)),
         dev,
         ex,
-        per_hop,
-        per_nvl,
+        layers,
+        layers * float(np.asarray(lay.group_tokens)),
         raw,
         float(r.model.moe_layers) if proxied else 0.0,
         lanes,
@@ -275,23 +278,31 @@ def _one_round(obs: Sequence[Obs], table: Table, keep: bool = False) -> Table:
     ttft_now = {k[0]: v.ttft_steps.scalar for k, v in table.engines.items() if not k[1]}
     ps = [pieces(o, table) for o in obs]
 
-    # Stage G: dense arms under CUDA graphs.
+    # Stage G: dense arms (and one-node EP) under CUDA graphs.
     graph_dense = [] if keep else [p for p in ps if p.obs.graphs and _hardware_row(p)]
     engines_g = sorted({p.obs.engine for p in graph_dense})
-    floor, hop, nvl_hop = table.kernel_floor_us, table.hop_efa_us, table.hop_nvlink_us
-    expert_eff = table.expert_efficiency
+    terms_g = sorted({(p.obs.engine, p.kind) for p in graph_dense if p.kind is not None})
+    floor, expert_eff = table.kernel_floor_us, table.expert_efficiency
+    arm_terms = dict(table.arm_terms)
     if graph_dense:
-        cols = ["kernel_floor_us", "hop_efa_us", "hop_nvlink_us", "1/expert_efficiency"]
+        cols = ["kernel_floor_us", "1/expert_efficiency"]
         cols += [f"step_us:{e}" for e in engines_g]
+        cols += [f"{e}:{k}:{part}" for e, k in terms_g for part in ("fixed", "token")]
         A, b = [], []
         for p in graph_dense:
             target = _step_target(p, table, ttft_now.get(p.obs.engine, 1.0))
             if target is None:
                 continue
-            ex0 = p.exchange - p.exchange_per_hop * hop.scalar - p.exchange_per_nvl_hop * nvl_hop.scalar
+            now = arm_terms.get((p.obs.engine, p.kind)) if p.kind is not None else None
+            ex0 = p.exchange
+            if now is not None:
+                ex0 -= p.term_layers * now.fixed_us.scalar + p.term_tokens * now.token_us.scalar
             dev0 = p.device - p.expert_raw / expert_eff.scalar
-            row = [p.kernels, p.exchange_per_hop, p.exchange_per_nvl_hop, p.expert_raw]
+            row = [p.kernels, p.expert_raw]
             row += [1.0 if p.obs.engine == e else 0.0 for e in engines_g]
+            for e, k in terms_g:
+                mine = (p.obs.engine, p.kind) == (e, k)
+                row += [p.term_layers if mine else 0.0, p.term_tokens if mine else 0.0]
             A.append([v / target for v in row])  # relative residuals: every row counts alike
             b.append((target - dev0 - ex0) / target)
         A_, b_ = np.array(A), np.array(b)
@@ -303,17 +314,22 @@ def _one_round(obs: Sequence[Obs], table: Table, keep: bool = False) -> Table:
         rows = _names([p.obs for p in graph_dense])
         src = f"fitted to graph-mode runs with no cross-node DeepEP exchange: {rows}"
         floor = tag(x[0], "us", src) if identifiable[0] else table.kernel_floor_us
-        hop = tag(x[1], "us", src) if identifiable[1] else table.hop_efa_us
-        nvl_hop = tag(x[2], "us", src) if identifiable[2] else table.hop_nvlink_us
-        if identifiable[3] and x[3] >= 1.0:  # an efficiency above 1 would be unphysical
-            expert_eff = tag(1.0 / x[3], "", src)
+        if identifiable[1] and x[1] >= 1.0:  # an efficiency above 1 would be unphysical
+            expert_eff = tag(1.0 / x[1], "", src)
         for i, e in enumerate(engines_g):
             mine = [p.obs for p in graph_dense if p.obs.engine == e]
-            state.set((e, True), "step_us", float(x[4 + i]), f"fitted to {_names(mine)}", _tag(mine))
-    table = replace(
-        table, kernel_floor_us=floor, hop_efa_us=hop, hop_nvlink_us=nvl_hop, expert_efficiency=expert_eff
-    )
-    ps = [pieces(o, table) for o in obs]  # exchange at the fitted hop
+            state.set((e, True), "step_us", float(x[2 + i]), f"fitted to {_names(mine)}", _tag(mine))
+        base = 2 + len(engines_g)
+        for j, (e, k) in enumerate(terms_g):
+            mine = [p.obs for p in graph_dense if (p.obs.engine, p.kind) == (e, k)]
+            what = f"what {e} adds around its {k} collectives, fitted to its dense graph-mode runs "
+            what += _names(mine)
+            arm_terms[(e, k)] = ArmTerm(
+                _tag(mine)(float(x[base + 2 * j]), "us", what),
+                _tag(mine)(float(x[base + 2 * j + 1]), "us", what),
+            )
+    table = replace(table, kernel_floor_us=floor, expert_efficiency=expert_eff, arm_terms=arm_terms)
+    ps = [pieces(o, table) for o in obs]  # exchange with the fitted engine terms
 
     # Stage E: dense arms, eager: launch_us per engine (step_us from graphs, else prior / mean).
     _fill_step_us_for_eager(state)

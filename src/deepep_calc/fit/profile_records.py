@@ -24,7 +24,7 @@ from ..question.scenario import Resolved, Scenario
 from .engines import ENGINE_FIELDS
 from .table import Table, TransportFit
 
-SCHEMA_VERSION = 2  # 2: the CPU / GPU step model's constants (launch, step, proxy, TTFT)
+SCHEMA_VERSION = 3  # 3: kernel refits hold the cost per message and signal ratio of fit version 3
 KIND = "deepep-calc calibration profile"
 MAX_PROFILE_BYTES = 4 * 1024 * 1024
 MAX_PROFILE_NUMBER = 1e12
@@ -89,8 +89,8 @@ class InputRecord(BaseModel):
 
 
 class KernelRecord(BaseModel):
-    """One transport refitted to a kernel log (beta per remote selection, alpha prior), and the
-    log's medians at its shape."""
+    """One transport refitted to a kernel log (beta: the cost per message; the latency of leaving
+    the node and the signal ratio are the built-in fit's), and the log's medians at its shape."""
 
     model_config = _STRICT
 
@@ -108,6 +108,7 @@ class KernelRecord(BaseModel):
     combine_alpha_us: QRecord
     dispatch_beta_us: ConstantRecord
     combine_beta_us: ConstantRecord
+    signal_ratio: QRecord
     dispatch_p50_us: QRecord | None = None
     combine_p50_us: QRecord | None = None
     total_p50_us: QRecord | None = None
@@ -186,12 +187,12 @@ class ResidualRecord(BaseModel):
 
 
 class Profile(BaseModel):
-    """A calibration profile (schema 1). Field names are the TOML keys."""
+    """A calibration profile (schema 3). Field names are the TOML keys."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     kind: Literal["deepep-calc calibration profile"]
-    schema_version: Literal[2]
+    schema_version: Literal[3]
     created_at: str
     tool_version: str
     scenario: Scenario
@@ -249,6 +250,7 @@ class Profile(BaseModel):
             k.dispatch_beta_us.q(self.label),
             k.combine_beta_us.q(self.label),
             k.reference_lanes,
+            k.signal_ratio.q(self.label),
         )
 
     def kernel_fit(self, transport: str) -> TransportFit | None:

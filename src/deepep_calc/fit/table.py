@@ -2,7 +2,8 @@
 
 One `Table` holds every fitted constant as a tagged `Q` whose source names the references it
 rests on. `step_constants(r)` and `kernel_constants(...)` hand the physics exactly the pieces
-one evaluation needs, so physics never fits and the fit never formats.
+one evaluation needs, so physics never fits and the fit never formats. NCCL's own collective
+figures are measured, not fitted: they come from the catalog (`physics/collectives.py`).
 """
 
 from __future__ import annotations
@@ -11,34 +12,45 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..base.quantity import Q
-from ..physics.collectives import CollectiveConstants
+from ..catalog.transports import get_transport
+from ..physics.collectives import collective_constants
 from ..physics.deepep import KernelConstants
-from ..physics.step import EngineConstants, StepConstants
+from ..physics.step import ArmTerm, EngineConstants, StepConstants
 
 
 @dataclass(frozen=True, eq=False)
 class TransportFit:
-    """Kernel constants of one transport, stated at the p5en-equivalent instance (f = 1)."""
+    """Kernel constants of one transport across nodes, stated at the home instance (f = 1)."""
 
-    alpha_dispatch_us: Q
+    alpha_dispatch_us: Q  # the fixed term of one dispatch
     alpha_combine_us: Q
-    beta_dispatch_us: Q  # per remote selection, at the reference's lanes
+    beta_dispatch_us: Q  # cost of one data message (a put), at the reference's lanes
     beta_combine_us: Q
     reference_lanes: float
-    residual_us: tuple[float, ...] = ()  # primary reference: model - measured (dispatch, combine)
+    signal_ratio: Q  # one signal (a remote atomic) costs this many data messages
+    residual_us: tuple[float, ...] = ()  # one reference fitted: model - measured (dispatch, combine)
+
+
+@dataclass(frozen=True, eq=False)
+class NvlinkFit:
+    """One library's kernels inside one node: fixed latency (dispatch + combine) and the
+    fraction of the NVLink peak its bytes move at."""
+
+    alpha_us: Q
+    efficiency: Q
 
 
 @dataclass(frozen=True, eq=False)
 class Table:
-    nvlink_alpha_us: Q
-    nvlink_efficiency: Q
+    nvlink: dict[str, NvlinkFit]  # by library (catalog/transports.py `Library`)
     transports: dict[str, TransportFit]
     instance_factors: dict[str, Q]
     kernel_floor_us: Q
     expert_efficiency: Q
-    hop_nvlink_us: Q
-    hop_efa_us: Q
     engines: dict[tuple[str, bool], EngineConstants]
+    arm_terms: dict[tuple[str, str], ArmTerm] = field(default_factory=dict)  # (engine, exchange kind)
+    leaving: dict[str, tuple[Q, Q, Q]] = field(default_factory=dict)  # fabric -> leaving D / C, signal ratio
+    covered: frozenset[str] = frozenset()  # evidence keys the references cover (fit/evidence.py)
     bands: dict[str, tuple[float, float]] = field(default_factory=dict)  # kind -> (low, high) factors
     notes: tuple[str, ...] = ()
 
@@ -48,8 +60,12 @@ class Table:
             return Q.assumed(1.0, "", f"no same-harness kernel pair for {instance}: factor 1 assumed")
         return f
 
+    def nvlink_fit(self, library: str) -> NvlinkFit:
+        return self.nvlink.get(library) or self.nvlink["deepep-v2"]
+
     def kernel_constants(self, transport: str, instance: str) -> KernelConstants:
         t = self.transports[transport]
+        nvl = self.nvlink_fit(get_transport(transport).library)
         return KernelConstants(
             t.alpha_dispatch_us,
             t.alpha_combine_us,
@@ -57,8 +73,9 @@ class Table:
             t.beta_combine_us,
             t.reference_lanes,
             self.instance_factor(instance),
-            self.nvlink_alpha_us,
-            self.nvlink_efficiency,
+            nvl.alpha_us,
+            nvl.efficiency,
+            t.signal_ratio,
         )
 
     def engine(self, engine: str, graphs: bool) -> EngineConstants:
@@ -66,13 +83,15 @@ class Table:
 
     def step_constants(self, r: Any) -> StepConstants:
         """The constants one scenario's steps need (resolved transport, instance, engine)."""
+        name = r.engine.name
         return StepConstants(
-            self.engine(r.engine.name, False),
-            self.engine(r.engine.name, True),
+            self.engine(name, False),
+            self.engine(name, True),
             self.kernel_floor_us,
             self.expert_efficiency,
             self.kernel_constants(r.transport.name, r.instance.name),
-            CollectiveConstants(self.hop_nvlink_us, self.hop_efa_us, self.nvlink_efficiency),
+            collective_constants(r.instance),
+            {kind: term for (engine, kind), term in self.arm_terms.items() if engine == name},
         )
 
     def with_engine(self, engine: str, graphs: bool, constants: EngineConstants) -> Table:
@@ -81,5 +100,11 @@ class Table:
     def with_transport(self, name: str, fit: TransportFit) -> Table:
         return replace(self, transports={**self.transports, name: fit})
 
-    def band(self, kind: str) -> tuple[float, float] | None:
+    def band(self, kind: str, covered: bool = True) -> tuple[float, float] | None:
+        """The band of a kind of figure: where references cover its combination, or (the wider
+        one) where none does, falling back to the first when the second is unknown."""
+        if not covered:
+            wide = self.bands.get(kind + ":uncovered")
+            if wide is not None:
+                return wide
         return self.bands.get(kind)

@@ -1,127 +1,187 @@
-"""NCCL-style collectives of the dense alternatives: allgather / reduce-scatter and all-reduce.
+"""NCCL collectives of the dense alternatives: allgather, reduce-scatter and all-reduce.
 
-A hierarchical ring: NVLink steps inside a node, then one scale-out step per extra node, plus
-the bytes every rank must receive over the slower of the two links. The per-step latencies
-(NVLink, EFA) are fitted from dense arms under CUDA graphs (`fit/engines.py`), where nothing
-hides them; they arrive here in `CollectiveConstants`. InfiniBand's step is assumed.
+Each collective costs its latency plus the bytes it moves over its bus bandwidth:
+
+    t = latency(kind, nodes) + bus bytes / bus bandwidth(kind, instance)
+
+- latency, one node: (local - 1) NVLink steps (assumed LL step, constants.toml). Across
+  nodes: NCCL's measured smallest-message latency at 2 nodes ([B300KIT], collectives.toml),
+  plus one scale-out step per extra node for the rings of allgather / reduce-scatter; an
+  all-reduce takes NCCL's tree when it is shorter (2 (ceil(log2 N) - 1) extra steps against
+  the ring's 2 (N - 2)). A scale-out step is the measured 2-node latency less its NVLink part.
+- bus bytes, as nccl-tests counts them: allgather / reduce-scatter of a c-byte chunk per rank
+  move (ranks - 1) x c, an all-reduce of S bytes 2 S (ranks - 1) / ranks.
+- bus bandwidth: the measured large-message figure across nodes, scaled to another instance by
+  the ratio of its slower link (NVLink or EFA per GPU) to the measured instance's (assumed);
+  inside one node NVLink at the efficiency the measured run reached over NVLink.
+
+These are NCCL's own figures in a tight loop. What an engine adds around its collectives is a
+separate per-engine x arm term (`ArmTerm`, fitted on that engine's dense runs, physics/step.py).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-from ..base.arrays import floats, minimum, where
-from ..base.quantity import Q, qmax
-from ..catalog.constants import const
-from ..catalog.hardware import Instance
+from ..base.arrays import floats, is_array, maximum, minimum, np, where
+from ..base.quantity import Q
+from ..catalog.collectives import measured_collective, reference_collective
+from ..catalog.constants import const, override_key
+from ..catalog.hardware import Instance, get_instance
+
+KINDS = ("allgather", "reducescatter", "allreduce")
+
+
+@dataclass(frozen=True, eq=False)
+class Link:
+    """One collective kind on one instance: what its time is made of (no fit)."""
+
+    latency_2n_us: Q  # smallest-message latency across 2 nodes
+    net_step_us: Q  # one more scale-out step (each node beyond 2)
+    busbw_gb_s: Q  # large-message bus bandwidth across nodes
+    nvlink_busbw_gb_s: Q  # the same inside one node
+    measured_local: float = 8.0  # GPUs per node of the 2-node measurement
 
 
 @dataclass(frozen=True, eq=False)
 class CollectiveConstants:
-    """Fitted constants of the collectives (from `fit/`)."""
+    """NCCL's figures for the kinds a dense arm runs, on one instance (`collective_constants`)."""
 
-    hop_nvlink_us: Q  # one intra-node step of a small NCCL collective
-    hop_efa_us: Q  # one inter-node step of a small NCCL collective on EFA
-    nvlink_efficiency: Q
+    links: dict[str, Link]
+    intra_step_us: Q  # one NVLink step of a small collective (assumed)
 
-
-def _hop_us(inst: Instance, c: CollectiveConstants) -> Q:
-    return c.hop_efa_us if inst.fabric == "efa" else const("nccl_hop_ib_us")
+    def link(self, kind: str) -> Link:
+        return self.links[kind]
 
 
-def latency_us(inst: Instance, ranks: Any, nodes: Any, gpn: int, c: CollectiveConstants) -> Q:
-    """Ring latency of an allgather / reduce-scatter: (local - 1) NVLink hops + (nodes - 1)
-    scale-out hops, both fitted on dense arms (what the engines' MoE collectives cost)."""
-    local = minimum(float(gpn), floats(ranks))
-    return (c.hop_nvlink_us * (local - 1.0) + _hop_us(inst, c) * (floats(nodes) - 1.0)).as_(
-        "us", "NCCL ring latency: NVLink hops + scale-out hops (fitted on dense graph-mode runs)"
+def _intra_us(step: Q, local: Any) -> Q:
+    return (step * (local - 1.0)).as_("us", f"(GPUs in the node - 1) x {step.source}")
+
+
+def collective_constants(inst: Instance) -> CollectiveConstants:
+    """The measured NCCL figures for `inst`, or the reference instance's scaled to it."""
+    return _constants(inst.name, override_key())
+
+
+@cache
+def _constants(instance: str, key: tuple[tuple[str, float], ...]) -> CollectiveConstants:
+    """Per instance and set of constant overrides (a sensitivity case moves the NVLink step)."""
+    inst = get_instance(instance)
+    step = const("nccl_hop_intra_us")
+    return CollectiveConstants({kind: _link(kind, inst, step) for kind in KINDS}, step)
+
+
+def _link(kind: str, inst: Instance, step: Q) -> Link:
+    own = measured_collective(kind, inst.name)
+    ref = own or reference_collective(kind)
+    ref_inst = get_instance(ref.instance)
+    ref_gpn = ref_inst.gpus_per_node
+    intra_ref = _intra_us(step, float(min(ref_gpn, ref.ranks)))
+    if inst.fabric == "ib":  # no NCCL measurement over InfiniBand in the catalog
+        hop = const("nccl_hop_ib_us")
+        steps = 2.0 if kind == "allreduce" else 1.0
+        lat2 = (intra_ref + hop * steps).as_("us", f"NVLink steps + {steps:g} x {hop.source}")
+    elif own is not None:
+        lat2 = Q.measured(own.latency_us, "us", own.source)
+    else:
+        lat2 = Q.assumed(
+            ref.latency_us,
+            "us",
+            f"{ref.source}; taken as {inst.name}'s (the same NCCL and OFI plugin over EFA: assumed)",
+        )
+    net = (lat2 - intra_ref).as_(
+        "us", f"one scale-out step: the 2-node latency less its NVLink part ({kind})"
     )
-
-
-def allreduce_latency_us(inst: Instance, ranks: Any, nodes: Any, gpn: int, c: CollectiveConstants) -> Q:
-    """Latency of a tensor-parallel all-reduce: engines use one-shot NVLink kernels inside a node
-    (the assumed NVLink step per peer), and NCCL's scale-out step across nodes."""
-    local = minimum(float(gpn), floats(ranks))
-    return (const("nccl_hop_intra_us") * (local - 1.0) + _hop_us(inst, c) * (floats(nodes) - 1.0)).as_(
-        "us", "all-reduce latency: NVLink steps (assumed) + scale-out steps (fitted)"
+    busbw = Q.measured(ref.busbw_gb_s, "GB/s", ref.source)
+    nvl_ratio = inst.nvlink_gb_s().scalar / ref_inst.nvlink_gb_s().scalar
+    if own is None:
+        net_ratio = inst.net_gb_s_per_gpu().scalar / ref_inst.net_gb_s_per_gpu().scalar
+        scale = min(nvl_ratio, net_ratio)
+        busbw = Q.assumed(
+            busbw.scalar * scale,
+            "GB/s",
+            f"{ref.source}; x {scale:.3g} for {inst.name} (its slower link against {ref.instance}'s: "
+            "assumed)",
+        )
+    eff = ref.busbw_gb_s / ref_inst.nvlink_gb_s().scalar
+    nvl = Q.assumed(
+        inst.nvlink_gb_s().scalar * min(eff, 1.0),
+        "GB/s",
+        f"NVLink per direction x {min(eff, 1.0):.3g}, the fraction NCCL's {kind} reached on "
+        f"{ref.instance} ({ref.source}; assumed inside one node)",
     )
+    return Link(lat2, net, busbw, nvl, float(min(ref_gpn, ref.ranks)))
 
 
-def _wire_bw(inst: Instance, gpn: int) -> Q:
-    return (inst.net_gb_s_per_gpu(gpn) * const("collective_wire_efficiency")).as_("GB/s")
+def _log2_ceil(nodes: Any) -> Any:
+    if is_array(nodes):
+        return np.ceil(np.log2(np.maximum(nodes, 1.0)))
+    return float(math.ceil(math.log2(max(nodes, 1.0))))
 
 
-def _nvl_bw(inst: Instance, c: CollectiveConstants) -> Q:
-    return (inst.nvlink_gb_s() * c.nvlink_efficiency).as_("GB/s")
+def latency_us(kind: str, ranks: Any, nodes: Any, gpn: int, c: CollectiveConstants) -> Q:
+    """Smallest-message latency of one collective over `ranks` GPUs on `nodes` nodes."""
+    local = minimum(float(gpn), floats(ranks))
+    nodes = floats(nodes)
+    intra = _intra_us(c.intra_step_us, local)
+    link = c.link(kind)
+    extra = maximum(nodes - 2.0, 0.0)
+    if kind == "allreduce":  # NCCL picks the tree when it has fewer steps than the ring
+        extra = minimum(2.0 * extra, 2.0 * maximum(_log2_ceil(nodes) - 1.0, 0.0))
+    # the 2-node figure includes its NVLink steps at a full node; a narrower node has fewer
+    measured_intra = _intra_us(c.intra_step_us, link.measured_local)
+    cross = (link.latency_2n_us - measured_intra + intra + link.net_step_us * extra).as_("us")
+    one = where(nodes > 1.0, cross.value, intra.value)
+    return Q(one, "us", *_join(cross, intra))
 
 
-Ring = tuple[Q, Q, Q]  # (scale-out GB/s, NVLink GB/s, ring latency us) of one group
+def _transfer_us(kind: str, bus_mb: Any, nodes: Any, c: CollectiveConstants) -> Q:
+    link = c.link(kind)
+    bus = Q.derived(bus_mb, "MB", f"bus bytes of the {kind}")
+    wire = bus.quotient(link.busbw_gb_s, 1e3, "us")
+    nvl = bus.quotient(link.nvlink_busbw_gb_s, 1e3, "us")
+    return Q(where(floats(nodes) > 1.0, wire.value, nvl.value), "us", *_join(wire, nvl))
 
 
-def ring(inst: Instance, ranks: Any, nodes: Any, gpn: int, c: CollectiveConstants) -> Ring:
-    """What every allgather of one group shares, whatever it moves: the two links' bandwidths
-    and the ring's latency. A step runs several collectives over the same group (decode, the
-    prefill tokens mixed into it, a prefill), so its caller works this out once."""
-    return _wire_bw(inst, gpn), _nvl_bw(inst, c), latency_us(inst, ranks, nodes, gpn, c)
+def collective_us(kind: str, ranks: Any, nodes: Any, gpn: int, bus_mb: Any, c: CollectiveConstants) -> Q:
+    """One collective that moves `bus_mb` bus megabytes: latency + bytes / bus bandwidth."""
+    return (latency_us(kind, ranks, nodes, gpn, c) + _transfer_us(kind, bus_mb, nodes, c)).as_("us")
 
 
-def allgather_us(
-    inst: Instance,
-    ranks: Any,
-    nodes: Any,
-    gpn: int,
-    tokens_per_rank: Any,
-    hidden: int,
-    c: CollectiveConstants,
-    group: Ring | None = None,
+def _bytes_per_element() -> float:
+    return const("collective_bytes_per_element").scalar
+
+
+def allgather_rs_us(
+    ranks: Any, nodes: Any, gpn: int, tokens_per_rank: Any, hidden: int, c: CollectiveConstants
 ) -> Q:
-    """One allgather (or reduce-scatter) of every rank's tokens across the group.
-
-    Each rank receives (ranks - 1) x tokens x hidden elements: (ranks - local) of them over the
-    network and (local - 1) over NVLink. `group`: this group's `ring`, when the caller has it.
-    """
-    wire_bw, nvl_bw, latency = group if group is not None else ring(inst, ranks, nodes, gpn, c)
-    cb = const("collective_bytes_per_element")
-    local = minimum(float(gpn), floats(ranks))
-    remote_mb = (cb * ((ranks - local) * tokens_per_rank * hidden / 1e6)).as_("MB")
-    nvl_mb = (cb * ((local - 1.0) * tokens_per_rank * hidden / 1e6)).as_("MB")
-    wire = remote_mb.quotient(wire_bw, 1e3, "us")
-    nvl = nvl_mb.quotient(nvl_bw, 1e3, "us")
-    return (latency + qmax(wire, nvl)).as_("us")
+    """An allgather of every rank's tokens and the reduce-scatter that returns them."""
+    ranks = floats(ranks)
+    bus_mb = (ranks - 1.0) * floats(tokens_per_rank) * hidden * _bytes_per_element() / 1e6
+    ag = collective_us("allgather", ranks, nodes, gpn, bus_mb, c)
+    rs = collective_us("reducescatter", ranks, nodes, gpn, bus_mb, c)
+    return (ag + rs).as_("us")
 
 
 def allgatherv_one_us(
-    inst: Instance,
-    ranks: Any,
-    nodes: Any,
-    gpn: int,
-    tokens: Any,
-    hidden: int,
-    c: CollectiveConstants,
-    group: Ring | None = None,
+    ranks: Any, nodes: Any, gpn: int, tokens: Any, hidden: int, c: CollectiveConstants
 ) -> Q:
-    """Allgather where one rank contributes `tokens` (a prefill chunk) and the others nothing."""
-    wire_bw, nvl_bw, latency = group if group is not None else ring(inst, ranks, nodes, gpn, c)
-    cb = const("collective_bytes_per_element")
-    mb = (cb * (floats(tokens) * hidden / 1e6)).as_("MB")
-    wire = mb.quotient(wire_bw, 1e3, "us")
-    nvl = mb.quotient(nvl_bw, 1e3, "us")
-    link = Q(where(floats(nodes) > 1, wire.value, nvl.value), "us", *_join(wire, nvl))
-    return (latency + link).as_("us")
+    """An allgather and reduce-scatter where one rank holds `tokens` (a prefill chunk) and the
+    others nothing: every other rank receives the chunk once."""
+    bus_mb = floats(tokens) * hidden * _bytes_per_element() / 1e6
+    ag = collective_us("allgather", ranks, nodes, gpn, bus_mb, c)
+    rs = collective_us("reducescatter", ranks, nodes, gpn, bus_mb, c)
+    return (ag + rs).as_("us")
 
 
-def allreduce_us(
-    inst: Instance, ranks: Any, nodes: Any, gpn: int, tokens: Any, hidden: int, c: CollectiveConstants
-) -> Q:
-    """Ring all-reduce of `tokens` activations: 2 (ranks - 1) / ranks of the bytes, twice the latency."""
-    cb = const("collective_bytes_per_element")
+def allreduce_us(ranks: Any, nodes: Any, gpn: int, tokens: Any, hidden: int, c: CollectiveConstants) -> Q:
+    """An all-reduce of `tokens` activations across `ranks` GPUs."""
     ranks = floats(ranks)
-    mb = (cb * (2.0 * (ranks - 1.0) / ranks * floats(tokens) * hidden / 1e6)).as_("MB")
-    wire = mb.quotient(_wire_bw(inst, gpn), 1e3, "us")
-    nvl = mb.quotient(_nvl_bw(inst, c), 1e3, "us")
-    link = Q(where(floats(nodes) > 1, wire.value, nvl.value), "us", *_join(wire, nvl))
-    return (allreduce_latency_us(inst, ranks, nodes, gpn, c) * 2.0 + link).as_("us")
+    bus_mb = 2.0 * (ranks - 1.0) / ranks * floats(tokens) * hidden * _bytes_per_element() / 1e6
+    return collective_us("allreduce", ranks, nodes, gpn, bus_mb, c)
 
 
 def _join(a: Q, b: Q) -> tuple[Any, str]:

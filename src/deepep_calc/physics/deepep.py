@@ -1,23 +1,32 @@
 """DeepEP dispatch and combine latency of one MoE layer, per transport and instance.
 
-Per direction (dispatch, combine), with T tokens per rank:
+Per direction (dispatch, combine), with T tokens per rank, across nodes:
 
-    t = f(I) x alpha(transport) + max(wire, nvlink, issue)
+    t       = f(I) x local + max(f(I) x leaving, wire, nvlink, f(I) x issue)
+    issue   = cost per message x (data + r x signals) x reference lanes / lanes
+    wire    = remote bytes / scale-out bandwidth       (the transport's bandwidth on this instance)
+    nvlink  = intra-node bytes / (NVLink x the library's efficiency)
 
-    wire   = remote bytes / scale-out bandwidth       (the transport's bandwidth on this instance)
-    nvlink = intra-node bytes / NVLink bandwidth
-    issue  = f(I) x beta(transport) x remote selections x reference lanes / lanes
+The message counts come from the low-latency protocol, never from a fit: each (token, expert)
+selection whose expert sits on another node is one data message (a put of that token), and
+every operation also sends one signal per expert hosted on another node (a count in dispatch,
+a finishing flag in combine), whatever the token count: `experts x remote fraction` of them.
+Selections to a peer in the same node are NVLink stores. A signal goes through the same issue
+path as a put: `r` is how many puts one costs, fitted per transport where small-token
+references show where the issue path starts to bind (an 8-byte atomic carries no payload).
 
-The three pipes run concurrently, so the slowest one gates. `alpha` is what remains at T -> 0
-(kernel start, the completion handshake with every peer, for host proxies the hand-off to the
-CPU) and comes from latency facts; `beta` is the cost per remote selection that the
-transport's reference shows beyond `alpha`, fitted (`fit/kernels.py`); `f(I)` scales the host
-and NIC side of one instance against the transport's home instance (fitted from same-harness
-pairs). Byte and selection counts are computed from the shape, never fitted. Nothing here
-reads a reference or solves anything: the constants arrive in `KernelConstants`.
+`local` is what the library pays inside one node too (kernel start, its own synchronisation):
+half its fitted one-node fixed latency. `leaving` is the latency of leaving the node (the
+round trip the completion waits for); the messages, the wire and NVLink are posted and move
+while it runs, so the four overlap and the slowest gates: at a few tokens per rank the
+exchange is flat at `local + leaving`, at 128 the issue path or the wire sets it. `leaving`
+and the cost per message are fitted per transport (`fit/kernels.py`), `f(I)` scales the host
+and NIC side of one instance against the transport's home instance. Nothing here reads a
+reference or solves anything: the constants arrive in `KernelConstants`.
 
-Single-node EP rides NVLink only: `t = alpha_nvlink + nvlink bytes / (NVLink x efficiency)`,
-with both constants fitted from kernel references at two token counts.
+One node: `t = local + NVLink bytes / (NVLink x efficiency)` per direction, with the fixed
+latency and efficiency of the library the transport loads (DeepEP 1.x, 2.x, UCCL-EP,
+pplx-garden each measured on one node at several token counts).
 """
 
 from __future__ import annotations
@@ -34,6 +43,8 @@ from ..catalog.transports import Transport
 FP8_SCALE_BYTES_PER_128 = 4  # one fp32 scale per 128 FP8 values
 META_BYTES = 16  # per-token routing metadata in DeepEP's low-latency format
 COMBINE_BYTES = 2  # combine returns BF16
+DIRECTIONS = ("dispatch", "combine")
+PARTS = ("local", "leaving", "data", "signals", "wire", "nvlink")  # `kernel_parts`, per direction
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,42 +73,49 @@ class KernelShape:
 class KernelConstants:
     """The fitted constants one kernel evaluation needs (from `fit/`, never computed here)."""
 
-    alpha_dispatch_us: Q  # fixed latency of one dispatch at the home instance
+    alpha_dispatch_us: Q  # latency of leaving the node in one dispatch, at the home instance
     alpha_combine_us: Q
-    beta_dispatch_us: Q  # cost per remote selection at the reference's issue lanes
+    beta_dispatch_us: Q  # cost of one message (data or signal) at the reference's issue lanes
     beta_combine_us: Q
-    reference_lanes: float  # issue lanes of the reference run the betas were fitted at
+    reference_lanes: float  # issue lanes of the reference runs the costs were fitted at
     instance_factor: Q  # this instance's host / NIC-side costs relative to the home instance
-    nvlink_alpha_us: Q  # single-node dispatch + combine fixed latency
-    nvlink_efficiency: Q  # fraction of NVLink per-direction peak the kernels reach
+    nvlink_alpha_us: Q  # single-node dispatch + combine fixed latency of the transport's library
+    nvlink_efficiency: Q  # fraction of NVLink per-direction peak the library's kernels reach
+    signal_ratio: Q  # one signal costs this many data messages
 
 
 @dataclass(frozen=True, eq=False)
-class Traffic:
-    """What one direction moves: remote and NVLink selections per rank (computed, not fitted)."""
+class Messages:
+    """What one direction sends per rank (computed from the protocol, never fitted)."""
 
-    remote_sel: Any
-    nvlink_sel: Any
+    data: Any  # remote (token, expert) selections: one put each
+    signals: Any  # remote atomics: one per expert hosted on another node
+    nvlink_sel: Any  # selections to peers in the same node (NVLink stores)
 
 
-def traffic(ep: Any, gpn: int, shape: KernelShape, prefill: bool = False) -> Traffic:
-    """Selections that leave the node and that stay on NVLink, under uniform routing.
+def messages(ep: Any, gpn: int, shape: KernelShape, prefill: bool = False) -> Messages:
+    """Data messages, signals and NVLink selections per rank and direction, uniform routing.
 
     Low-latency (decode) kernels send one copy per routed expert, so a fraction
-    (EP - local) / EP of the T x k selections is remote. High-throughput (prefill) kernels send
-    one copy per destination node and fan out over NVLink: a token crosses the network once per
-    distinct remote node its experts live on, (nodes - 1) x (1 - (1 - 1/nodes)^k).
+    (EP - local) / EP of the T x k selections leaves the node, and one signal per expert that
+    lives on another node. High-throughput (prefill) kernels send one copy per destination node
+    and fan out over NVLink: a token crosses the network once per distinct remote node its
+    experts live on, (nodes - 1) x (1 - (1 - 1/nodes)^k); their notify step is a handful of
+    messages, not one per expert, and is left in the fixed term.
     """
     ep = floats(ep)
     local = minimum(float(gpn), ep)
     tokens = floats(shape.tokens)
     sel = tokens * shape.topk
+    remote_frac = (ep - local) / ep
     if prefill:
         nodes = ep / local
-        remote = tokens * (nodes - 1.0) * (1.0 - power(1.0 - 1.0 / nodes, shape.topk))
+        data = tokens * (nodes - 1.0) * (1.0 - power(1.0 - 1.0 / nodes, shape.topk))
+        signals = remote_frac * 0.0
     else:
-        remote = sel * (ep - local) / ep
-    return Traffic(remote, sel * (local - 1.0) / ep)
+        data = sel * remote_frac
+        signals = shape.experts * remote_frac
+    return Messages(data, signals, sel * (local - 1.0) / ep)
 
 
 _COMMS_TABLE = 64  # the largest EP_NUM_COMMS the tool takes (question/fields.py LIMITS)
@@ -142,7 +160,7 @@ def nvlink_bw(inst: Instance, efficiency: Q) -> Q:
 
 
 def issue_lanes(t: Transport, comms: Any, qps: Any) -> Any:
-    """Parallel issue lanes relative to nothing: comms and queue pairs of the NCCL-GIN proxy.
+    """Parallel issue lanes: comms and queue pairs of the NCCL-GIN proxy, else a fixed count.
 
     Each comm (EP_NUM_COMMS) and each queue pair is a lane posting work requests in order. The
     lanes scale like the transport's measured bandwidth-vs-comms curve (K^e, e from the same
@@ -157,7 +175,87 @@ def issue_lanes(t: Transport, comms: Any, qps: Any) -> Any:
     return k * power(q, e)
 
 
-def variable_us(
+def _cross_node_parts(
+    t: Transport,
+    inst: Instance,
+    gpn: int,
+    ep: Any,
+    shape: KernelShape,
+    comms: Any,
+    qps: Any,
+    k: KernelConstants,
+    prefill: bool,
+) -> list[dict[str, Q]]:
+    """Per direction: the library's local part, then the concurrent pipes (the latency of
+    leaving the node, the data and signal messages' share of the issue path, the wire, NVLink),
+    in us. The total is `local + max(leaving, wire, nvlink, data + signals)`."""
+    m = messages(ep, gpn, shape, prefill)
+    bw = scaleout_bw(t, inst, gpn, comms, prefill)
+    bw_comb = (
+        Q.measured(t.prefill_combine_gb_s, "GB/s", t.prefill_source)
+        if prefill and t.prefill_combine_gb_s is not None
+        else bw
+    )
+    nvl = nvlink_bw(inst, k.nvlink_efficiency)
+    scale = k.reference_lanes / issue_lanes(t, comms, qps)
+    local = (k.nvlink_alpha_us * k.instance_factor * 0.5).as_("us", k.nvlink_alpha_us.source)
+    out = []
+    for per_sel, wire, beta, alpha in (
+        (shape.dispatch_bytes_per_token, bw, k.beta_dispatch_us, k.alpha_dispatch_us),
+        (shape.combine_bytes_per_token, bw_comb, k.beta_combine_us, k.alpha_combine_us),
+    ):
+        per_msg = (beta * k.instance_factor).as_("us", f"fitted cost per message ({t.name})")
+        out.append(
+            {
+                "local": local,
+                "leaving": (alpha * k.instance_factor).as_("us"),
+                "data": (per_msg * (m.data * scale)).as_("us"),
+                "signals": (per_msg * k.signal_ratio * (m.signals * scale)).as_("us"),
+                "wire": Q.derived(m.data * per_sel / 1e6, "MB", "routed bytes").quotient(wire, 1e3, "us"),
+                "nvlink": Q.derived(m.nvlink_sel * per_sel / 1e6, "MB", "routed bytes").quotient(
+                    nvl, 1e3, "us"
+                ),
+            }
+        )
+    return out
+
+
+def _total(p: dict[str, Q]) -> Q:
+    issue = (p["data"] + p["signals"]).as_("us")
+    pipes = qmax(qmax(p["leaving"], issue), qmax(p["wire"], p["nvlink"]))
+    return (p["local"] + pipes).as_("us")
+
+
+def _nvlink_parts(
+    inst: Instance, gpn: int, ep: Any, shape: KernelShape, k: KernelConstants
+) -> list[dict[str, Q]]:
+    """Single-node dispatch and combine: the library's fixed latency (split evenly) and its
+    NVLink bytes; nothing leaves the node, so the other parts are zero."""
+    m = messages(ep, gpn, shape)
+    nvl = nvlink_bw(inst, k.nvlink_efficiency)
+    half = (k.nvlink_alpha_us * 0.5).as_("us")
+    zero = (half * 0.0).as_("us", "nothing leaves the node")
+    out = []
+    for per_sel in (shape.dispatch_bytes_per_token, shape.combine_bytes_per_token):
+        mb = Q.derived(m.nvlink_sel * per_sel / 1e6, "MB", "routed bytes over NVLink")
+        out.append(
+            {
+                "local": half,
+                "leaving": zero,
+                "data": zero,
+                "signals": zero,
+                "wire": zero,
+                "nvlink": mb.quotient(nvl, 1e3, "us"),
+            }
+        )
+    return out
+
+
+def _nvlink_total(p: dict[str, Q]) -> Q:
+    return (p["local"] + p["nvlink"]).as_("us")
+
+
+def kernel_parts(
     t: Transport,
     inst: Instance,
     gpn: int,
@@ -167,43 +265,31 @@ def variable_us(
     qps: Any,
     k: KernelConstants,
     prefill: bool = False,
-) -> tuple[Q, Q]:
-    """The bandwidth- and issue-limited part of dispatch and combine (no fixed latency)."""
-    tr = traffic(ep, gpn, shape, prefill)
-    bw = scaleout_bw(t, inst, gpn, comms, prefill)
-    bw_comb = (
-        Q.measured(t.prefill_combine_gb_s, "GB/s", t.prefill_source)
-        if prefill and t.prefill_combine_gb_s is not None
-        else bw
-    )
-    nvl = nvlink_bw(inst, k.nvlink_efficiency)
-    scale = Q.derived(
-        tr.remote_sel * k.reference_lanes / issue_lanes(t, comms, qps),
-        "",
-        "remote selections x reference lanes / lanes",
-    )
-    out = []
-    for per_sel, wire, beta in (
-        (shape.dispatch_bytes_per_token, bw, k.beta_dispatch_us),
-        (shape.combine_bytes_per_token, bw_comb, k.beta_combine_us),
-    ):
-        wire_us = Q.derived(tr.remote_sel * per_sel / 1e6, "MB", "routed bytes").quotient(wire, 1e3, "us")
-        nvl_us = Q.derived(tr.nvlink_sel * per_sel / 1e6, "MB", "routed bytes").quotient(nvl, 1e3, "us")
-        issue = (beta * k.instance_factor * scale).as_("us", f"fitted cost per remote selection ({t.name})")
-        out.append(qmax(qmax(wire_us, nvl_us), issue))
-    return out[0], out[1]
+) -> dict[str, dict[str, Q]]:
+    """Per direction, the parts one MoE layer's kernel is made of and its total (one scenario:
+    the kernel view and the step's bound read it). `binds` names the pipe that gates."""
+    single = t.fabric == "nvlink" or every_some(floats(ep) <= gpn)[0]
+    if single:
+        parts, total = _nvlink_parts(inst, gpn, ep, shape, k), _nvlink_total
+    else:
+        parts, total = _cross_node_parts(t, inst, gpn, ep, shape, comms, qps, k, prefill), _total
+    out = {}
+    for name, p in zip(DIRECTIONS, parts, strict=True):
+        out[name] = {**p, "total": total(p)}
+    return out
 
 
-def nvlink_only_us(inst: Instance, gpn: int, ep: Any, shape: KernelShape, k: KernelConstants) -> tuple[Q, Q]:
-    """Single-node dispatch and combine: fixed latency (split evenly) plus NVLink bytes."""
-    tr = traffic(ep, gpn, shape)
-    nvl = nvlink_bw(inst, k.nvlink_efficiency)
-    half = (k.nvlink_alpha_us * 0.5).as_("us")
-    out = []
-    for per_sel in (shape.dispatch_bytes_per_token, shape.combine_bytes_per_token):
-        mb = Q.derived(tr.nvlink_sel * per_sel / 1e6, "MB", "routed bytes over NVLink")
-        out.append((half + mb.quotient(nvl, 1e3, "us")).as_("us"))
-    return out[0], out[1]
+def binding_pipe(p: dict[str, Q]) -> str:
+    """Which of the concurrent pipes gates one direction: leaving (the latency of leaving the
+    node), messages (the issue path), wire or nvlink."""
+    issue = p["data"].scalar + p["signals"].scalar
+    pipes = {
+        "leaving": p["leaving"].scalar,
+        "messages": issue,
+        "wire": p["wire"].scalar,
+        "nvlink": p["nvlink"].scalar,
+    }
+    return max(pipes, key=lambda name: pipes[name])
 
 
 def kernel_us(
@@ -221,14 +307,11 @@ def kernel_us(
     single = floats(ep) <= gpn
     every, some = every_some(single)
     if t.fabric == "nvlink" or every:
-        d, c = nvlink_only_us(inst, gpn, ep, shape, k)
+        d, c = (_nvlink_total(p) for p in _nvlink_parts(inst, gpn, ep, shape, k))
     else:
-        d_var, c_var = variable_us(t, inst, gpn, ep, shape, comms, qps, k, prefill)
-        a_d = (k.alpha_dispatch_us * k.instance_factor).as_("us")
-        a_c = (k.alpha_combine_us * k.instance_factor).as_("us")
-        d, c = (a_d + d_var).as_("us"), (a_c + c_var).as_("us")
+        d, c = (_total(p) for p in _cross_node_parts(t, inst, gpn, ep, shape, comms, qps, k, prefill))
         if some:  # a sweep mixing one-node and multi-node rows
-            d1, c1 = nvlink_only_us(inst, gpn, ep, shape, k)
+            d1, c1 = (_nvlink_total(p) for p in _nvlink_parts(inst, gpn, ep, shape, k))
             d = Q(np.where(single, d1.value, d.value), "us", *_weakest_join(d, d1))
             c = Q(np.where(single, c1.value, c.value), "us", *_weakest_join(c, c1))
     return {"dispatch": d, "combine": c, "total": (d + c).as_("us")}

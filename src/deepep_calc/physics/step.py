@@ -40,7 +40,7 @@ from ..base.arrays import every_some, floats, np
 from ..base.quantity import Q, qmax
 from ..catalog.constants import const
 from ..question.scenario import Resolved
-from .collectives import CollectiveConstants, allgather_us, allgatherv_one_us, allreduce_us, ring
+from .collectives import CollectiveConstants, allgather_rs_us, allgatherv_one_us, allreduce_us
 from .compute import decode_device_us, prefill_device_us
 from .deepep import KernelConstants, KernelShape, kernel_us
 from .layout import Layout, layout
@@ -60,15 +60,27 @@ class EngineConstants:
 
 
 @dataclass(frozen=True, eq=False)
+class ArmTerm:
+    """What one engine adds around one kind of collective exchange, per exchange layer (MoE
+    layers for allgather / reduce-scatter, every layer for TP all-reduces): its own kernels,
+    padding and synchronisation beyond NCCL's collectives. Fitted only on that engine's dense
+    runs (`fit/engines.py`); an engine x arm with none adds nothing (tagged assumed)."""
+
+    fixed_us: Q  # per exchange layer, per decode step
+    token_us: Q  # per exchange layer, per decode token in the serving group
+
+
+@dataclass(frozen=True, eq=False)
 class StepConstants:
-    """Everything fitted that one step of one scenario needs."""
+    """Everything fitted or measured that one step of one scenario needs."""
 
     eager: EngineConstants
     graphs: EngineConstants
     kernel_floor_us: Q  # GPU time per kernel beyond its bytes and FLOPs
     expert_efficiency: Q  # fraction of HBM peak that routed-expert reads reach in decode
     kernel: KernelConstants
-    collectives: CollectiveConstants
+    collectives: CollectiveConstants  # NCCL's own figures (catalog, not fitted)
+    arm_terms: Mapping[str, ArmTerm]  # this engine's, by exchange kind ("allgather", "tp")
 
 
 def kernels_per_step(r: Resolved, arm: str) -> Any:
@@ -101,7 +113,8 @@ def exchange_us(
     prefill: bool = False,
     memo: dict[Any, Any] | None = None,
 ) -> Q:
-    """The MoE exchange of all MoE layers (all-reduces of all layers for TP) of one step."""
+    """The MoE exchange of all MoE layers (all-reduces of all layers for TP) of one step, as
+    the kernels and NCCL's collectives cost it (what an engine adds around them: `arm_term_us`)."""
     m, inst, s = r.model, r.instance, r.scenario
     out = _attention_tp_us(r, lay, tokens_per_rank, c)
     if lay.arm == "deepep":
@@ -118,18 +131,33 @@ def exchange_us(
         )
         return (k["total"] * m.moe_layers + out).as_("us")
     if lay.arm == "tp":
-        ar = allreduce_us(inst, lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives)
+        ar = allreduce_us(lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives)
         return (ar * (2.0 * m.layers)).as_("us")
-    # the group's links and latency: the same for the decode, mixed-in prefill and prefill
-    # collectives of this arm (and of a what-if on the DeepEP transport, which reuses the memo)
-    group = shared(memo, ("ring", lay.arm), lambda: ring(inst, lay.ranks, lay.nodes, lay.gpn, c.collectives))
     if prefill:  # one rank's chunk reaches every other rank
-        one = allgatherv_one_us(
-            inst, lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives, group
-        )
-        return (one * (2.0 * m.moe_layers) + out).as_("us")
-    ag = allgather_us(inst, lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives, group)
-    return (ag * (2.0 * m.moe_layers) + out).as_("us")
+        one = allgatherv_one_us(lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives)
+        return (one * float(m.moe_layers) + out).as_("us")
+    ag = allgather_rs_us(lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives)
+    return (ag * float(m.moe_layers) + out).as_("us")
+
+
+def exchange_kind(arm: str) -> str | None:
+    """The engine path an arm's exchange takes: allgather / reduce-scatter (allgather, replica),
+    all-reduce (tp); DeepEP's kernels carry their own costs."""
+    return {"allgather": "allgather", "replica": "allgather", "tp": "tp"}.get(arm)
+
+
+def arm_term_us(r: Resolved, lay: Layout, c: StepConstants) -> Q | float:
+    """What the engine adds around this arm's collectives in one decode step: per exchange layer
+    a fixed part and a part per decode token of the serving group. Charged to decode steps only
+    (the dense runs it is fitted on pin it at a few tokens per rank; nothing says how it grows
+    with a prefill's thousands)."""
+    kind = exchange_kind(lay.arm)
+    term = c.arm_terms.get(kind) if kind is not None else None
+    if term is None:
+        return 0.0
+    layers = float(r.model.layers if kind == "tp" else r.model.moe_layers)
+    per_layer = (term.fixed_us + term.token_us * floats(lay.group_tokens)).as_("us")
+    return (per_layer * layers).as_("us", per_layer.source)
 
 
 def _attention_tp_us(r: Resolved, lay: Layout, tokens_per_rank: Any, c: StepConstants) -> Any:
@@ -142,7 +170,7 @@ def _attention_tp_us(r: Resolved, lay: Layout, tokens_per_rank: Any, c: StepCons
     if tp <= 1:
         return 0.0
     tokens = floats(tokens_per_rank) * tp
-    ar = allreduce_us(r.instance, tp, 1.0, lay.gpn, tokens, r.model.hidden, c.collectives)
+    ar = allreduce_us(tp, 1.0, lay.gpn, tokens, r.model.hidden, c.collectives)
     return (ar * (2.0 * r.model.layers)).value
 
 
@@ -313,6 +341,9 @@ def decode_step(r: Resolved, arm: str, c: StepConstants, memo: dict[Any, Any] | 
     kernels = kernels_per_step(r, arm)
     joining = joining_per_step(r, lay)
     extra = _mixed_prefill_us(r, arm, lay, c, tokens, exchange, joining, memo)
+    term = arm_term_us(r, lay, c)
+    if type(term) is Q:
+        exchange = (exchange + term).as_("us")
     return _combine(r, lay, dev, exchange, kernels, c, extra)
 
 
