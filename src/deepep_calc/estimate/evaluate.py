@@ -20,13 +20,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..base.arrays import every_some, floats, is_array, np
+from ..base.arrays import every_some, floats, is_array, np, where
 from ..base.errors import InputError
 from ..base.quantity import Q, Tag
 from ..catalog.measured import Cell, cells_by_shape, load_cells
 from ..catalog.model_catalog import load_models, preset_twin, resolve_model
 from ..catalog.models import ModelSpec
 from ..fit.build import built_in_table
+from ..fit.evidence import covered
 from ..fit.profile import profile_of
 from ..fit.table import Table
 from ..physics.layout import layout
@@ -62,6 +63,7 @@ class ArmResult:
     model_per_user_tok_s: Q | None = None
     splits: Any = True  # routed experts divide evenly over this arm's EP ranks
     why_code: str = ""  # short form of why_not: split, reach, memory or queue ("" when feasible)
+    evidence: Any = True  # references cover this arm's combination (its band is the narrower one)
 
     def to_json(self) -> dict[str, Any]:
         m = self.memory
@@ -93,11 +95,16 @@ class ArmResult:
             "meets_ttft": self.meets_ttft,
             "model_aggregate_tok_s": _opt_json(self.model_aggregate_tok_s),
             "model_step_ms": _opt_json(self.model_step_ms),
+            "evidence_covered": _plain_json(self.evidence),
         }
 
 
 def _opt_json(q: Q | None) -> dict[str, Any] | None:
     return q.to_json() if q is not None else None
+
+
+def _plain_json(flag: Any) -> Any:
+    return flag if type(flag) is bool else np.asarray(flag).tolist()
 
 
 @dataclass(eq=False)
@@ -279,16 +286,18 @@ def _arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None
     served = serve(r, lay, step.ms, prefill.ms, _ttft_steps(r, c))
     ttft_base = served.ttft_unqueued_ms
     # Band the model's figures once; where no measured cell replaces them the shown figures are
-    # these very objects (the verdict tells "replaced by a measurement" by identity).
-    step_ms = banded(step.ms, table, "step")
-    pu = banded(per_user(step.ms), table, "step", inverse=True)
-    aggregate = banded(served.aggregate_tok_s, table, "aggregate")
-    ttft = banded(served.ttft_ms, table, "ttft")
+    # these very objects (the verdict tells "replaced by a measurement" by identity). A
+    # combination no reference covers takes the band of combinations left out (fit/evidence.py).
+    cov = evidence_covered(r, arm, table)
+    step_ms = banded(step.ms, table, "step", covered=cov)
+    pu = banded(per_user(step.ms), table, "step", inverse=True, covered=cov)
+    aggregate = banded(served.aggregate_tok_s, table, "aggregate", covered=cov)
+    ttft = banded(served.ttft_ms, table, "ttft", covered=cov)
     model_aggregate, model_step, model_per_user = aggregate, step_ms, pu
     cell = None if r.varied else measured_cell_for(r, arm)
     if cell is not None:
         step_ms, pu, aggregate, ttft = _apply_cell(cell, arm, step_ms, pu, aggregate, ttft)
-    cost = banded(usd_per_mtok(r, aggregate), table, "aggregate", inverse=True)
+    cost = banded(usd_per_mtok(r, aggregate), table, "aggregate", inverse=True, covered=cov)
     split = _split_ok(r.model.experts, lay.expert_shard) if arm != "tp" else True
     fits = mem.fits
     reach = _reaches(r, arm)
@@ -332,6 +341,7 @@ def _arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None
         model_per_user_tok_s=model_per_user,
         splits=_plain(split),
         why_code=why_code,
+        evidence=cov,
     )
     if s.slo_tok_s is not None:
         result.meets_slo = _plain(result.per_user_tok_s.value >= s.slo_tok_s)
@@ -351,21 +361,37 @@ def _ttft_steps(r: Resolved, c: Any) -> Q:
     return Q(np.where(graphs, g.value, e.value), "steps", min(e.tag, g.tag), e.source)
 
 
-def banded(q: Q, table: Table, kind: str, inverse: bool = False) -> Q:
+def banded(q: Q, table: Table, kind: str, inverse: bool = False, covered: Any = True) -> Q:
     """The figure with the band of its kind (modelled figures only; measured ones have none).
 
-    A band (low, high) is the 10th-90th percentile of model / reference over the
-    cross-validated residuals of that kind; for a figure that is the inverse of the banded kind
-    (per-user rate from the step, cost from the aggregate) the factors swap and invert.
+    A band (low, high) bounds model / reference over the cross-validated misses of that kind
+    (whatif/validate.py); `covered` False (or per row) takes the wider band of combinations no
+    reference covered. For a figure that is the inverse of the banded kind (per-user rate from
+    the step, cost from the aggregate) the factors swap and invert.
     """
-    band = table.band(kind)
-    if band is None or q.tag == Tag.MEASURED:
+    if q.tag == Tag.MEASURED:
         return q
-    lo, hi = band  # model / reference: the truth lies in value / hi .. value / lo
-    if inverse:
+    near, far = table.band(kind), table.band(kind, covered=False)
+    if near is None:
+        return q
+    if covered is True or far is None:
+        lo, hi = near
+    elif covered is False:
+        lo, hi = far
+    else:  # per row
+        lo, hi = where(covered, near[0], far[0]), where(covered, near[1], far[1])
+    if inverse:  # model / reference: the truth lies in value / hi .. value / lo
         lo, hi = 1.0 / hi, 1.0 / lo
     value = floats(q.value)
     return q.with_band(value / hi, value / lo)
+
+
+def evidence_covered(r: Resolved, arm: str, table: Table) -> Any:
+    """Whether the references cover this arm's combination (True when the table records none:
+    a fit without coverage has one band per kind)."""
+    if not table.covered or table.band("step", covered=False) is None:
+        return True
+    return _plain(covered(r, arm, table.covered))
 
 
 def _reaches(r: Resolved, arm: str) -> Any:
@@ -485,9 +511,16 @@ def compute(r: Resolved, reuse: Result | None = None, table: Table | None = None
     }
     ratio, ratio_pu, tax, measured = _comparison(arms["deepep"], arms[r.scenario.alternative])
     if not measured:  # a ratio of two observations is not modelled: no band
-        ratio = banded(ratio, table, "ratio")
-        ratio_pu = banded(ratio_pu, table, "ratio")
+        both = _both(arms["deepep"].evidence, arms[r.scenario.alternative].evidence)
+        ratio = banded(ratio, table, "ratio", covered=both)
+        ratio_pu = banded(ratio_pu, table, "ratio", covered=both)
     return Result(r.scenario, r, arms, r.scenario.alternative, ratio, ratio_pu, tax, memo=memo)
+
+
+def _both(a: Any, b: Any) -> Any:
+    if type(a) is bool and type(b) is bool:
+        return a and b
+    return np.logical_and(a, b)
 
 
 def check_splittable(r: Resolved) -> None:

@@ -181,6 +181,11 @@ class ArmOut(BaseModel):
     meets_ttft: bool | None
     model_aggregate_tok_s: QOut | None = Field(None, description="the model's figure, before a measured cell")
     model_step_ms: QOut | None = Field(None, description="the model's step, before a measured cell")
+    evidence_covered: bool | list[bool] = Field(
+        True,
+        description="whether references cover this arm's engine x exchange x route x model family x graph "
+        "mode; where none does its figures carry the wider band of combinations left out",
+    )
 
 
 class ConfigFileOut(BaseModel):
@@ -306,12 +311,27 @@ class KernelRequest(BaseModel):
     qps: int = Field(6, description="EP_EFA_MAX_QPS")
 
 
+class KernelParts(BaseModel):
+    """One direction of the kernel: the library's local part and the concurrent pipes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    local: QOut
+    leaving: QOut
+    data: QOut
+    signals: QOut
+    wire: QOut
+    nvlink: QOut
+
+
 class KernelResponse(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     dispatch_us: QOut
     combine_us: QOut
     total_us: QOut
+    parts_us: dict[Literal["dispatch", "combine"], KernelParts]
+    binds: dict[Literal["dispatch", "combine"], Literal["leaving", "messages", "wire", "nvlink"]]
 
 
 class ModelRow(BaseModel):

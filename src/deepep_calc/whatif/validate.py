@@ -10,8 +10,13 @@ Out of sample (`cross_validate`): each reference is predicted by a fit that neve
 - serving runs: leave one run out (both sides of an A/B together, so a ratio is never half
   in-sample); then leave each engine, each model and each transport out whole (a transport's
   kernel rows leave with its serving runs).
-The leave-one-out residuals set the bands every modelled figure carries (10th-90th percentile
-of model / reference per kind of figure), written to `catalog/data/bands.toml`.
+Then each combination of engine, exchange, route, model family and graph mode the references
+cover (fit/evidence.py) is left out whole and predicted: what the model misses on a
+combination it has never seen. The bands every modelled figure carries are 80 % prediction
+intervals of model / reference per kind of figure (split-conformal order statistics of the
+held-out misses): from the leave-one-out misses where references cover the figure's
+combination, from the leave-a-combination-out misses where none does. Their coverage is
+checked the same way: each held-out miss against the band made from the others.
 
 Serving references are compared with the model itself, never with the measured substitution
 `evaluate()` applies at a cell. A/B verdicts use the verdict's noise band: above 1 + band the
@@ -36,13 +41,14 @@ from ..catalog.hardware import get_instance
 from ..catalog.references import not_compared
 from ..estimate.evaluate import Result, compute
 from ..fit.build import built_in_table, fit_kernels, fit_table
-from ..fit.kernels import KernelRow, fit_rows, kernel_rows, shape_of
+from ..fit.evidence import UNCOVERED, obs_key
+from ..fit.kernels import KernelRow, fit_rows, kernel_rows, nvlink_rows, shape_of
 from ..fit.observations import Obs, observations, pairs, reference_models
 from ..fit.table import Table
 from ..physics.deepep import kernel_us
 
 KINDS = ("kernel", "step", "aggregate", "ttft", "ratio")
-BAND_PERCENTILES = (10.0, 90.0)
+BAND_LEVEL = 0.8  # central coverage of a band: the 10th-90th percentile of what would be measured
 
 
 @dataclass
@@ -61,6 +67,7 @@ class Row:
     scope_note: str = ""
     groups: dict[str, str] = field(default_factory=dict)
     unmeasured: bool = False  # held out, no reference of its transport was left to fit
+    far: float | None = None  # predicted with its whole combination left out of the fit
 
     @property
     def error(self) -> float:
@@ -69,6 +76,11 @@ class Row:
     @property
     def cv_error(self) -> float | None:
         return None if self.held_out is None else (self.held_out - self.measured) / self.measured
+
+    @property
+    def banded(self) -> bool:
+        """Whether its misses set a band: in scope, fitted (check rows describe another domain)."""
+        return self.in_scope and not self.groups.get("check")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -82,6 +94,8 @@ class Row:
             "cv_error": self.cv_error,
             "fitted": self.fitted,
             "unmeasured_when_held_out": self.unmeasured,
+            "combination": self.groups.get("combination"),
+            "combination_left_out": self.far,
             "in_scope": self.in_scope,
             "scope_note": self.scope_note,
             "source": self.source,
@@ -97,6 +111,7 @@ class ABRow:
     measured_ratio: float
     predicted_ratio: float
     held_out_ratio: float | None
+    far_ratio: float | None = None  # both sides' combinations left out of the fit
     # Both runs' aggregates less a cold start their exports show (derived; the cell says how).
     # Shown beside the measured ratio, which stays the one the accuracy figures compare with.
     steady_ratio: float | None = None
@@ -139,6 +154,7 @@ class ABRow:
             "predicted_ratio": self.predicted_ratio,
             "held_out_ratio": self.held_out_ratio,
             "ratio_error": self.ratio_error,
+            "combination_left_out_ratio": self.far_ratio,
             "measured_call": self.measured_call,
             "predicted_call": self.predicted_call,
             "verdict_agrees": self.agree,
@@ -215,20 +231,48 @@ class Report:
             "max_ratio_error": max(errors) if errors else None,
         }
 
-    def bands(self) -> dict[str, tuple[float, float]]:
-        """Band factors per kind: 10th / 90th percentile of held-out model / reference."""
+    def misses(self, far: bool = False) -> dict[str, list[float]]:
+        """Per kind, log(model / reference) of every held-out figure that sets a band: left out
+        one at a time (`far` False) or with its whole combination (`far` True)."""
         logs: dict[str, list[float]] = {k: [] for k in KINDS}
         for r in self.rows:
-            if r.held_out is not None and r.in_scope and r.held_out > 0 and not r.groups.get("check"):
-                logs[r.kind].append(math.log(r.held_out / r.measured))
+            v = r.far if far else r.held_out
+            if v is not None and v > 0 and r.banded:
+                logs[r.kind].append(math.log(v / r.measured))
         for a in self.ab:
-            if a.held_out_ratio is not None and a.held_out_ratio > 0:
-                logs["ratio"].append(math.log(a.held_out_ratio / a.measured_ratio))
+            v = a.far_ratio if far else a.held_out_ratio
+            if v is not None and v > 0:
+                logs["ratio"].append(math.log(v / a.measured_ratio))
+        return logs
+
+    def bands(self) -> dict[str, tuple[float, float]]:
+        """Band factors per kind (model / reference): where references cover the combination,
+        and `<kind>:uncovered` from the leave-a-combination-out misses."""
         out = {}
-        for kind, values in logs.items():
-            if len(values) >= 3:
-                lo, hi = np.percentile(values, BAND_PERCENTILES)
-                out[kind] = (math.exp(min(lo, 0.0)), math.exp(max(hi, 0.0)))
+        for far in (False, True):
+            for kind, values in self.misses(far).items():
+                band = prediction_band(values)
+                if band is not None:
+                    out[kind + (UNCOVERED if far else "")] = band
+        return out
+
+    def coverage(self) -> dict[str, dict[str, Any]]:
+        """Per band: how many held-out figures fall inside the band made from the others."""
+        out = {}
+        for far in (False, True):
+            for kind, values in self.misses(far).items():
+                if len(values) < 4:
+                    continue
+                inside = 0
+                for i, v in enumerate(values):
+                    band = prediction_band(values[:i] + values[i + 1 :])
+                    assert band is not None
+                    inside += math.log(band[0]) <= v <= math.log(band[1])
+                out[kind + (UNCOVERED if far else "")] = {
+                    "figures": len(values),
+                    "inside": inside,
+                    "rate": inside / len(values),
+                }
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -238,6 +282,7 @@ class Report:
             "kernel_held_out_by_transport_evidence": self.kernel_split(),
             "verdict_agreement": self.verdict_agreement(),
             "bands": {k: {"low": lo, "high": hi} for k, (lo, hi) in self.bands().items()},
+            "band_coverage": self.coverage(),
             "group_cv": [g.to_json() for g in self.group_cv],
             "rows": [r.to_json() for r in self.rows],
             "ab": [r.to_json() for r in self.ab],
@@ -247,6 +292,21 @@ class Report:
 
 def _mape(errors: Sequence[float]) -> float:
     return float(np.mean([abs(e) for e in errors])) if errors else float("nan")
+
+
+def prediction_band(logs: Sequence[float], level: float = BAND_LEVEL) -> tuple[float, float] | None:
+    """The band (low, high factors) that holds a new miss with probability `level`: split-
+    conformal order statistics of the misses seen, so the coverage holds for a small sample too
+    (with n misses, the floor((n + 1) x 0.1)-th and ceil((n + 1) x 0.9)-th smallest); never
+    excluding 1 (the model itself)."""
+    n = len(logs)
+    if n < 3:
+        return None
+    tail = (1.0 - level) / 2.0
+    ordered = sorted(logs)
+    lo = ordered[max(math.floor((n + 1) * tail), 1) - 1]
+    hi = ordered[min(math.ceil((n + 1) * (1.0 - tail)), n) - 1]
+    return math.exp(min(lo, 0.0)), math.exp(max(hi, 0.0))
 
 
 # Predictions ---------------------------------------------------------------------------------
@@ -335,7 +395,7 @@ def validate(cross_validated: bool = False) -> Report:
     fitted = {
         r.key for t in {r.transport.name: r.transport for r in krows}.values() for r in fit_rows(t, krows)
     }
-    fitted |= {r.key for r in krows if r.transport.fabric == "nvlink" and r.ref.role == "fit"}
+    fitted |= {r.key for r in nvlink_rows(krows)}
     for row in krows:
         pred = kernel_prediction(row, table)
         held, unmeasured = held_kernel.get(row.key, (None, False))
@@ -361,9 +421,11 @@ def validate(cross_validated: bool = False) -> Report:
             )
     values = {o.id: _serving_values(o, table) for o in obs}
     held_serving = _loo_serving(krows, obs) if cross_validated else {}
+    far_serving = _lco_serving(krows, obs) if cross_validated else {}
     for o in obs:
         for kind, metric, measured in _serving_measured(o):
             held = held_serving.get(o.id, {}).get(kind)
+            far = far_serving.get(o.id, {}).get(kind)
             report.rows.append(
                 Row(
                     kind,
@@ -376,7 +438,8 @@ def validate(cross_validated: bool = False) -> Report:
                     o.use == "fit",
                     o.use == "fit",
                     "" if o.use == "fit" else "outside the model's domain (see the reference's note)",
-                    {**o.groups(), **({"check": "1"} if o.use != "fit" else {})},
+                    {**o.groups(), "combination": obs_key(o), **({"check": "1"} if o.use != "fit" else {})},
+                    far=far,
                 )
             )
     for key, sides in sorted(pairs(obs).items()):
@@ -384,9 +447,12 @@ def validate(cross_validated: bool = False) -> Report:
         held = None
         if cross_validated and all(s.id in held_serving for s in sides.values()):
             _, _, held, _ = _ratio(sides, held_serving)
+        far = None
+        if cross_validated and all(s.id in far_serving for s in sides.values()):
+            _, _, far, _ = _ratio(sides, far_serving)
         dee = sides["deepep"]
         labels = ("deepep", "dense") if other == "allgather" else (dee.transport, sides[other].transport)
-        row = ABRow(key, dee.engine, labels, basis, measured, model, held)
+        row = ABRow(key, dee.engine, labels, basis, measured, model, held, far)
         alt = sides[other]
         if basis == "aggregate" and dee.steady_aggregate_tok_s and alt.steady_aggregate_tok_s:
             row.steady_ratio = dee.steady_aggregate_tok_s / alt.steady_aggregate_tok_s
@@ -405,12 +471,17 @@ def cross_validate() -> Report:
 def _loo_kernels(krows: list[KernelRow]) -> dict[str, tuple[dict[str, float], bool]]:
     """Each row predicted by a fit without it, and whether its transport had a reference left."""
     out = {}
+    full = fit_kernels(krows)
     for row in krows:
+        if not row.ref.in_scope:  # never in a fit: its held-out prediction is the in-sample one
+            out[row.key] = (kernel_prediction(row, full), False)
+            continue
         rest = [r for r in krows if r.key != row.key]
-        cross_node = (
-            row.transport.fabric != "nvlink" and row.ref.ep > get_instance(row.ref.instance).gpus_per_node
-        )
-        unmeasured = cross_node and not fit_rows(row.transport, rest)
+        if row.one_node:
+            lib = row.transport.library
+            unmeasured = not any(r.transport.library == lib for r in nvlink_rows(rest))
+        else:
+            unmeasured = not fit_rows(row.transport, rest)
         out[row.key] = (kernel_prediction(row, fit_kernels(rest)), unmeasured)
     return out
 
@@ -430,6 +501,30 @@ def _loo_serving(krows: list[KernelRow], obs: Sequence[Obs]) -> dict[str, dict[s
         table = fit_table(krows, [o for o in obs if o.id not in ids])
         for o in mine:
             out[o.id] = _serving_values(o, table)
+    return out
+
+
+def _lco_serving(krows: list[KernelRow], obs: Sequence[Obs]) -> dict[str, dict[str, float]]:
+    """Every observation predicted by a fit without its whole combination (fit/evidence.py);
+    an A/B pair's two sides leave together, so its ratio is predicted from neither."""
+    keys = {o.id: obs_key(o) for o in obs}
+    folds: list[set[str]] = []
+    for sides in pairs(obs).values():  # a pair's combinations leave as one fold
+        mine = {keys[o.id] for o in sides.values()}
+        joined = [f for f in folds if f & mine]
+        for f in joined:
+            folds.remove(f)
+            mine |= f
+        folds.append(mine)
+    for key in sorted(set(keys.values())):
+        if not any(key in f for f in folds):
+            folds.append({key})
+    out = {}
+    for fold in folds:
+        table = fit_table(krows, [o for o in obs if keys[o.id] not in fold])
+        for o in obs:
+            if keys[o.id] in fold:
+                out[o.id] = _serving_values(o, table)
     return out
 
 
@@ -523,9 +618,14 @@ def render_markdown(report: Report | None = None) -> str:
     ]
     bands = rep.bands()
     if bands:
-        out += ["### Bands (10th-90th percentile of held-out model / reference)", ""]
-        out += [_line("kind", "low", "high"), "|---|---:|---:|"]
-        out += [_line(k, f"{lo:.3f}", f"{hi:.3f}") for k, (lo, hi) in bands.items()]
+        cover = rep.coverage()
+        out += ["### Bands (80 % prediction bands of held-out model / reference) and their coverage", ""]
+        out += [_line("band", "low", "high", "held-out figures inside (each against the others' band)")]
+        out += ["|---|---:|---:|---:|"]
+        for k, (lo, hi) in bands.items():
+            c = cover.get(k)
+            inside = "—" if c is None else f"{c['inside']} of {c['figures']} ({c['rate'] * 100:.0f} %)"
+            out.append(_line(k, f"{lo:.3f}", f"{hi:.3f}", inside))
         out.append("")
     if rep.group_cv:
         out += ["### Leave a group out", ""]
