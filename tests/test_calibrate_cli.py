@@ -352,11 +352,11 @@ def test_kernel_log_calibration_changes_kernel_and_evaluate(
     )
     assert at_log["combine_us"]["value"] == pytest.approx(258.2 * 1.5, abs=0.01)
     assert at_log["dispatch_us"]["tag"] == "measured" and "my_cluster.log" in at_log["dispatch_us"]["source"]
-    # elsewhere the refitted cost per selection scales the issue pipe: at 64 tokens (issue-bound
-    # on both), dispatch minus its fixed latency grows by the ratio of the betas
+    # elsewhere the refitted cost per message scales the issue pipe: at 64 tokens (issue-bound
+    # on both), dispatch minus its local part grows by the ratio of the betas
     from deepep_calc.fit.build import built_in_table
 
-    alpha = built_in_table().transports["efa-proxy"].alpha_dispatch_us.scalar
+    alpha = built_in_table().nvlink_fit("deepep-v2").alpha_us.scalar / 2
     plain = run_json(capsys, "kernel", "--tokens", "64", "--max-qps", "6")
     cal = run_json(capsys, "kernel", "--tokens", "64", "--max-qps", "6", "--calibration", out)
     ratio = k["dispatch_beta_us"]["value"] / k["dispatch_beta_us"]["builtin"]

@@ -281,9 +281,7 @@ def test_sample_log_refit_equals_the_single_reference_fit() -> None:
     t, inst = get_transport("efa-proxy"), get_instance("p5en")
     k = fit_kernel(load_kernel_log(SAMPLE_LOG), t, inst, 8, 6)
     table = built_in_table()
-    one = fit_transport(
-        t, t.reference, table.nvlink_alpha_us, table.nvlink_efficiency, table.instance_factor("p5en")
-    )
+    one = fit_transport(t, t.reference, table)
     assert k.dispatch.q.scalar == pytest.approx(one.beta_dispatch_us.scalar, abs=1e-12)
     assert k.combine.q.scalar == pytest.approx(one.beta_combine_us.scalar, abs=1e-12)
     assert k.fit.alpha_dispatch_us.scalar == pytest.approx(one.alpha_dispatch_us.scalar)
@@ -324,10 +322,13 @@ def test_kernel_log_errors(tmp_path: Path) -> None:
         fit_kernel(load_kernel_log(_scaled_log(tmp_path, 1.0, drop_shape=True)), t, inst, 8, 6)
     with pytest.raises(FileInputError, match="stays inside one node"):
         fit_kernel(load_kernel_log(_scaled_log(tmp_path, 1.0, ranks=8)), t, inst, 8, 6)
-    # medians faster than the wire allows: the model keeps the wire and says so
+    # medians faster than the fixed parts and the wire allow: the model keeps them and says so
     k = fit_kernel(load_kernel_log(_scaled_log(tmp_path, 0.2)), t, inst, 8, 6)
-    assert k.fit.alpha_dispatch_us.scalar == 0.0
-    assert any("below what the efa-proxy wire" in w for w in k.warnings)
+    builtin = built_in_table().transports["efa-proxy"]
+    assert k.fit.alpha_dispatch_us.scalar == builtin.alpha_dispatch_us.scalar  # one token count: kept
+    assert any(
+        "below what the efa-proxy local part, its latency of leaving the node" in w for w in k.warnings
+    )
 
 
 # --------------------------------------------------------------------------------------------

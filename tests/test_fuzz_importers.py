@@ -371,7 +371,7 @@ def test_profile_one_leaf_wrong(workdir: Path, profile_path: Path, data: st.Data
     except CalcError as exc:
         assert "\n" not in exc.message
         return
-    assert all(math.isfinite(q.scalar) for q in totals.values())
+    assert all(math.isfinite(totals[k].scalar) for k in ("dispatch_us", "combine_us", "total_us"))
 
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")

@@ -15,7 +15,7 @@ from deepep_calc.catalog.transports import load_transports
 from deepep_calc.estimate.evaluate import compute
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.fit.observations import observations
-from deepep_calc.physics.deepep import KernelShape, kernel_us, traffic
+from deepep_calc.physics.deepep import KernelShape, kernel_us, messages
 from deepep_calc.question.scenario import resolve
 from deepep_calc.whatif.validate import serving_prediction
 
@@ -31,24 +31,25 @@ def _kernel(name: str, tokens: float) -> float:
 
 @pytest.mark.parametrize("name", sorted(load_transports()))
 def test_one_token_per_rank_costs_well_below_128(name: str) -> None:
-    """Fixed latency is what is left at T -> 0; the per-selection cost is real: at 1 token per
-    rank every transport's D+C is under two thirds of its 128-token figure. NVLink on B300 was
-    measured at 51.8 us for 1 token and 118 us for 256 ([CX]): ~0.61 of the 128-token time;
-    across nodes the share is lower still (the issue path grows with every remote selection)."""
+    """Across nodes the fixed part is what is left at T -> 0 and the cost per message is real:
+    at 1 token per rank every transport's D+C is under half its 128-token figure (measured at the
+    DSV4 shape: UCCL-EP 164.7 at 4 tokens vs 359.0 at 128). Inside one node DeepEP 2.x, which the
+    `nvlink` transport loads, is nearly flat ([A2ALL]: 95.8 us at 4 tokens, 114.1 at 128)."""
     one, full = _kernel(name, 1.0), _kernel(name, 128.0)
-    assert one < (2 / 3) * full, (one, full)
-    if name != "nvlink":
+    if name == "nvlink":
+        assert 0.6 * full < one < full, (one, full)
+    else:
         assert one < 0.5 * full, (one, full)
 
 
 def test_remote_selections_by_hand() -> None:
     """DeepSeek decode at concurrency 32 over EP16 (2x p5en): 2 tokens per rank x top-8 = 16
     selections, (16 - 8) / 16 of them remote = 8, (8 - 1) / 16 on NVLink = 7."""
-    tr = traffic(16, 8, KernelShape(2, 7168, 8, 256))
-    assert float(tr.remote_sel) == 8.0 and float(tr.nvlink_sel) == 7.0
+    tr = messages(16, 8, KernelShape(2, 7168, 8, 256))
+    assert float(tr.data) == 8.0 and float(tr.nvlink_sel) == 7.0
     # prefill kernels: one copy per remote node: (2 - 1) x (1 - (1/2)^8) = 0.99609 per token
-    pre = traffic(16, 8, KernelShape(1, 7168, 8, 256), prefill=True)
-    assert float(pre.remote_sel) == pytest.approx(1 - 0.5**8)
+    pre = messages(16, 8, KernelShape(1, 7168, 8, 256), prefill=True)
+    assert float(pre.data) == pytest.approx(1 - 0.5**8)
 
 
 def test_dispatch_bytes_per_selection_by_hand() -> None:
@@ -123,21 +124,14 @@ def test_graphs_remove_the_proxied_host_cost_and_the_launches() -> None:
 
 def test_deepseek_ab_on_efa_picks_deepep_under_graphs_and_dense_in_eager_trtllm() -> None:
     """[U926]: UCCL-EP 24.3 vs allgather 43.8 ms TPOT (DeepEP 1.8x) on DeepSeek-V3, 2x p5en, vLLM
-    graphs. The calibration A/B (TRT-LLM eager, proxy): dense. Both directions from one model."""
-    graphs = evaluate(
-        Scenario(
-            model="deepseek-v3",
-            nodes=2,
-            engine="vllm",
-            cuda_graphs=True,
-            transport="efa-uccl",
-            concurrency=6,
-            isl=1024,
-            osl=256,
-        )
-    )
+    graphs. At its light load (6 running) two single-node replicas, which [U926] did not run,
+    tie DeepEP; from 16 running DeepEP beats them too. The calibration A/B (TRT-LLM eager,
+    proxy): dense. Both directions from one model."""
+    u926 = dict(model="deepseek-v3", nodes=2, engine="vllm", cuda_graphs=True, transport="efa-uccl")
+    graphs = evaluate(Scenario(**u926, concurrency=6, isl=1024, osl=256))
     assert graphs.ratio_per_user.scalar > 1.3
-    assert graphs.verdict.code == "deepep"
+    assert graphs.verdict.code in ("deepep", "dense") and graphs.verdict.recommended_arm != "allgather"
+    assert evaluate(Scenario(**u926, concurrency=16, isl=1024, osl=256)).verdict.code == "deepep"
     assert evaluate(Scenario()).verdict.code == "dense"
 
 

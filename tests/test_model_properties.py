@@ -113,7 +113,7 @@ def test_tax_never_negative_on_efa_proxy_at_the_calibration_point(comms: int) ->
 
 @settings(max_examples=60, deadline=None)
 @given(
-    ep=st.sampled_from([8, 16, 32, 64, 128]),
+    ep=st.sampled_from([16, 32, 64, 128]),  # across nodes: inside one node the library decides
     tokens=st.integers(1, 4096),
     hidden=st.sampled_from([1024, 2048, 4096, 5120, 7168, 8192]),
     topk=st.integers(1, 16),

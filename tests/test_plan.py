@@ -412,9 +412,12 @@ def test_docs_state_the_anchored_pairs_the_catalog_has():
         ("p5en", "efa-uccl"), ("p6-b200", "efa-uccl"),
         ("p5en", "efa-pplx"), ("p5en", "efa-native-cqpoll"),
         ("ib-h800", "ib-ibgda"),
-        ("p5en", "nvlink"), ("p6-b300", "nvlink"),
     }  # fmt: skip
     assert set(evidence().kernel) == documented
+    assert set(evidence().one_node) == {
+        ("p5en", "deepep-v1"), ("p6-b300", "deepep-v1"), ("ib-h800", "deepep-v1"),
+        ("p5en", "deepep-v2"), ("p5en", "uccl-ep"), ("p5en", "pplx-garden"),
+    }  # fmt: skip
     assert set(evidence().serving) == {
         ("trtllm", False),
         ("vllm", False),

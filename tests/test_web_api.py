@@ -9,7 +9,7 @@ import pytest
 
 from deepep_calc.base.errors import CalcError, InputError
 from deepep_calc.decide.answer import evaluate
-from deepep_calc.estimate.kernel import kernel_query
+from deepep_calc.estimate.kernel import kernel_json, kernel_query
 from deepep_calc.question.scenario import Scenario, resolve
 from deepep_calc.report.catalogs import instances_rows, models_rows, transports_rows
 from deepep_calc.web.schemas import (
@@ -301,7 +301,7 @@ def test_catalog_endpoints_match_the_cli(client, path, rows, model):  # noqa: F8
 def test_kernel_endpoint_matches_the_cli(client):  # noqa: F811
     resp = post(client, "/api/kernel", {"transport": "efa-gda", "ep": 32})
     assert resp.status_code == 200
-    expected = {k: v.to_json() for k, v in kernel_query(transport="efa-gda", ep=32).items()}
+    expected = kernel_json(kernel_query(transport="efa-gda", ep=32))
     assert resp.json() == json.loads(json.dumps(expected))
     KernelResponse.model_validate(resp.json())
     default = post(client, "/api/kernel", {}).json()

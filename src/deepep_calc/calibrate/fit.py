@@ -78,7 +78,7 @@ class KernelCalibration:
     comms: int
     qps: int
     fit: TransportFit
-    dispatch: FittedConstant  # beta per remote selection
+    dispatch: FittedConstant  # beta: cost per message
     combine: FittedConstant
     dispatch_p50: Q | None
     combine_p50: Q | None
@@ -137,15 +137,14 @@ def fit_kernel(
         f"EP_NUM_COMMS {comms}, {qps} QPs)",
     )
     table = built_in_table()
-    fit = fit_transport(
-        transport, ref, table.nvlink_alpha_us, table.nvlink_efficiency, table.instance_factor(instance.name)
-    )
+    fit = fit_transport(transport, ref, table)
     builtin = table.transports[transport.name]
     shape = KernelShape(sh.tokens, sh.hidden, sh.topk, sh.experts, "fp8")
     if any(abs(x) > 0.01 * max(ref.total, 1.0) for x in fit.residual_us):
         warnings.append(
-            f"kernel log {name}: the medians are below what the {transport.name} wire and NVLink bytes alone "
-            f"take at this shape; the model keeps those and misses the log by "
+            f"kernel log {name}: the medians are below what the {transport.name} local part, its latency of "
+            f"leaving the node, its wire and NVLink bytes alone take at this shape (a log at one token count "
+            f"cannot refit those); the model keeps them and misses the log by "
             f"{', '.join(f'{x:+.1f}' for x in fit.residual_us)} us"
         )
     return KernelCalibration(

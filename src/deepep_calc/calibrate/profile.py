@@ -150,6 +150,7 @@ def build_profile(
                 combine_alpha_us=QRecord.of(kernel_fit.fit.alpha_combine_us),
                 dispatch_beta_us=_constant(kernel_fit.dispatch),
                 combine_beta_us=_constant(kernel_fit.combine),
+                signal_ratio=QRecord.of(kernel_fit.fit.signal_ratio),
                 dispatch_p50_us=_opt(kernel_fit.dispatch_p50),
                 combine_p50_us=_opt(kernel_fit.combine_p50),
                 total_p50_us=_opt(kernel_fit.total_p50),

@@ -103,11 +103,11 @@ def evaluate_cmd(as_json: bool, with_sensitivity: bool, **kwargs: Any) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def kernel_cmd(as_json: bool, **kw: Any) -> None:
     """Dispatch + combine latency of one MoE layer (decode shape)."""
-    from ..estimate.kernel import kernel_query
+    from ..estimate.kernel import kernel_json, kernel_query
 
     out = kernel_query(**kw)
     if as_json:
-        emit_json({k: v.to_json() for k, v in out.items()})
+        emit_json(kernel_json(out))
     else:
         from ..report.terminal import print_kernel
 

@@ -143,10 +143,10 @@ def reasons(result: Any, v: Verdict) -> list[str]:
     layers = r.model.moe_layers
     if r.transport.host_proxied and s.nodes > 1 and s.cuda_graphs and proxy.scalar == 0.0:
         out.append(
-            f"{r.transport.name} posts cross-node dispatches through a host CPU proxy, but under CUDA "
-            "graphs the replay keeps posting while earlier layers are in flight, so the model charges "
-            f"no per-layer host round trip (assumed; see docs/model.md): the all-to-all costs its "
-            f"{tagged(comm)} of kernel time per step."
+            f"{r.transport.name} posts cross-node dispatches through a host CPU proxy; under CUDA graphs "
+            "replay removes the engine's launches and hand-offs, not the proxy's posts, which are inside "
+            f"the kernel time its references measure: the all-to-all costs {tagged(comm)} per step "
+            f"({_ms_per_layer(comm, layers)} per MoE layer; docs/model.md §3)."
         )
     elif r.transport.host_proxied and s.nodes > 1:
         out.append(

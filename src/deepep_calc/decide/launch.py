@@ -122,8 +122,10 @@ def launch(result: Any, arm: str, spec: Any, fill: Any) -> dict[str, Any]:
         if ranks > gpn and arm in ("deepep", "allgather"):
             cli += ["--data-parallel-size-local", str(gpn), "--data-parallel-address", HEAD]
             cli += ["--data-parallel-rpc-port", "13345"]
+            others = ranks // gpn - 1
+            which = "node k = 1" if others == 1 else f"each node k = 1 to {others}"
             notes.append(
-                f"run this on the first node; on node k = 1..{ranks // gpn - 1} add --headless "
+                f"run this on the first node; on {which} add --headless "
                 f"--data-parallel-start-rank $((k * {gpn}))"
             )
         elif ranks > gpn:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..base.errors import InputError
 from ..base.quantity import Q
 from ..catalog.hardware import Instance, get_instance
 from ..catalog.transports import KernelRef, Transport, get_transport
 from ..fit.build import built_in_table
-from ..physics.deepep import KernelShape, kernel_us
+from ..physics.deepep import PARTS, KernelShape, binding_pipe, kernel_parts
 from ..question.fields import DEFAULTS
 
 LIMITS = {"ep": 1024, "tokens": 65536, "hidden": 65536, "topk": 64, "experts": 4096, "comms": 64, "qps": 1024}
@@ -32,11 +34,16 @@ def kernel_query(
     comms: int = 8,
     qps: int = DEFAULTS["max_qps"],
     calibration: str | None = None,
-) -> dict[str, Q]:
-    """Dispatch, combine and total microseconds. A published reference is returned as measured.
+) -> dict[str, Any]:
+    """Dispatch, combine and total microseconds, and the model's parts of each direction.
+
+    A published reference at exactly this query is returned as measured (its totals; the parts
+    stay the model's, under `parts`). `parts[direction]` holds the library's local part and the
+    concurrent pipes (leaving the node, data messages, signals, wire, NVLink); `binds` names the
+    pipe that gates each direction.
 
     With a calibration profile whose kernel log covers this transport, the log's medians are
-    returned (measured) at its exact shape, and its refitted cost per remote selection is used elsewhere: the
+    returned (measured) at its exact shape, and its refitted cost per message is used elsewhere: the
     user's fabric replaces the reference's.
     """
     for name, value in (
@@ -62,28 +69,42 @@ def kernel_query(
         raise InputError("--ep", ep, f"at most {gpn} for nvlink (one node)")
     shape = KernelShape(tokens, hidden, topk, experts, dispatch_dtype)
     profile = None
+    logged = None
     if calibration is not None:
         from ..fit.profile import load_profile
 
         profile = load_profile(calibration)
         logged = profile.kernel_measured(t.name, inst.name, ep, shape, comms, qps)
-        if logged is not None:
-            return logged
     table = built_in_table()
     own = profile is not None and profile.kernel_fit(t.name) is not None
     if own:
         table = table.with_transport(t.name, profile.kernel_fit(t.name))
+    parts = kernel_parts(t, inst, gpn, ep, shape, comms, qps, table.kernel_constants(t.name, inst.name))
+    detail = {
+        "parts_us": {d: {name: parts[d][name] for name in PARTS} for d in ("dispatch", "combine")},
+        "binds": {d: binding_pipe(parts[d]) for d in ("dispatch", "combine")},
+    }
+    if logged is not None:
+        return {**logged, **detail}
     ref = None if own else reference_match(t, inst, ep, shape, comms, qps)
     if ref is not None and ref.dispatch_us is not None and ref.combine_us is not None:
         d = Q.measured(ref.dispatch_us, "us", ref.source)
         c = Q.measured(ref.combine_us, "us", ref.source)
-        return {"dispatch_us": d, "combine_us": c, "total_us": (d + c).as_("us")}
-    out = kernel_us(t, inst, gpn, ep, shape, comms, qps, table.kernel_constants(t.name, inst.name))
+        return {"dispatch_us": d, "combine_us": c, "total_us": (d + c).as_("us"), **detail}
+    d, c = parts["dispatch"]["total"], parts["combine"]["total"]
+    out = {"dispatch_us": d, "combine_us": c, "total_us": (d + c).as_("us")}
     band = table.band("kernel")
     if band is not None:
         lo, hi = band
         out = {k: v.with_band(v.scalar / hi, v.scalar / lo) for k, v in out.items()}
-    return {"dispatch_us": out["dispatch"], "combine_us": out["combine"], "total_us": out["total"]}
+    return {**out, **detail}
+
+
+def kernel_json(out: dict[str, Any]) -> dict[str, Any]:
+    """`kernel --json` and `POST /api/kernel`: the three totals as Q, then the model's parts."""
+    totals = {k: out[k].to_json() for k in ("dispatch_us", "combine_us", "total_us")}
+    parts = {d: {k: q.to_json() for k, q in p.items()} for d, p in out["parts_us"].items()}
+    return {**totals, "parts_us": parts, "binds": dict(out["binds"])}
 
 
 def reference_match(

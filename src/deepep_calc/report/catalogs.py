@@ -80,8 +80,7 @@ def transports_rows() -> list[dict[str, Any]]:
     for name, t in load_transports().items():
         fit = table.transports[name]
         a_d, a_c = fit.alpha_dispatch_us, fit.alpha_combine_us
-        if t.fabric == "nvlink":
-            a_d = a_c = (table.nvlink_alpha_us * 0.5).as_("us")
+        local = (table.nvlink_fit(t.library).alpha_us * 0.5).as_("us")
         ref = t.reference
         rows.append(
             {
@@ -101,10 +100,13 @@ def transports_rows() -> list[dict[str, Any]]:
                     "tag": "measured",
                     "source": ref.source,
                 },
+                "local_us": round(local.scalar, 2),
                 "alpha_dispatch_us": round(a_d.scalar, 2),
                 "alpha_combine_us": round(a_c.scalar, 2),
                 "beta_dispatch_us": round(fit.beta_dispatch_us.scalar, 4),
                 "beta_combine_us": round(fit.beta_combine_us.scalar, 4),
+                "signal_ratio": round(fit.signal_ratio.scalar, 3),
+                "graphs_evidence": t.graphs_evidence,
                 "bandwidth": t.bw_source,
                 "env": t.env,
             }
@@ -235,11 +237,11 @@ def print_transports(rows: list[dict[str, Any]], sources: bool = False, c: Conso
     cols += [
         term.id_col("reference"),
         term.num_col("reference\nµs/layer"),
-        term.num_col("fixed µs\ndispatch"),
-        term.num_col("fixed µs\ncombine"),
+        term.num_col("local µs\nper dir."),
+        term.num_col("leaving µs\nD / C"),
     ]
     if wide:
-        cols += [term.num_col("µs per remote\nselection, D / C")]
+        cols += [term.num_col("µs per message\nD / C"), term.num_col("signal\n÷ put")]
     table = term.table(*cols, title="DeepEP transports")
     for r in rows:
         ref = r["reference"]
@@ -249,26 +251,28 @@ def print_transports(rows: list[dict[str, Any]], sources: bool = False, c: Conso
         cells += [
             f"{ref['instance']} EP{ref['ep']}",
             term.qcell({"value": ref["total_us"], "tag": ref["tag"], "unit": "us"}, 1),
-            term.number(r["alpha_dispatch_us"], 1),
-            term.number(r["alpha_combine_us"], 1),
+            term.number(r["local_us"], 1),
+            "—" if r["fabric"] == "nvlink" else f"{r['alpha_dispatch_us']:.1f} / {r['alpha_combine_us']:.1f}",
         ]
         if wide:  # NVLink-only EP sends nothing off the node: no such cost
             beta = f"{r['beta_dispatch_us']:.3f} / {r['beta_combine_us']:.3f}"
-            cells += ["—" if r["fabric"] == "nvlink" else beta]
+            one_node = r["fabric"] == "nvlink"
+            cells += ["—" if one_node else beta, "—" if one_node else f"{r['signal_ratio']:.2f}"]
         table.add_row(*cells)
     c.print(table)
-    per_selection = (
-        "; µs per remote selection = the cost of each token-expert pair sent off the node (beta), "
-        "fitted to every reference of the transport"
+    per_message = (
+        "; µs per message = the issue path's cost of each put (one per token-expert pair sent off "
+        "the node) and, times 'signal ÷ put', of each signal (one per expert on another node)"
         if wide
         else ""
     )
     c.print(
         Text(
             "reference = the transport's primary kernel run (dispatch + combine, one MoE layer); "
-            "fixed µs = the latency no byte count shortens (alpha: the latency facts' prior, capped "
-            "by the fastest reference; NVLink's fitted to single-node token-scaling runs)"
-            f"{per_selection}. docs/model.md §3 and §6.",
+            "local = the library's own fixed part, paid inside one node too (fitted to one-node runs "
+            "at several token counts); leaving = the latency of leaving the node, which the messages "
+            "and bytes overlap (fitted where small-token runs exist, else the fabric's)"
+            f"{per_message}. docs/model.md §3 and §6.",
             style="dim",
         )
     )

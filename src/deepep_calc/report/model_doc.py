@@ -11,6 +11,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def constants_table() -> str:
@@ -25,14 +26,14 @@ def constants_table() -> str:
 def transports_table() -> str:
     from ..catalog.transports import load_transports
     from ..fit.build import built_in_table
-    from ..fit.kernels import fit_rows, kernel_rows
+    from ..fit.kernels import fit_rows, kernel_rows, nvlink_rows
 
     table = built_in_table()
     rows = kernel_rows()
     lines = [
-        "| transport | initiation | lanes | scale-out bandwidth | references fitted (D+C µs) "
-        "| α D / C µs | β D / C µs per remote selection |",
-        "|---|---|---|---|---|---:|---:|",
+        "| transport | library | initiation | lanes | scale-out bandwidth | references fitted (µs) "
+        "| local µs | leaving D / C µs | β D / C µs per message | signal ÷ put |",
+        "|---|---|---|---|---|---|---:|---:|---:|---:|",
     ]
     for name, t in load_transports().items():
         fit = table.transports[name]
@@ -42,22 +43,27 @@ def transports_table() -> str:
             else f"{t.wire_efficiency:g} × line rate (assumed)"
         )
         lanes = "EP_NUM_COMMS × QPs (K^e)" if t.comms_sensitive else str(t.issue_lanes)
+        local = f"{table.nvlink_fit(t.library).alpha_us.scalar / 2:.1f}"
         if t.fabric == "nvlink":
-            half = table.nvlink_alpha_us.scalar / 2
-            alpha, beta = f"{half:.1f} / {half:.1f}", "NVLink bytes / (NVLink × fitted efficiency)"
-            fitted = [r.ref for r in rows if r.transport.name == name and r.ref.role == "fit"]
+            alpha, beta, ratio = "—", "NVLink bytes / (NVLink × fitted efficiency)", "—"
+            fitted = [r.ref for r in nvlink_rows(rows) if r.transport.name == name]
         else:
             alpha = f"{fit.alpha_dispatch_us.scalar:.1f} / {fit.alpha_combine_us.scalar:.1f}"
             beta = f"{fit.beta_dispatch_us.scalar:.3f} / {fit.beta_combine_us.scalar:.3f}"
+            ratio = f"{fit.signal_ratio.scalar:.2f}"
             fitted = [r.ref for r in fit_rows(t, rows)]
         where = "; ".join(
             f"{ref.instance} EP{ref.ep} T={ref.tokens}"
+            + (f" h{ref.hidden}" if ref.hidden != 7168 else "")
             + (f" {ref.dispatch_dtype}" if ref.dispatch_dtype != "fp8" else "")
             + (f" {ref.qps} QPs" if t.comms_sensitive else "")
             + f": {'D ' if ref.dispatch_only else ''}{ref.dispatch_us if ref.dispatch_only else ref.total:g}"
             for ref in fitted
         )
-        lines.append(f"| `{name}` | {t.initiation} | {lanes} | {bw} | {where} | {alpha} | {beta} |")
+        lines.append(
+            f"| `{name}` | {t.library} | {t.initiation} | {lanes} | {bw} | {where} | {local} | {alpha} "
+            f"| {beta} | {ratio} |"
+        )
     return "\n".join(lines)
 
 
@@ -66,15 +72,22 @@ def hardware_table() -> str:
     from ..fit.build import built_in_table
 
     t = built_in_table()
-    rows = [
-        ("NVLink-only dispatch + combine fixed latency", t.nvlink_alpha_us),
-        ("NVLink efficiency of the kernels", t.nvlink_efficiency),
+    rows = []
+    for lib, f in sorted(t.nvlink.items()):
+        rows += [(f"{lib} one-node dispatch + combine fixed latency", f.alpha_us)]
+        rows += [(f"{lib} NVLink efficiency", f.efficiency)]
+    for fabric, (d, c, r) in sorted(t.leaving.items()):
+        rows += [(f"{fabric}: latency of leaving the node, dispatch", d)]
+        rows += [(f"{fabric}: latency of leaving the node, combine", c)]
+        rows += [(f"{fabric}: a signal's cost in puts", r)]
+    rows += [
         ("GPU floor per kernel (graph replay)", t.kernel_floor_us),
         ("routed-expert read efficiency (of HBM peak)", t.expert_efficiency),
-        ("small collective, one NVLink step", t.hop_nvlink_us),
-        ("small collective, one EFA step", t.hop_efa_us),
         *((f"instance factor {k}", v) for k, v in sorted(t.instance_factors.items())),
     ]
+    for (engine, kind), a in sorted(t.arm_terms.items()):
+        rows += [(f"{engine} around its {kind} collectives, per exchange layer", a.fixed_us)]
+        rows += [(f"{engine} around its {kind} collectives, per layer and decode token", a.token_us)]
     lines = ["| constant | value | unit | tag | rests on |", "|---|---:|---|---|---|"]
     for label, q in rows:
         lines.append(f"| {label} | {q.scalar:.4g} | {q.unit or '1'} | {q.tag} | {q.source} |")
@@ -107,6 +120,77 @@ def engine_fits_table() -> str:
     return "\n".join(lines)
 
 
+def anchors_table() -> str:
+    """Every fitted constant with the references it rests on and how those references are
+    missed in sample and held out (the cross-validated report), so a constant fitted to the one
+    figure it then reproduces shows as exactly determined, not as accuracy."""
+    from ..catalog.transports import load_transports
+    from ..fit.build import built_in_table
+    from ..fit.kernels import HOME, fit_rows, kernel_rows, nvlink_rows, spans_tokens
+    from ..fit.observations import observations
+    from ..whatif.validate import cross_validate
+
+    rep = cross_validate()
+    table = built_in_table()
+    kernel = {(r.reference, r.source): r for r in rep.rows if r.kind == "kernel"}
+    krows = kernel_rows()
+    lines = [
+        "| constants | anchors | figures | free constants | in-sample MAPE | held-out MAPE | note |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+
+    def kernel_line(label: str, rows: list[Any], free: int) -> None:
+        mine = [kernel[(r.ref.describe(r.transport.name), r.ref.source)] for r in rows]
+        figures = sum(2 if r.ref.total_us is None and r.ref.combine_us is not None else 1 for r in rows)
+        lines.append(_anchor_line(label, len(rows), figures, free, mine))
+
+    for lib in sorted(table.nvlink):
+        rows = [r for r in nvlink_rows(krows) if r.transport.library == lib]
+        if rows:
+            kernel_line(f"{lib} one-node α, efficiency", rows, 2)
+    for name, t in load_transports().items():
+        rows = fit_rows(t, krows)
+        if rows:
+            small = spans_tokens([r for r in rows if r.ref.instance == HOME])
+            what = "leaving D / C, β D / C, signal ratio" if small else "β D / C"
+            kernel_line(f"`{name}` {what}", rows, 5 if small else 2)
+    fitted = [o for o in observations() if o.use == "fit"]
+
+    def serving_line(label: str, obs: list[Any], free: int) -> None:
+        ids = {o.id for o in obs}
+        figures = [r for r in rep.rows if r.kind != "kernel" and r.reference in ids]
+        lines.append(_anchor_line(label, len(obs), len(figures), free, figures))
+
+    for engine, graphs in sorted(table.engines):
+        mine = [o for o in fitted if o.engine == engine and o.graphs == graphs]
+        if mine:  # graphs: host cost per step and TTFT steps; eager: launch, proxy x 2, TTFT
+            serving_line(
+                f"{engine} {'graphs' if graphs else 'eager'} engine constants", mine, 2 if graphs else 4
+            )
+    for engine, kind in sorted(table.arm_terms):
+        mine = [
+            o
+            for o in fitted
+            if o.engine == engine and o.graphs and o.arm == kind and o.resolved().model.moe_layers
+        ]
+        serving_line(f"{engine} around its {kind} collectives (fixed, per token)", mine, 2)
+    return "\n".join(lines)
+
+
+def _anchor_line(label: str, anchors: int, figures: int, free: int, rows: list[Any]) -> str:
+    def mape(errors: list[float]) -> str:
+        return f"{100 * sum(abs(e) for e in errors) / len(errors):.1f} %" if errors else "—"
+
+    held = [r.cv_error for r in rows if r.cv_error is not None]
+    note = (
+        "exactly determined: in sample it is 0 by construction; read the held-out miss"
+        if figures <= free
+        else ""
+    )
+    cells = (label, anchors, figures, free, mape([r.error for r in rows]), mape(held), note)
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
 def validation_tables() -> str:
     try:
         from ..whatif.validate import render_markdown
@@ -120,6 +204,7 @@ SECTIONS: dict[str, Callable[[], str]] = {
     "transports": transports_table,
     "hardware": hardware_table,
     "engine-fits": engine_fits_table,
+    "anchors": anchors_table,
     "validation": validation_tables,
 }
 

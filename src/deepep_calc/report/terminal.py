@@ -314,8 +314,19 @@ def _span(qs: list[Q]) -> str:
     return lo if lo == hi else f"{lo}-{hi}"
 
 
-def print_kernel(out: dict[str, Q], query: dict[str, Any], console: Console | None = None) -> None:
-    """One MoE layer's dispatch and combine: three numbers, and their source said once."""
+PART_LABELS = {
+    "local": "local (the library's own)",
+    "leaving": "leaving the node",
+    "data": "data messages",
+    "signals": "signals",
+    "wire": "wire bytes",
+    "nvlink": "NVLink bytes",
+}
+
+
+def print_kernel(out: dict[str, Any], query: dict[str, Any], console: Console | None = None) -> None:
+    """One MoE layer's dispatch and combine: three numbers, their source said once, and the
+    model's parts of each direction with the pipe that gates it."""
     c = console or term.console()
     notes = term.Footnotes()
     tokens = f"{query['tokens']} token{'' if query['tokens'] == 1 else 's'}"
@@ -331,5 +342,27 @@ def print_kernel(out: dict[str, Q], query: dict[str, Any], console: Console | No
         table.add_row(label, term.qcell(q, 1), notes.ref(q.source))
     c.print(Text(title, style="bold"))
     c.print(table)
+    parts = out["parts_us"]
+    split = term.table(term.id_col("model's parts, µs"), term.num_col("dispatch"), term.num_col("combine"))
+    for name, label in PART_LABELS.items():
+        split.add_row(label, *(term.qcell(parts[d][name], 1) for d in ("dispatch", "combine")))
+    c.print(split)
+    binds = out["binds"]
+    c.print(
+        Text(
+            "local + the slowest of the concurrent pipes (leaving the node; data messages + signals "
+            f"through the issue path; wire; NVLink). Gates: dispatch {_PIPE_WORDS[binds['dispatch']]}, "
+            f"combine {_PIPE_WORDS[binds['combine']]}.",
+            style="dim",
+        )
+    )
     c.print(term.legend())
     notes.print(c)
+
+
+_PIPE_WORDS = {
+    "leaving": "the latency of leaving the node",
+    "messages": "the issue path (messages)",
+    "wire": "the wire",
+    "nvlink": "NVLink",
+}

@@ -70,10 +70,11 @@ VERDICT_BLURB = {
 }
 CODES = ("dense", "capacity", "deepep")
 BAND_LEGEND = (
-    "(low–high): the model's error band, the 10th–90th percentile of out-of-sample model / "
-    "reference ratios for that kind of figure (docs/model.md); measured figures carry none."
+    "(low–high): the model's error band, where 80 % of its out-of-sample misses on that kind of "
+    "figure fall (wider where no reference covers the combination; docs/model.md §9); measured "
+    "figures carry none."
 )
-BAND_LEGEND_SHORT = "(lo–hi) band: 10th–90th pct of out-of-sample model/reference, docs/model.md"
+BAND_LEGEND_SHORT = "(lo–hi) band: holds 80 % of out-of-sample misses, docs/model.md §9"
 """The same legend in 73 columns, for the 80-column card."""
 
 

@@ -137,10 +137,9 @@ async def api_details(body: EvaluateRequest) -> Response:
     response_class=Response,
 )
 async def api_kernel(body: KernelRequest) -> Response:
-    from ..estimate.kernel import kernel_query
+    from ..estimate.kernel import kernel_json, kernel_query
 
-    out = kernel_query(**body.model_dump())
-    return _json(dumps({k: v.to_json() for k, v in out.items()}))
+    return _json(dumps(kernel_json(kernel_query(**body.model_dump()))))
 
 
 @router.get("/models", summary="Model presets", response_model=list[ModelRow])

@@ -362,8 +362,8 @@ def print_summary(profile: Any, summary: dict[str, Any], readable: bool = True) 
     rows = list(summary["fitted"].items())
     if summary["kernel"] is not None:
         k = summary["kernel"]
-        rows += [(f"cost per remote selection, dispatch ({k['transport']})", k["dispatch_beta_us"])]
-        rows += [(f"cost per remote selection, combine ({k['transport']})", k["combine_beta_us"])]
+        rows += [(f"cost per message, dispatch ({k['transport']})", k["dispatch_beta_us"])]
+        rows += [(f"cost per message, combine ({k['transport']})", k["combine_beta_us"])]
     for name, c in rows:
         fitted.add_row(name, num(c, 3), f"{c['builtin']:,.3f}", tag(c))
     console.print(fitted)

@@ -304,7 +304,7 @@ def _print_report(report: Any, sources: bool = False) -> None:
         key=lambda r: -abs(r.cv_error if r.cv_error is not None else r.error),
     )[:8]
     cols = [
-        term.id_col("reference"),
+        term.text_col("reference"),  # a shape's long name wraps rather than pushing numbers off
         term.num_col("measured"),
         term.num_col("model"),
         term.num_col("error"),

@@ -18,10 +18,11 @@ from .search import Answer, _at, model, why_not_served
 
 
 class AlphaShift:
-    """A calibration-profile stand-in that adds `delta_us` to every DeepEP fixed latency.
+    """A calibration-profile stand-in that adds `delta_us` to every DeepEP dispatch + combine.
 
-    Split evenly between dispatch and combine (only their sum matters to the step). Any real
-    profile on the scenario keeps its cells, engine constants and its own kernel fit underneath.
+    The shift goes to the library's local part, the one term every direction adds whatever the
+    pipes (physics/deepep.py), split evenly between dispatch and combine. Any real profile on
+    the scenario keeps its cells, engine constants and its own kernel fit underneath.
     """
 
     def __init__(self, inner: Any, delta_us: float) -> None:
@@ -30,17 +31,12 @@ class AlphaShift:
     def apply(self, table: Table, r: Resolved) -> Table:
         if self.inner is not None:
             table = self.inner.apply(table, r)
-        half = self.delta / 2.0
-        if r.scenario.nodes <= 1 or r.transport.fabric == "nvlink":  # the NVLink-only kernel
-            return replace(table, nvlink_alpha_us=(table.nvlink_alpha_us + self.delta).as_("us"))
-        t = table.transports[r.transport.name]
-        factor = table.instance_factor(r.instance.name).scalar
-        shifted = replace(
-            t,
-            alpha_dispatch_us=(t.alpha_dispatch_us + half / factor).as_("us"),
-            alpha_combine_us=(t.alpha_combine_us + half / factor).as_("us"),
-        )
-        return table.with_transport(r.transport.name, shifted)
+        one_node = r.scenario.nodes <= 1 or r.transport.fabric == "nvlink"
+        factor = 1.0 if one_node else table.instance_factor(r.instance.name).scalar
+        library = r.transport.library
+        nvl = table.nvlink_fit(library)
+        shifted = replace(nvl, alpha_us=(nvl.alpha_us + self.delta / factor).as_("us"))
+        return replace(table, nvlink={**table.nvlink, library: shifted})
 
     def kernel_fit(self, name: str) -> Any:
         return self.inner.kernel_fit(name) if self.inner is not None else None
@@ -129,17 +125,16 @@ def kernel_tie(r: Resolved) -> Answer:
     )
     if tie.scalar < floor.scalar:
         note += (
-            f" That is below the {floor.scalar:,.1f} µs the bandwidth and issue terms alone take at this "
-            "shape: no fixed-latency saving reaches it."
+            f" That is below the {floor.scalar:,.1f} µs the latency of leaving the node, the issue path and "
+            "the bandwidth alone take at this shape: no fixed-latency saving reaches it."
         )
     return Answer("kernel_tie_us", q, tie, note, check)
 
 
 def _alpha_total(r: Resolved) -> float:
-    """Fixed latency of one dispatch + combine as the model charges it here (us)."""
+    """The local fixed part of one dispatch + combine as the model charges it here (us)."""
     table = table_for(r)
+    local = table.nvlink_fit(r.transport.library).alpha_us.scalar
     if r.scenario.nodes <= 1 or r.transport.fabric == "nvlink":
-        return table.nvlink_alpha_us.scalar
-    t = table.transports[r.transport.name]
-    factor = table.instance_factor(r.instance.name).scalar
-    return (t.alpha_dispatch_us.scalar + t.alpha_combine_us.scalar) * factor
+        return local
+    return local * table.instance_factor(r.instance.name).scalar

@@ -211,7 +211,8 @@ def qps_kernel(r: Resolved) -> Answer:
         "solution": Q(hi, "QPs", tag, "bisection, before rounding"),
     }
     note = (
-        f"From EP_EFA_MAX_QPS={whole} ({hi:.1f} rounded up) the wire or NVLink, not posting work requests, "
+        f"From EP_EFA_MAX_QPS={whole} ({hi:.1f} rounded up) the latency of leaving the node, the wire or "
+        f"NVLink, not posting work requests, "
         f"sets the kernel time; below it the issue path is the bottleneck (now {r.scenario.max_qps})."
     )
     return Answer("qps_kernel", question, value, note, check)
