@@ -47,6 +47,7 @@ class KernelRef(Record):
     hidden: int = 7168
     topk: int = 8
     experts: int = 256
+    setting: str = ""  # what sets it apart from other runs of the same cell (SMs, QPs, statistic)
     source: str
 
     def __post_init__(self) -> None:
@@ -66,6 +67,24 @@ class KernelRef(Record):
         assert self.dispatch_us is not None and self.combine_us is not None
         return self.dispatch_us + self.combine_us
 
+    @property
+    def label(self) -> str:
+        """`p5en EP16, 128 tok/rank, gate run ...: 4 SMs, 6 QPs, p50`: the cell and its setting,
+        so two measurements of one cell are never shown as one figure."""
+        cell = f"{self.instance} EP{self.ep}, {self.tokens} tok/rank"
+        return f"{cell}, {self.setting}" if self.setting else cell
+
+    def same_cell(self, other: KernelRef) -> bool:
+        """Whether two references measure the same shape on the same instance and EP."""
+        return (self.instance, self.ep, self.tokens, self.hidden, self.topk, self.experts) == (
+            other.instance,
+            other.ep,
+            other.tokens,
+            other.hidden,
+            other.topk,
+            other.experts,
+        ) and (self.dispatch_dtype, self.prefill) == (other.dispatch_dtype, other.prefill)
+
     def describe(self, transport: str) -> str:
         """`efa-proxy @ p5en EP16 128 tok`: what a row measured, for reports (the shape when it
         is not DeepSeek-V3's)."""
@@ -74,7 +93,8 @@ class KernelRef(Record):
         shape = ""
         if (self.hidden, self.topk, self.experts) != (7168, 8, 256):
             shape = f" h{self.hidden} top-{self.topk} E{self.experts}"
-        return f"{transport} @ {self.instance} EP{self.ep} {self.tokens} tok{shape}{extra}{dtype}"
+        setting = f" ({self.setting})" if self.setting else ""
+        return f"{transport} @ {self.instance} EP{self.ep} {self.tokens} tok{shape}{extra}{dtype}{setting}"
 
 
 Library = Literal["deepep-v2", "deepep-v1", "uccl-ep", "pplx-garden", "research"]

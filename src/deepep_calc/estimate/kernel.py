@@ -83,6 +83,7 @@ def kernel_query(
     detail = {
         "parts_us": {d: {name: parts[d][name] for name in PARTS} for d in ("dispatch", "combine")},
         "binds": {d: binding_pipe(parts[d]) for d in ("dispatch", "combine")},
+        "measurements": [(ref.setting, ref.total, ref.source) for ref in cell_references(t, inst, ep, shape)],
     }
     if logged is not None:
         return {**logged, **detail}
@@ -101,10 +102,28 @@ def kernel_query(
 
 
 def kernel_json(out: dict[str, Any]) -> dict[str, Any]:
-    """`kernel --json` and `POST /api/kernel`: the three totals as Q, then the model's parts."""
+    """`kernel --json` and `POST /api/kernel`: the three totals as Q, the model's parts, and
+    every published measurement of this very cell, each with its setting."""
     totals = {k: out[k].to_json() for k in ("dispatch_us", "combine_us", "total_us")}
     parts = {d: {k: q.to_json() for k, q in p.items()} for d, p in out["parts_us"].items()}
-    return {**totals, "parts_us": parts, "binds": dict(out["binds"])}
+    cell = [{"setting": what, "total_us": total, "source": src} for what, total, src in out["measurements"]]
+    return {**totals, "parts_us": parts, "binds": dict(out["binds"]), "measurements": cell}
+
+
+def cell_references(t: Transport, inst: Instance, ep: int, shape: KernelShape) -> list[KernelRef]:
+    """The transport's in-scope published measurements of exactly this cell (instance, EP,
+    shape), whatever their SMs, QPs or statistic: several runs of one cell disagree, and each
+    face shows them with their settings rather than as one figure."""
+    return [
+        ref
+        for ref in t.references()
+        if ref.in_scope
+        and not ref.prefill
+        and not ref.dispatch_only  # a dispatch alone is another quantity than D+C
+        and (ref.instance, ref.ep, ref.tokens, ref.hidden, ref.topk, ref.experts)
+        == (inst.name, ep, shape.tokens, shape.hidden, shape.topk, shape.experts)
+        and ref.dispatch_dtype == shape.dispatch_dtype
+    ]
 
 
 def reference_match(

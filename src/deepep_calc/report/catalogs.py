@@ -97,9 +97,18 @@ def transports_rows() -> list[dict[str, Any]]:
                     "dispatch_us": ref.dispatch_us,
                     "combine_us": ref.combine_us,
                     "total_us": ref.total,
+                    "setting": ref.setting,
                     "tag": "measured",
                     "source": ref.source,
                 },
+                "other_runs_of_the_reference_cell": [
+                    {"setting": other.setting, "total_us": other.total, "source": other.source}
+                    for other in t.references()
+                    if other is not ref
+                    and other.in_scope
+                    and not other.dispatch_only
+                    and other.same_cell(ref)
+                ],
                 "local_us": round(local.scalar, 2),
                 "alpha_dispatch_us": round(a_d.scalar, 2),
                 "alpha_combine_us": round(a_c.scalar, 2),
@@ -276,6 +285,19 @@ def print_transports(rows: list[dict[str, Any]], sources: bool = False, c: Conso
             style="dim",
         )
     )
+    for r in rows:  # one cell, several runs: the reference's figure is one of them, said so
+        others = r["other_runs_of_the_reference_cell"]
+        if others:
+            ref = r["reference"]
+            spread = ", ".join(f"{o['total_us']:,.1f}" for o in others)
+            c.print(
+                Text(
+                    f"{r['name']}: the reference ({ref['total_us']:,.1f} µs) is the {ref['setting']} run; "
+                    f"other runs of the same cell measured {spread} µs (deepep-calc kernel lists them with "
+                    "their settings).",
+                    style="dim",
+                )
+            )
     c.print(term.legend())
     if sources:
         term.print_sources_by_row(

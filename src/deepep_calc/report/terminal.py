@@ -15,7 +15,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ..base.quantity import Q
+from ..base.quantity import Q, Tag
 from ..catalog.hardware import get_instance
 from ..catalog.transports import deepep_route, kernel_route
 from ..decide.launch import run_blocks
@@ -342,6 +342,17 @@ def print_kernel(out: dict[str, Any], query: dict[str, Any], console: Console | 
         table.add_row(label, term.qcell(q, 1), notes.ref(q.source))
     c.print(Text(title, style="bold"))
     c.print(table)
+    measured = out["measurements"]
+    if len(measured) > 1 or (measured and out["dispatch_us"].tag != Tag.MEASURED):
+        shown = out["dispatch_us"].source if out["dispatch_us"].tag == Tag.MEASURED else None
+        runs = "; ".join(
+            f"{'▸ ' if src == shown else ''}{total:,.1f} µs ({what or 'as published'})"
+            for what, total, src in measured
+        )
+        above = (
+            "▸ is the one above" if shown else "none ran at these settings: the figures above are the model's"
+        )
+        c.print(Text(f"Published runs of this cell: {runs} ({above}).", style="dim"))
     parts = out["parts_us"]
     split = term.table(term.id_col("model's parts, µs"), term.num_col("dispatch"), term.num_col("combine"))
     for name, label in PART_LABELS.items():

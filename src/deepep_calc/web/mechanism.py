@@ -254,7 +254,7 @@ def kernel_status() -> dict[str, Any]:
                 "transport": name,
                 "label": label,
                 "colour": colour,
-                "where": f"{ref.instance}, EP{ref.ep}",
+                "where": ref.label,
                 "dispatch": d.to_json(),
                 "combine": c.to_json(),
                 "vs_ib_dispatch": (d / ib_d).as_("x").to_json(),

@@ -324,6 +324,16 @@ class KernelParts(BaseModel):
     nvlink: QOut
 
 
+class KernelMeasurement(BaseModel):
+    """One published run of exactly the queried cell, with the setting that sets it apart."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    setting: str
+    total_us: float
+    source: str
+
+
 class KernelResponse(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -332,6 +342,7 @@ class KernelResponse(BaseModel):
     total_us: QOut
     parts_us: dict[Literal["dispatch", "combine"], KernelParts]
     binds: dict[Literal["dispatch", "combine"], Literal["leaving", "messages", "wire", "nvlink"]]
+    measurements: list[KernelMeasurement]
 
 
 class ModelRow(BaseModel):
@@ -380,7 +391,16 @@ class KernelRefOut(BaseModel):
     dispatch_us: float | None
     combine_us: float | None
     total_us: float
+    setting: str = ""
     tag: Tag
+    source: str
+
+
+class OtherRun(BaseModel):
+    """Another published run of the reference's cell, with the setting that sets it apart."""
+
+    setting: str
+    total_us: float
     source: str
 
 
@@ -393,10 +413,14 @@ class TransportRow(BaseModel):
     ops_per_token: int
     instances: list[str]
     reference: KernelRefOut
-    alpha_dispatch_us: float
-    alpha_combine_us: float
-    beta_dispatch_us: float
-    beta_combine_us: float
+    other_runs_of_the_reference_cell: list[OtherRun] = []
+    local_us: float = Field(description="the library's own fixed part per direction (one node too)")
+    alpha_dispatch_us: float = Field(description="latency of leaving the node, dispatch")
+    alpha_combine_us: float = Field(description="latency of leaving the node, combine")
+    beta_dispatch_us: float = Field(description="cost per data message, dispatch")
+    beta_combine_us: float = Field(description="cost per data message, combine")
+    signal_ratio: float = Field(description="a signal's cost in data messages")
+    graphs_evidence: str = ""
     bandwidth: str
     env: dict[str, str]
 

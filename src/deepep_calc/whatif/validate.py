@@ -32,11 +32,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from ..catalog.constants import const
+from ..catalog.constants import const, override_key
 from ..catalog.hardware import get_instance
 from ..catalog.references import not_compared
 from ..estimate.evaluate import Result, compute
@@ -465,6 +466,13 @@ def validate(cross_validated: bool = False) -> Report:
 
 
 def cross_validate() -> Report:
+    """The cross-validated report, computed once per process and set of constant overrides
+    (it refits the model ~150 times: ~20 s); treat it as read-only."""
+    return _cross_validated(override_key())
+
+
+@lru_cache(maxsize=4)
+def _cross_validated(key: tuple[tuple[str, float], ...]) -> Report:
     return validate(cross_validated=True)
 
 
