@@ -52,7 +52,7 @@ def app(ctx: click.Context, as_json: bool) -> None:
     "--sensitivity",
     "with_sensitivity",
     is_flag=True,
-    help="also vary every assumed constant over its spread (tornado; ~0.1 s)",
+    help="also vary every assumed constant over its spread (tornado: a refit per end, a few seconds)",
 )
 def evaluate_cmd(as_json: bool, with_sensitivity: bool, **kwargs: Any) -> None:
     """Verdict and both arms for one scenario."""

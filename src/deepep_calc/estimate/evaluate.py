@@ -115,10 +115,30 @@ class Result:
     # this result's what-ifs on DeepEP-only knobs, each computed once (decide/explain.py); its own,
     # never shared with a what-if as `memo` is, so a what-if's what-ifs cannot be mistaken for these
     whatifs: dict[Any, Result] = field(default_factory=dict, repr=False)
+    table: Table | None = field(default=None, repr=False)  # the constants the arms were computed with
+    _versus: dict[tuple[str, str], tuple[Q, Q, Q, bool]] = field(default_factory=dict, repr=False)
 
     @property
     def model(self) -> ModelSpec:
         return self.resolved.model
+
+    def versus(self, a: str, b: str) -> tuple[Q, Q, Q, bool]:
+        """Arm `a` against arm `b`: aggregate ratio, per-user ratio and per-token tax, like with
+        like, banded as the DeepEP / alternative ratio is where modelled, and whether the
+        aggregates are both measured. The verdict reads the pair that decided it from here
+        (DeepEP against the replicas, say), computed once per pair."""
+        key = (a, b)
+        if key == ("deepep", self.alternative):  # the result's own figures, as they stand now
+            measured = like_with_like(self.arms[a], self.arms[b], "aggregate_tok_s")[2]
+            return self.ratio_deepep_vs_alternative, self.ratio_per_user, self.tax_ms_per_token, measured
+        if key not in self._versus:
+            ratio, ratio_pu, tax, measured = _comparison(self.arms[a], self.arms[b], a, b)
+            table = self.table if self.table is not None else table_for(self.resolved)
+            if not measured:
+                ratio = banded(ratio, table, "ratio")
+                ratio_pu = banded(ratio_pu, table, "ratio")
+            self._versus[key] = (ratio, ratio_pu, tax, measured)
+        return self._versus[key]
 
     def to_json(self) -> dict[str, Any]:
         s = self.scenario.as_dict()
@@ -435,16 +455,19 @@ def like_with_like(a: ArmResult, b: ArmResult, metric: str) -> tuple[Q, Q, bool]
     return ma, mb, False
 
 
-def _comparison(dee: ArmResult, alt: ArmResult) -> tuple[Q, Q, Q, bool]:
-    """Aggregate ratio, per-user ratio and per-token tax of DeepEP against the alternative, each
-    from like-with-like figures (the figures the verdict compares and every face shows), and
-    whether the aggregates compared are both measured."""
+def _comparison(
+    dee: ArmResult, alt: ArmResult, a: str = "DeepEP", b: str = "alternative"
+) -> tuple[Q, Q, Q, bool]:
+    """Aggregate ratio, per-user ratio and per-token tax of DeepEP against the alternative (or
+    of arm `a` against arm `b`), each from like-with-like figures (the figures the verdict
+    compares and every face shows), and whether the aggregates compared are both measured."""
     out = []
     both_measured = False
+    a = "DeepEP" if a == "deepep" else a
     for metric, unit, what in (
-        ("aggregate_tok_s", "x", "aggregate tok/s DeepEP / alternative"),
-        ("per_user_tok_s", "x", "per-user tok/s DeepEP / alternative"),
-        ("step_ms", "ms/token", "DeepEP step - alternative step"),
+        ("aggregate_tok_s", "x", f"aggregate tok/s {a} / {b}"),
+        ("per_user_tok_s", "x", f"per-user tok/s {a} / {b}"),
+        ("step_ms", "ms/token", f"{a} step - {b} step"),
     ):
         a, b, measured = like_with_like(dee, alt, metric)
         both_measured = both_measured or (metric == "aggregate_tok_s" and measured)
@@ -487,7 +510,7 @@ def compute(r: Resolved, reuse: Result | None = None, table: Table | None = None
     if not measured:  # a ratio of two observations is not modelled: no band
         ratio = banded(ratio, table, "ratio")
         ratio_pu = banded(ratio_pu, table, "ratio")
-    return Result(r.scenario, r, arms, r.scenario.alternative, ratio, ratio_pu, tax, memo=memo)
+    return Result(r.scenario, r, arms, r.scenario.alternative, ratio, ratio_pu, tax, memo=memo, table=table)
 
 
 def check_splittable(r: Resolved) -> None:

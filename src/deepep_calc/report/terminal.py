@@ -131,7 +131,22 @@ def _arms_table(result: Any, v: Any, wide: bool = True, inline_bands: bool = Fal
 
 
 def _summary(result: Any, v: Any) -> Text:
-    """The comparison the rule made, in one line: the same figures the headline quotes."""
+    """The comparison that decided, in one line: the same figures the headline quotes (DeepEP
+    against the alternative, or against the replicas when they won or were the rival to beat)."""
+    d = v.deciding
+    if d is not None and not d.is_alternative:
+        a, b = d.arms
+        out = Text(f"{ARM_LABELS[a] if a != 'deepep' else 'DeepEP'} / {ARM_LABELS[b]}: ", style="bold")
+        parts = [f"aggregate {d.ratio.scalar:.2f}× [{d.ratio.tag}]{_band_words(d.ratio)}"]
+        parts.append(
+            f"per user {d.per_user_ratio.scalar:.2f}× [{d.per_user_ratio.tag}]{_band_words(d.per_user_ratio)}"
+        )
+        parts.append(step_words(d.ratio, d.tax_ms_per_token))
+        out.append_text(term.sentence(" · ".join(parts)))
+        basis = "measured on both arms" if d.basis == "measured" else "model figures of both arms"
+        first = "DeepEP" if a == "deepep" else ARM_LABELS[a]
+        out.append(f" ({basis}; {first} wins above {d.threshold:.2f}×)", style="dim")
+        return out
     c = v.compared
     alt = ARM_LABELS[result.alternative]
     out = Text(f"DeepEP / {alt}: ", style="bold")

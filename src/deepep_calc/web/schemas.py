@@ -230,6 +230,23 @@ class ComparedOut(BaseModel):
     note: str
 
 
+class DecidingOut(BaseModel):
+    """The comparison that decided the verdict: the first arm's figures over the second's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    arms: list[str] = Field(description="[first, second]: usually DeepEP and the arm it had to beat")
+    basis: Literal["measured", "model"]
+    aggregate_tok_s: dict[str, QOut]
+    ratio: QOut
+    per_user_ratio: QOut
+    tax_ms_per_token: QOut
+    threshold: float
+    status: Literal["meets", "misses", "within the band"] = Field(
+        description="whether the first arm clears the threshold over the second, band included"
+    )
+
+
 class FixOut(BaseModel):
     """One change that would make the scenario fit or meet its targets, checked on the model."""
 
@@ -259,6 +276,8 @@ class VerdictOut(BaseModel):
     compared: ComparedOut | None = None
     caveats: list[str] = Field(default_factory=list)
     fixes: list[FixOut] = Field(default_factory=list)
+    deciding: DecidingOut | None = None
+    blurb: str = Field("", description="the one reason that says why (the page's lit card shows it)")
 
 
 class ScenarioOut(ScenarioBody):  # type: ignore[misc, valid-type]
@@ -436,6 +455,7 @@ class VerdictText(BaseModel):
     reasons: list[list[Segment]]
     advisories: list[list[Segment]]
     robustness: list[Segment]
+    blurb: list[Segment] = Field(default_factory=list, description="the lit card's reason")
 
 
 class DetailsResponse(BaseModel):
