@@ -16,7 +16,15 @@ from typing import Any
 from ..base.arrays import first
 from ..estimate.evaluate import Result, check_splittable, compute
 from ..question.scenario import Scenario, resolve
-from .explain import advisories, caveats, engine_flags, flip_advisory, mechanism, reasons
+from .explain import (
+    advisories,
+    assumed_mode_note,
+    caveats,
+    engine_flags,
+    flip_advisory,
+    mechanism,
+    reasons,
+)
 from .headline import headline
 from .remedy import fixes_for
 from .verdict import Verdict, assess, compare, deciding, status_of
@@ -32,6 +40,15 @@ def evaluate(scenario: Scenario | None = None, /, **fields: Any) -> Result:
     check_splittable(r)
     result = compute(r)
     result.verdict = decide(result)
+    return result
+
+
+def note_assumed_mode(result: Result) -> Result:
+    """Say on the result (its `notes`, shown by the card and the reports) which decode mode was
+    assumed, for a face whose user left the mode unset (neither --eager nor --cuda-graphs)."""
+    note = assumed_mode_note(result)
+    if note and note not in result.notes:
+        result.notes.append(note)
     return result
 
 

@@ -265,6 +265,21 @@ def launch_bound_reason(result: Any, v: Verdict) -> str:
     )
 
 
+def assumed_mode_note(result: Any) -> str:
+    """The one line a card shows when the question left the decode mode unset: which mode is
+    assumed, and why (the calibration cells ran eager; vLLM and SGLang capture CUDA graphs
+    unless told not to, so for them the flag is usually the honest one)."""
+    e = result.resolved.engine
+    if result.scenario.cuda_graphs:
+        return ""
+    line = "Decode mode not given: eager assumed (the calibration cells ran eager)"
+    if e.graph_flag_graphs.startswith("("):  # the engine captures graphs by default
+        line += f"; {e.name} captures CUDA graphs by default: pass --cuda-graphs unless you disable them"
+    else:
+        line += "; pass --cuda-graphs if you serve with CUDA graphs"
+    return line + "."
+
+
 def mechanism(result: Any, v: Verdict) -> str:
     """The one reason that says why, for a short blurb beside the verdict (the page's lit card):
     the launch-bound step when it decides, else how the exchange leaves the node. It is one of

@@ -49,6 +49,7 @@ def render_markdown(result: Result) -> str:
         "",
         _sentence(f"Scenario: {details['summary']}"),
         "",
+        *[line for note in data["notes"] for line in (_sentence(note), "")],
     ]
     if details["cli"]:
         out += ["Reproduce:", "", "```", details["cli"], "```", ""]

@@ -214,6 +214,7 @@ def print_result(result: Any, console: Console | None = None) -> None:
     body: list[Any] = [
         term.sentence(v.headline, style="bold"),
         scen,
+        *[term.sentence(note, style="dim italic") for note in result.notes],
         _arms_table(result, v, wide, inline_bands=console.width >= term.WIDE),
         _summary(result, v),
     ]
