@@ -191,6 +191,26 @@ def _deciding_reasons(result: Any, v: Verdict) -> list[str]:
     return out
 
 
+def _within_band(arm: str, target: str, limit: float, unit: str, q: Q, digits: int) -> str:
+    """An arm whose figure's band spans a target: it may meet it or not; the model cannot tell.
+    A floor (per-user rate) is met from above, a ceiling (TTFT) from below."""
+    label = ARM_LABELS[arm]
+    verb, its = ("are", "their") if label.endswith("s") else ("is", "its")
+    ok = q.scalar >= limit if target.endswith("floor") else q.scalar <= limit
+    return (
+        f"{label} {verb} within the band of the {target} of {limit:g} {unit}: {its} figure "
+        f"{tagged(q, digits)} {'meets' if ok else 'misses'} it, but {its} band{_band_of(q, digits)} "
+        "spans it; measure before relying on either."
+    )
+
+
+def _band_of(q: Q, digits: int) -> str:
+    """` 17.2–21.0` for a banded figure, else ''."""
+    if not q.banded:
+        return ""
+    return f" {first_float(q.low):,.{digits}f}–{first_float(q.high):,.{digits}f}"
+
+
 def _band_text(q: Q) -> str:
     """` (band 0.83–1.19×)` for a banded ratio, else ''."""
     if not q.banded:
@@ -400,12 +420,16 @@ def advisories(result: Any, v: Verdict, fixes: list[Any]) -> list[str]:
     if t.name == "efa-proxy" and s.max_qps <= 2 and s.nodes > 1 and result.arms["deepep"].feasible:
         out.append(_qp_advisory(result, facts["qp_uncap_throughput_gain"].value))
     for name, arm in result.arms.items():
-        if arm.meets_slo is False:
+        if arm.slo_status == "within the band":
+            out.append(_within_band(name, "per-user floor", s.slo_tok_s, "tok/s", arm.per_user_tok_s, 1))
+        elif arm.meets_slo is False:
             out.append(
                 f"{ARM_LABELS[name]} misses the per-user floor of {s.slo_tok_s:g} tok/s "
                 f"({tagged(arm.per_user_tok_s)})."
             )
-        if arm.meets_ttft is False:
+        if arm.ttft_status == "within the band":
+            out.append(_within_band(name, "TTFT ceiling", s.ttft_ms, "ms", arm.ttft_ms, 0))
+        elif arm.meets_ttft is False:
             out.append(
                 f"{ARM_LABELS[name]} misses the TTFT ceiling of {s.ttft_ms:g} ms ({tagged(arm.ttft_ms, 0)})."
             )

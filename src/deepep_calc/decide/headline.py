@@ -108,18 +108,23 @@ def _targets_missed(result: Any, fixes: list[Any]) -> str:
         best = max(feasible, key=lambda n: feasible[n].per_user_tok_s.scalar)
         missed.append(
             f"the {s.slo_tok_s:g} tok/s per-user floor (fastest: {ARM_LABELS[best]} at "
-            f"{tagged(feasible[best].per_user_tok_s)})"
+            f"{tagged(feasible[best].per_user_tok_s)}{_within(feasible[best].slo_status)})"
         )
     if s.ttft_ms is not None and not any(a.meets_ttft for a in feasible.values()):
         best = min(feasible, key=lambda n: feasible[n].ttft_ms.scalar)
         missed.append(
             f"the {s.ttft_ms:g} ms TTFT ceiling (quickest: {ARM_LABELS[best]} at "
-            f"{tagged(feasible[best].ttft_ms, 0)})"
+            f"{tagged(feasible[best].ttft_ms, 0)}{_within(feasible[best].ttft_status)})"
         )
     if not missed:  # each target is met by some arm, but no arm meets all of them at once
         missed.append("every target at once (each is met by some arm, none meets them together)")
     goal = "meets it" if len(missed) == 1 and (s.slo_tok_s is None or s.ttft_ms is None) else "meets them"
     return f"No arm meets {' or '.join(missed)}. {_fix_text(fixes, goal)}"
+
+
+def _within(status: str | None) -> str:
+    """`, within its band` beside a target's nearest figure whose band spans the target."""
+    return ", though its band spans the target" if status == "within the band" else ""
 
 
 def _main(result: Any, v: Verdict, contending: dict[str, bool]) -> str:

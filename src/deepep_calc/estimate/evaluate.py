@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..base.arrays import every_some, floats, is_array, np
+from ..base.arrays import every_some, first_float, floats, is_array, np
 from ..base.errors import InputError
 from ..base.quantity import Q, Tag
 from ..catalog.measured import Cell, cells_by_shape, load_cells
@@ -62,6 +62,9 @@ class ArmResult:
     model_per_user_tok_s: Q | None = None
     splits: Any = True  # routed experts divide evenly over this arm's EP ranks
     why_code: str = ""  # short form of why_not: split, reach, memory or queue ("" when feasible)
+    # the targets, three-valued (`target_status`): meets, misses, or within the band
+    slo_status: str | None = None
+    ttft_status: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         m = self.memory
@@ -91,6 +94,8 @@ class ArmResult:
             "measured_cell": self.measured_cell,
             "meets_slo": self.meets_slo,
             "meets_ttft": self.meets_ttft,
+            "slo_status": self.slo_status,
+            "ttft_status": self.ttft_status,
             "model_aggregate_tok_s": _opt_json(self.model_aggregate_tok_s),
             "model_step_ms": _opt_json(self.model_step_ms),
         }
@@ -355,9 +360,31 @@ def _arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None
     )
     if s.slo_tok_s is not None:
         result.meets_slo = _plain(result.per_user_tok_s.value >= s.slo_tok_s)
+        if not r.varied:
+            result.slo_status = target_status(result.per_user_tok_s, s.slo_tok_s, floor=True)
     if s.ttft_ms is not None:
         result.meets_ttft = _plain(result.ttft_ms.value <= s.ttft_ms)
+        if not r.varied:
+            result.ttft_status = target_status(result.ttft_ms, s.ttft_ms, floor=False)
     return result
+
+
+TARGET_STATUSES = ("meets", "misses", "within the band")
+
+
+def target_status(q: Q, target: float, floor: bool) -> str:
+    """A target against a figure, three-valued: "meets", "misses", or "within the band" when the
+    figure's error band spans the target (the model cannot tell which side the truth is on).
+    `floor`: the figure must reach the target (a per-user rate), else stay under it (TTFT).
+    A measured figure carries no band: it meets or misses. The verdict's rule still reads the
+    figure itself (`meets_slo`, `meets_ttft`); this says how far to trust that reading."""
+    if q.banded:
+        low, high = first_float(q.low), first_float(q.high)
+        if low <= target <= high:
+            return "within the band"
+    value = first_float(q.value)
+    ok = value >= target if floor else value <= target
+    return "meets" if ok else "misses"
 
 
 def _ttft_steps(r: Resolved, c: Any) -> Q:

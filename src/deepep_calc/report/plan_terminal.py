@@ -76,6 +76,8 @@ def points_table(points: list[Any], title: str, misses: bool = False) -> Table:
         cfg.append("\n" + arm, style="dim")
         if p.evidence == "assumed":  # on the short line: at 80 columns the long one wraps it alone
             cfg.append(" †", style="yellow")
+        for note in p.band_notes(short=True):  # a target inside this point's band: said beside it
+            cfg.append("\n" + note, style="yellow")
         if misses and (p.misses or p.change):
             lines = [*p.misses, *([f"-> {p.change}"] if p.change else [])]
             cfg.append("\n" + "\n".join(lines), style="red")
@@ -123,6 +125,8 @@ def print_plan(plan: Any, console: Console | None = None) -> None:
         line.append_text(tagged(f["memory_gb_per_gpu"], 1))
         line.append(" GB per GPU")
         console.print(line)
+        for note in b.band_notes():
+            console.print(Text(f"  {note}", style="yellow"))
         if b.config.get("concurrency") and plan.request.request_rate is not None:
             console.print(
                 Text(f"  runs {b.config['concurrency']:,} sequences at once (Little's law)", style="dim")

@@ -105,6 +105,9 @@ def _arms_table(result: Any, v: Any, wide: bool = True, inline_bands: bool = Fal
         ]
     for label, fn in rows:
         table.add_row(label, *[fn(a) for a in result.arms.values()])
+    s = r.scenario
+    for label, key in target_rows(s):
+        table.add_row(label, *[status_text(getattr(a, key)) for a in result.arms.values()])
     c = v.compared
     if c is not None and any(c.aggregate[n] is not a.aggregate_tok_s for n, a in result.arms.items()):
         table.add_row(
@@ -128,6 +131,26 @@ def _arms_table(result: Any, v: Any, wide: bool = True, inline_bands: bool = Fal
         ],
     )
     return table
+
+
+STATUS_STYLE = {"meets": "green", "misses": "red", "within the band": "yellow"}
+
+
+def target_rows(s: Any) -> list[tuple[str, str]]:
+    """(row label, ArmResult field) of each target the scenario sets."""
+    out = []
+    if s.slo_tok_s is not None:
+        out.append((f"floor {s.slo_tok_s:g} tok/s/user", "slo_status"))
+    if s.ttft_ms is not None:
+        out.append((f"TTFT ceiling {s.ttft_ms:g} ms", "ttft_status"))
+    return out
+
+
+def status_text(status: str | None) -> Text:
+    """A target's status: meets, misses, or within the band (the figure's band spans it)."""
+    if status is None:
+        return Text("n/a", style="dim")
+    return Text(status, style=STATUS_STYLE.get(status, ""))
 
 
 def _summary(result: Any, v: Any) -> Text:

@@ -262,6 +262,22 @@ def band_strings(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+STATUS_WORDS = {"meets": "meets", "misses": "misses", "within the band": "within the band"}
+
+
+def target_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, arm field) of each target the scenario sets, for the arms table's status rows:
+    meets, misses, or within the band (the figure's band spans the target). Mirrored by
+    app.js: targetRows."""
+    s = data["scenario"]
+    out = []
+    if s.get("slo_tok_s") is not None:
+        out.append((f"Per-user floor (≥ {s['slo_tok_s']:g} tok/s)", "slo_status"))
+    if s.get("ttft_ms") is not None:
+        out.append((f"TTFT ceiling (≤ {s['ttft_ms']:g} ms)", "ttft_status"))
+    return out
+
+
 def compared_row(data: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
     """Arm -> the aggregate the verdict compared, when it differs from the one shown (a measured
     figure set aside to compare like with like); None when the shown figures are the compared
@@ -385,6 +401,7 @@ def templates() -> Any:
         dig=dig,
         compare_rows=compare_rows,
         compared_row=compared_row,
+        target_rows=target_rows,
         arm_label=arm_label,
         arm_colour=_arm_colour,
     )

@@ -179,6 +179,12 @@ class ArmOut(BaseModel):
     measured_cell: str | None
     meets_slo: bool | None
     meets_ttft: bool | None
+    slo_status: Literal["meets", "misses", "within the band"] | None = Field(
+        None, description="the per-user floor, three-valued: the figure's band may span it"
+    )
+    ttft_status: Literal["meets", "misses", "within the band"] | None = Field(
+        None, description="the TTFT ceiling, three-valued: the figure's band may span it"
+    )
     model_aggregate_tok_s: QOut | None = Field(None, description="the model's figure, before a measured cell")
     model_step_ms: QOut | None = Field(None, description="the model's step, before a measured cell")
 

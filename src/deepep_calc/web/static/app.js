@@ -65,6 +65,14 @@
   }
 
   // mirrors report/view.py:compare_rows: the verdict's compared figures; a negative tax is a saving
+  // mirrors report/view.py:target_rows: a status row per target the scenario sets
+  function targetRows(data) {
+    var s = data.scenario, out = [];
+    if (s.slo_tok_s !== null && s.slo_tok_s !== undefined) out.push(["Per-user floor (≥ " + s.slo_tok_s + " tok/s)", "slo_status"]);
+    if (s.ttft_ms !== null && s.ttft_ms !== undefined) out.push(["TTFT ceiling (≤ " + s.ttft_ms + " ms)", "ttft_status"]);
+    return out;
+  }
+
   // mirrors report/view.py:deciding_other: the deciding pair when it is not DeepEP vs the alternative
   function decidingOther(data) {
     var d = data.verdict ? data.verdict.deciding : null;
@@ -165,6 +173,12 @@
       return h("tr", null, [h("th", { scope: "row" }, label)].concat(arms.map(function (arm) {
         return h("td", null, [num(dig(data.arms[arm], row[1]), row[2], (bands.arms[arm] || {})[row[1]])]);
       })));
+    });
+    targetRows(data).forEach(function (row) {  // mirrors report/view.py:target_rows
+      rows.push(h("tr", { "class": "target" }, [h("th", { scope: "row" }, [row[0]])].concat(arms.map(function (arm) {
+        var st = data.arms[arm][row[1]];
+        return h("td", { "class": "status status-" + (st || "none").replace(/ /g, "-") }, [st || "n/a"]);
+      }))));
     });
     var compared = comparedRow(data);
     if (compared) {

@@ -47,6 +47,28 @@ class Point:
     max_request_rate: Q | None = None
     measured_cell: str | None = None
     flags: dict[str, Any] = field(default_factory=dict)
+    # each target the plan sets, three-valued: meets, misses, or within the band (the figure's
+    # band spans the target, so the model cannot tell)
+    target_status: dict[str, str] = field(default_factory=dict)
+
+    def band_notes(self, short: bool = False) -> list[str]:
+        """A line per target this point's band spans, to print beside it (`short`: for a table)."""
+        out = []
+        for key, figure_name, words, brief, digits in (
+            ("slo_tok_s", "per_user_tok_s", "the {v:g} tok/s per-user floor", "band spans the floor", 1),
+            ("ttft_ms", "ttft_ms", "the {v:g} ms TTFT ceiling", "band spans the TTFT cap", 0),
+        ):
+            if self.target_status.get(key) != "within the band":
+                continue
+            if short:
+                out.append(brief)
+                continue
+            figure, limit = self.figures[figure_name], float(self.config[key])
+            met = figure.scalar >= limit if key == "slo_tok_s" else figure.scalar <= limit
+            band = f"{float(figure.low):,.{digits}f}-{float(figure.high):,.{digits}f}"
+            may = "it may miss it" if met else "it may meet it"
+            out.append(f"its band {band} spans {words.format(v=limit)}: {may}")
+        return out
 
     @property
     def card_query(self) -> str:
@@ -83,6 +105,7 @@ class Point:
             measured_cell=self.measured_cell,
             card_url="/?" + self.card_query,
             flags=self.flags,
+            target_status=dict(self.target_status),
         )
         return out
 
@@ -114,6 +137,16 @@ def run_flags(result: Any, arm: str) -> dict[str, Any]:
     if "EP_NUM_COMMS" in flags["env"]:
         flags["env"]["EP_NUM_COMMS"] = str(result.scenario.comms)
     return flags
+
+
+def _statuses(a: ArmResult, sustainable: bool | None) -> dict[str, str]:
+    """The arm's target statuses (`evaluate`'s own); an unsustainable rate has no TTFT to judge."""
+    out = {}
+    if a.slo_status is not None:
+        out["slo_tok_s"] = a.slo_status
+    if a.ttft_status is not None and sustainable is not False:
+        out["ttft_ms"] = a.ttft_status
+    return out
 
 
 def _no_steady_state(rate: float) -> Q:
@@ -190,6 +223,7 @@ class Builder:
             max_request_rate=max_rate,
             measured_cell=a.measured_cell,
             flags=run_flags(result, arm),
+            target_status=_statuses(a, sustainable),
         )
         self.cache[i] = p
         return p
