@@ -177,6 +177,9 @@ def deciding_pair(doc: dict[str, Any], code: str, rec: str | None) -> tuple[str,
             rivals = unbeaten or rivals
         return ("deepep", min(rivals, key=lambda n: (ratio("deepep", n), n != rec)))
     rivals = [n for n in arms if n not in (rec, "deepep") and pool[n]]
+    if doc["scenario"]["nodes"] <= 1:  # one node: the replica and allgather are one deployment
+        twin = {"allgather": "replica", "replica": "allgather"}.get(rec)
+        rivals = [n for n in rivals if n != twin]
     return (rec, min(rivals, key=lambda n: ratio(rec, n))) if rivals else None
 
 

@@ -164,7 +164,7 @@ def _left_out(a: Any) -> str:
     """Why an arm is not in the comparison, as a predicate: it cannot run, or (a planner's
     card) it was left out on purpose."""
     if a.why_code == "left out":
-        return f"is left out: {a.why_not}"
+        return f"is left out {a.why_not}"
     return f"cannot run here: {a.why_not}"
 
 
@@ -179,7 +179,7 @@ def _deciding_reasons(result: Any, v: Verdict) -> list[str]:
     la, lb = ARM_LABELS[a], ARM_LABELS[b]
     basis = "measured on both" if d.basis == "measured" else "the model's figures of both"
     band = _band_text(d.ratio)
-    who = "DeepEP" if a == "deepep" else la[0].upper() + la[1:]
+    who = "DeepEP" if a == "deepep" else la
     both = pair(d.aggregate[a], d.aggregate[b])
     out = [
         f"The comparison that decided is {who} against {lb} ({basis}): {both}, ratio "

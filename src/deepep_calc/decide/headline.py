@@ -240,6 +240,8 @@ def _has_targets(result: Any) -> bool:
 def _why_out(result: Any, name: str) -> str:
     """Why an arm is out of contention, as a verb phrase."""
     a = result.arms[name]
+    if not a.feasible and a.why_code == "left out":
+        return f"is left out {a.why_not}"
     if not a.feasible:
         return f"cannot run here ({a.why_not})"
     return "misses the targets"
@@ -270,7 +272,7 @@ def _close_deciding(result: Any, v: Verdict) -> str:
     lo, hi = _band(d.ratio)
     likely = ARM_LABELS[v.recommended_arm]
     route = deepep_route(result.resolved.transport.name, result.scenario.nodes)
-    first = f"DeepEP over {route}" if a == "deepep" else ARM_LABELS[a][0].upper() + ARM_LABELS[a][1:]
+    first = f"DeepEP over {route}" if a == "deepep" else ARM_LABELS[a]
     return (
         f"Too close to call, likely {likely}: {first} {'reach' if first.endswith('s') else 'reaches'} "
         f"{times(d.ratio)} {whose(b)} "

@@ -425,8 +425,10 @@ def compare(result: Any) -> Comparison:
     runs = bool(dee_arm.feasible) and bool(alt_arm.feasible)
     note = ""
     if not runs:
-        which = [ARM_LABELS[n] for n, x in (("deepep", dee_arm), (alt, alt_arm)) if not x.feasible]
-        note = f"{' and '.join(which)} cannot run here"
+        out = [(n, x) for n, x in (("deepep", dee_arm), (alt, alt_arm)) if not x.feasible]
+        which = [ARM_LABELS[n] for n, _ in out]
+        left = all(x.why_code == "left out" for _, x in out)
+        note = f"{' and '.join(which)} {'left out by the plan' if left else 'cannot run here'}"
     return Comparison(
         "measured" if measured else "model",
         aggregate,
@@ -471,6 +473,9 @@ def deciding_pair(result: Any, code: str, arm: str, contending: dict[str, bool])
             rivals = unbeaten or rivals
         return ("deepep", min(rivals, key=lambda n: (ratio("deepep", n), n != arm)))
     rivals = [n for n in arms if n not in (arm, "deepep") and contending.get(n)]
+    if result.scenario.nodes <= 1:  # on one node a replica *is* the allgather deployment
+        twin = {"allgather": "replica", "replica": "allgather"}.get(arm)
+        rivals = [n for n in rivals if n != twin]
     if arm not in arms or not rivals:
         return None
     return (arm, min(rivals, key=lambda n: ratio(arm, n)))

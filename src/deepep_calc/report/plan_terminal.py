@@ -109,7 +109,8 @@ def print_plan(plan: Any, console: Console | None = None) -> None:
     if plan.best is not None:
         b = plan.best
         f = b.figures
-        console.print(Text("Cheapest meeting every target", style="bold green"))
+        heading = "Chosen, meeting every target" if b.chosen_over else "Cheapest meeting every target"
+        console.print(Text(heading, style="bold green"))
         console.print(Text(f"  {b.label}" + (" †" if b.evidence == "assumed" else "")))
         line = Text("  ")
         line.append_text(tagged(f["usd_per_mtok"], 3))
@@ -168,29 +169,9 @@ def print_plan(plan: Any, console: Console | None = None) -> None:
 
 
 def print_best_card(plan: Any, result: Any, console: Console | None = None) -> None:
-    """The verdict card of the chosen configuration, and the command line of the chosen arm."""
+    """The verdict card of the chosen configuration (`whatif.plan.card.card_for`: arms the plan
+    left out are left out of the card too, so it recommends the plan's choice), and its launch."""
     from .terminal import print_result
 
     console = console or Console(highlight=False)
-    print_result(result, console)
-    b = plan.best
-    if result.verdict.recommended_arm == b.arm:
-        return
-    console.print(
-        Text(
-            f"The card recommends {result.verdict.recommended_arm} for this cluster; the plan chose "
-            f"{b.arm}, the cheapest per token that meets every target.",
-            style="italic",
-        )
-    )
-    flags = b.flags
-    console.print(Text(f"Run the plan's choice ({flags['engine']}, {b.arm})", style="bold"))
-    for arg in flags["args"]:
-        console.print(Text(f"  {arg}"))
-    for k, v in flags["config"].items():
-        console.print(Text(f"  {k}: {v}"))
-    for k, v in flags["env"].items():
-        console.print(Text(f"  export {k}={v}"))
-    console.print(Text(f"  {flags['cuda_graphs']}"))
-    if flags.get("requires"):
-        console.print(Text(f"  requires: {flags['requires']}", style="dim"))
+    print_result(result, console)  # the card on the plan's terms: its choice, its one launch block

@@ -119,7 +119,13 @@ def _arms_table(result: Any, v: Any, wide: bool = True, inline_bands: bool = Fal
             Text(f"  step: {step_label(part)}", style="dim"),
             *[qtext(a.breakdown_ms[part], 2) for a in result.arms.values()],
         )
-    short = {"split": "experts split", "reach": "one node only", "memory": "HBM", "queue": "queue"}
+    short = {
+        "split": "experts split",
+        "reach": "one node only",
+        "memory": "HBM",
+        "queue": "queue",
+        "left out": "left out",
+    }
     table.add_row(
         "feasible",
         *[

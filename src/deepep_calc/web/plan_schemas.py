@@ -63,6 +63,9 @@ class PointOut(BaseModel):
     measured_cell: str | None
     card_url: str
     flags: FlagsOut
+    chosen_over: str = Field(
+        "", description="best only: the cheaper configuration the verdict's rule set aside"
+    )
     target_status: dict[str, Literal["meets", "misses", "within the band"]] = Field(
         default_factory=dict,
         description="each target set (slo_tok_s, ttft_ms): meets, misses, or within the band of the figure",

@@ -162,8 +162,10 @@ class ArmOut(BaseModel):
     feasible: bool
     fits_memory: bool
     why_not: str
-    why_code: Literal["", "split", "reach", "memory", "queue"] = Field(
-        "", description="short form of why_not: experts do not split, transport does not reach, HBM, queue"
+    why_code: Literal["", "split", "reach", "memory", "queue", "left out"] = Field(
+        "",
+        description="short form of why_not: experts do not split, transport does not reach, HBM, queue, "
+        "or left out (a plan's card: the plan did not compare this arm)",
     )
     per_user_tok_s: QOut
     step_ms: QOut

@@ -110,11 +110,12 @@ def _print(plan: Any) -> None:
     console = Console(highlight=False)
     print_plan(plan, console)
     if plan.best is not None:
-        from ...decide.answer import evaluate
-        from ...question.scenario import Scenario
+        from ...whatif.plan.card import card_for
 
-        console.print()
-        print_best_card(plan, evaluate(Scenario(**plan.best.config)), console)
+        card = card_for(plan)
+        if card is not None:
+            console.print()
+            print_best_card(plan, card, console)
 
 
 class _progress:

@@ -50,6 +50,7 @@ class Point:
     # each target the plan sets, three-valued: meets, misses, or within the band (the figure's
     # band spans the target, so the model cannot tell)
     target_status: dict[str, str] = field(default_factory=dict)
+    chosen_over: str = ""  # the cheaper row the verdict's rule set aside for this one (best only)
 
     def band_notes(self, short: bool = False) -> list[str]:
         """A line per target this point's band spans, to print beside it (`short`: for a table)."""
@@ -106,6 +107,7 @@ class Point:
             card_url="/?" + self.card_query,
             flags=self.flags,
             target_status=dict(self.target_status),
+            chosen_over=self.chosen_over,
         )
         return out
 

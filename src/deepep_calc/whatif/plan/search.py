@@ -30,6 +30,7 @@ import numpy as np
 from ...base.errors import CalcError
 from ...catalog.model_catalog import resolve_model
 from . import select as sel
+from .card import reconcile
 from .evidence import definition
 from .point import Builder, Point
 from .request import (
@@ -166,9 +167,23 @@ def run_plan(req: PlanRequest, progress: Progress | None = None) -> Plan:
     changes: list[str] = []
     best = None
     if best_i is not None:
+        cheapest = best_i
+        best_i = reconcile(main, build, best_i, ok, req.measured_only)  # the card's choice there
         best = build.point(best_i)
+        if best_i != cheapest:
+            other = build.point(cheapest)
+            best.chosen_over = other.label
+            best.notes.append(
+                f"chosen over {other.label} ({other.figures['usd_per_mtok'].scalar:,.3f} $/Mtok): on this "
+                "cluster the verdict's rule, comparing like with like with a noise band, picks this arm"
+            )
+        lead = (
+            "Chosen configuration meeting every target"
+            if best.chosen_over
+            else "Cheapest configuration meeting every target"
+        )
         note = (
-            f"Cheapest configuration meeting every target: {best.label}, "
+            f"{lead}: {best.label}, "
             f"{best.figures['usd_per_mtok'].scalar:,.3f} $/Mtok [{best.figures['usd_per_mtok'].tag}] "
             f"({best.figures['per_user_tok_s'].scalar:,.1f} tok/s per user)."
         )
