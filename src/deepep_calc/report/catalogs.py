@@ -150,8 +150,10 @@ def print_models(rows: list[dict[str, Any]], sources: bool = False, c: Console |
             cells += [r["hf_id"] or ""]
         table.add_row(*cells)
     c.print(table)
-    if any(r["expert_dtype"] != r["weight_dtype"] for r in rows):
-        c.print(Text("* routed experts in this dtype; the rest of the model in its own", style="dim"))
+    starred = sorted({r["weight_dtype"] for r in rows if r["expert_dtype"] != r["weight_dtype"]})
+    if starred:
+        rest = " or ".join(starred)
+        c.print(Text(f"* the routed experts' dtype; the rest of the model is in {rest}", style="dim"))
     c.print(Text("parameter counts, weights and KV bytes come from each preset's structure", style="dim"))
     c.print(term.legend())
     if sources:

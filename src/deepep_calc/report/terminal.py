@@ -72,7 +72,7 @@ def banded_text(q: Q | None, digits: int, inline: bool) -> Text:
 def _arms_table(result: Any, v: Any, wide: bool = True, inline_bands: bool = False) -> Table:
     r = result.resolved
     table = Table(show_header=True, header_style="bold", expand=False, box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("")
+    table.add_column("", no_wrap=True)  # a row label never wraps: the figures' columns give way
     for name in result.arms:
         style = (
             "magenta"
