@@ -377,7 +377,9 @@ def test_no_path_in_a_plan_field_is_opened(client, tmp_path, field):  # noqa: F8
 
 def test_a_dagger_stays_beside_its_configuration_at_80_columns(capsys):
     """An assumed-evidence row's dagger wrapped onto a line of its own at 80 columns."""
-    code, out, _ = run_cli(capsys, "plan", "--model", "deepseek-v3", "--concurrency", "256")
+    code, out, _ = run_cli(
+        capsys, "plan", "--model", "deepseek-v3", "--concurrency", "256", "--price-kinds", "all"
+    )
     assert code == 0
     table = out.split("Frontier", 1)[1].split("† outside the measured evidence", 1)[0]
     assert "†" in table  # the search includes configurations outside the measured evidence

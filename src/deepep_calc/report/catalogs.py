@@ -62,6 +62,7 @@ def instances_rows() -> list[dict[str, Any]]:
                 "network_gb_s_per_gpu_per_dir": net.value,
                 "network_conversion": net.source,
                 "price_per_hour": i.price_per_hour,
+                "price_kind": i.price_kind,
                 "price_source": i.price_source,
                 "efa_gda": i.gda_supported,
                 "tag": "assumed",
@@ -162,6 +163,9 @@ def print_models(rows: list[dict[str, Any]], sources: bool = False, c: Console |
         c.print(term.sources_hint("deepep-calc models"))
 
 
+KIND_SHORT = {"on-demand": "OD", "capacity-block": "CB", "quote": "Q"}
+
+
 def print_instances(rows: list[dict[str, Any]], sources: bool = False, c: Console | None = None) -> None:
     """Instances: GPUs, HBM, network per GPU per direction (with the Gb/s it comes from), price."""
     c = c or term.console()
@@ -194,7 +198,7 @@ def print_instances(rows: list[dict[str, Any]], sources: bool = False, c: Consol
         cells += [
             term.number(r["network_gbit_per_node"], 0),
             term.number(r["network_gb_s_per_gpu_per_dir"], 1),
-            price,
+            price + (f" {KIND_SHORT[r['price_kind']]}" if r["price_kind"] else ""),
             "yes" if r["efa_gda"] else "no",
         ]
         table.add_row(*cells)
@@ -204,7 +208,9 @@ def print_instances(rows: list[dict[str, Any]], sources: bool = False, c: Consol
             term.marker("assumed"),
             (
                 " every figure here is a spec-sheet value or a list price: verify locally. "
-                "GB/s per GPU = Gb/s per node / 8 / GPUs. — = no catalog price: pass --price-per-hour.",
+                "GB/s per GPU = Gb/s per node / 8 / GPUs. — = no catalog price: pass --price-per-hour. "
+                "Price kinds: OD on-demand, CB AWS Capacity Block, Q a quote (unchecked); plan ranks "
+                "one kind at a time unless told to mix them (--price-kinds all).",
                 "dim",
             ),
         )

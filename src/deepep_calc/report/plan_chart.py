@@ -158,6 +158,9 @@ WEB_WORDS: tuple[tuple[str, str], ...] = (
         r"give a price for (\S+) \(--price-per-hour \S+=P\)",
         r"give a price for \1 (under Price per node-hour)",
     ),
+    (r"\(--price-kinds all ranks them together\)", "(tick Rank every price kind together)"),
+    (r"\(--price-kinds all\)", "(Rank every price kind together)"),
+    (r"rank every price kind together \(--price-kinds all\)", "tick Rank every price kind together"),
     (r"drop --measured-only", "untick Measured evidence only"),
     (r"\(--measured-only\)", "(Measured evidence only)"),
     (r"--measured-only", "Measured evidence only"),
@@ -189,6 +192,12 @@ def _web_point(p: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+def price_line(plan: Any) -> str:
+    from .plan_terminal import price_line as line
+
+    return line(plan)
+
+
 def plan_context(plan: Any, web: bool = False) -> dict[str, Any]:
     """What the templates need: the plan's JSON, its figure and the lines beside them.
 
@@ -215,6 +224,7 @@ def plan_context(plan: Any, web: bool = False) -> dict[str, Any]:
             "misses": plan.nearest_misses,
         },
         "seconds": plan.seconds,
+        "price_line": (web_words if web else str)(price_line(plan)),
         "flag_lines": _flag_lines(plan.best.flags) if plan.best is not None else [],
     }
 

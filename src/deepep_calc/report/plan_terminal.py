@@ -48,6 +48,29 @@ def _targets(plan: Any) -> str:
     return " | ".join(parts)
 
 
+def price_line(plan: Any) -> str:
+    """Which kinds of price were ranked together, and which instances were left out for theirs."""
+    from ..catalog.hardware import PRICE_KIND_WORDS
+
+    k = plan.price_kinds()
+    ranked = k["ranked"]
+    kinds = {n: kind for n, kind in k["by_instance"].items() if kind is not None}
+    if len(set(kinds.values()) - {"given"}) < 2 and not k["mixed_on_purpose"]:
+        return ""
+    if k["mixed_on_purpose"]:
+        shown = ", ".join(f"{n} ({PRICE_KIND_WORDS[kind]})" for n, kind in kinds.items())
+        return f"Prices of different kinds ranked together, as asked: {shown}"
+    inside = [n for n, kind in kinds.items() if kind in (*ranked, "given")]
+    outside = [
+        f"{n} ({PRICE_KIND_WORDS[kind]})" for n, kind in kinds.items() if kind not in (*ranked, "given")
+    ]
+    words = " or ".join(PRICE_KIND_WORDS[r] for r in ranked)
+    return (
+        f"Ranked on {words} prices only ({', '.join(inside)}); searched, not ranked: "
+        f"{', '.join(outside)} (--price-kinds all ranks them together)"
+    )
+
+
 def points_table(points: list[Any], title: str, misses: bool = False) -> Table:
     """One row per point: configuration (two lines), the four figures, whether it meets."""
     table = Table(
@@ -105,6 +128,9 @@ def print_plan(plan: Any, console: Console | None = None) -> None:
     console.print(
         Text(f"Searched {plan.searched:,} configurations in {plan.seconds:.2f} s{skipped}", style="dim")
     )
+    line = price_line(plan)
+    if line:
+        console.print(Text(line, style="dim"))
     console.print()
     if plan.best is not None:
         b = plan.best

@@ -122,6 +122,8 @@ def body_from_query(params: Any) -> PlanRequestBody | None:
     price = str(params.get("price_per_hour") or "").strip()
     if price:
         data["price_per_hour"] = price
+    if str(params.get("price_kinds") or "").strip().lower() == "all":
+        data["price_kinds"] = "all"
     return PlanRequestBody.model_validate(data)
 
 
@@ -140,6 +142,7 @@ def page_values(params: Any) -> dict[str, Any]:
     values["engines"] = [v for v in params.getlist("engines")] or list(default_engines())
     values["measured_only"] = str(params.get("measured_only") or "").lower() in ("on", "true", "1", "yes")
     values["price_per_hour"] = str(params.get("price_per_hour") or "")
+    values["price_kinds"] = str(params.get("price_kinds") or "").strip().lower() == "all"
     return values
 
 

@@ -375,6 +375,7 @@ class InstanceRow(BaseModel):
     network_gb_s_per_gpu_per_dir: float
     network_conversion: str
     price_per_hour: float | None
+    price_kind: Literal["on-demand", "capacity-block", "quote"] | None = None
     price_source: str
     efa_gda: bool
     tag: Tag

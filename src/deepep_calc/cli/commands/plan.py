@@ -59,6 +59,12 @@ def register(app: click.Group) -> None:
     metavar="P | NAME=P,...",
     help="$ per node-hour: one price for every instance searched, or per instance (default: catalog)",
 )
+@click.option(
+    "--price-kinds",
+    metavar="all | LIST",
+    help="price kinds ranked together (on-demand, capacity-block, quote) [default: like with like: "
+    "on-demand when one is searched]",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the plan as one JSON object")
 @click.option(
     "--html", "html_path", metavar="FILE", help="write a self-contained HTML page with the frontier"

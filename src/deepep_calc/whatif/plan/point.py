@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 import numpy as np
 
 from ...base.quantity import Q, Tag
+from ...catalog.hardware import PRICE_KIND_WORDS
 from ...catalog.transports import deepep_route, load_transports
 from ...decide.explain import engine_flags
 from ...decide.verdict import ARM_LABELS
@@ -51,6 +52,7 @@ class Point:
     # band spans the target, so the model cannot tell)
     target_status: dict[str, str] = field(default_factory=dict)
     chosen_over: str = ""  # the cheaper row the verdict's rule set aside for this one (best only)
+    price_kind: str | None = None  # on-demand, capacity-block, quote, or given (typed)
 
     def band_notes(self, short: bool = False) -> list[str]:
         """A line per target this point's band spans, to print beside it (`short`: for a table)."""
@@ -108,6 +110,7 @@ class Point:
             flags=self.flags,
             target_status=dict(self.target_status),
             chosen_over=self.chosen_over,
+            price_kind=self.price_kind,
         )
         return out
 
@@ -203,8 +206,11 @@ class Builder:
         if arm == "deepep" and config["nodes"] > 1 and t is not None and t.requires:
             notes.append(f"{t.name} requires {t.requires}")
         price = r.instance.price(config["price_per_hour"])
+        kind = "given" if config["price_per_hour"] is not None else r.instance.price_kind
         notes.append(
-            f"price: {price.source}" if config["price_per_hour"] is None else "price: the one you gave"
+            f"price ({PRICE_KIND_WORDS[kind]}): {price.source}"
+            if kind != "given"
+            else "price: the one you gave"
         )
         if a.measured_cell:
             notes.append(f"figures are the measured cell {a.measured_cell}")
@@ -226,6 +232,7 @@ class Builder:
             measured_cell=a.measured_cell,
             flags=run_flags(result, arm),
             target_status=_statuses(a, sustainable),
+            price_kind=kind,
         )
         self.cache[i] = p
         return p

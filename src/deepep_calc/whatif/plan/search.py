@@ -40,7 +40,7 @@ from .request import (
     default_instances,
     plan_request,
 )
-from .scan import RATE_PASSES, Meter, Progress, Scan, config_of, scan
+from .scan import RATE_PASSES, Meter, Progress, Scan, config_of, ranked_kinds, scan
 from .space import ARMS, dtypes_for
 
 __all__ = [
@@ -111,6 +111,16 @@ class Plan:
             "frontier_per_node": [p.to_json() for p in self.frontier_per_node],
             "changes": list(self.changes),
             "measured_only_rule": definition(),
+            "price_kinds": self.price_kinds(),
+        }
+
+    def price_kinds(self) -> dict[str, Any]:
+        """The kinds of price ranked together, and each searched instance's kind (None: no price)."""
+        fams = self.scan.families if self.scan is not None else []
+        return {
+            "ranked": list(ranked_kinds(self.request)),
+            "mixed_on_purpose": bool(self.request.price_kinds),
+            "by_instance": {f.instance.name: f.price_kind for f in fams},
         }
 
 
@@ -240,6 +250,20 @@ def _misses(
         inst = config_of(req, main.search, main.rows, j)["instance"]
         found.append(
             (math.inf, f"give a price for {inst} (--price-per-hour {inst}=P): it meets the other targets", j)
+        )
+    other_kind = np.array([r.startswith("a ") and " price, not ranked with " in r for r in main.skip_reason])
+    kinds = other_kind & c.split & np.isfinite(c.usd_per_mtok)
+    for v in miss.values():
+        kinds &= v == 0
+    if kinds.any():
+        j = int(np.flatnonzero(kinds)[np.argmin(c.usd_per_mtok[kinds])])
+        found.append(
+            (
+                math.inf,
+                "rank every price kind together (--price-kinds all): a configuration priced another "
+                "way meets them",
+                j,
+            )
         )
     if req.measured_only:
         outside = (
