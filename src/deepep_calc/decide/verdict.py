@@ -22,9 +22,13 @@ to it):
 6. dense: otherwise, ties included: the alternative, or single-node replicas when they beat it
    (or when the alternative is not in contention).
 
-A modelled ratio may carry a band (`Q.low` / `Q.high`); when the band of the DeepEP /
-alternative ratio spans the threshold 1 + noise, the headline says the call is too close to
-make within the model's error instead of sounding certain. The code is unchanged by the band.
+A modelled ratio may carry a band (`Q.low` / `Q.high`); when the band of the deciding ratio
+spans the threshold 1 + noise, the headline says the call is too close to make within the
+model's error instead of sounding certain. The code is unchanged by the band.
+
+The *deciding* comparison (`Deciding`, `deciding_pair`) is the one the faces show: DeepEP
+against the arm that won, or in a DeepEP win its closest rival (often the single-node replicas,
+not the alternative); the recommended arm against its closest rival when DeepEP is out.
 """
 
 from __future__ import annotations
