@@ -194,11 +194,12 @@ def _instances(run: AIPerfRun) -> str | None:
     return parse_export_name(run.path.name).instances
 
 
-# What one calibration's runs must share, and how each run says it: (what, plural, reader).
-_SHARED: tuple[tuple[str, str, Callable[[AIPerfRun], str | None]], ...] = (
-    ("engine", "engines", lambda r: r.engine),
-    ("model", "models", lambda r: r.model),
-    ("cluster", "clusters", _instances),
+# What one calibration's runs must share, and how each run says it: (what, plural, reader,
+# where it is read, the flag that overrides a wrong name).
+_SHARED: tuple[tuple[str, str, Callable[[AIPerfRun], str | None], str, str], ...] = (
+    ("engine", "engines", lambda r: r.engine, "file names", "--engine"),
+    ("model", "models", lambda r: r.model, "exports", "--model"),
+    ("cluster", "clusters", _instances, "file names", ""),
 )
 
 
@@ -216,7 +217,7 @@ def _one_workload(dense: Sequence[AIPerfRun], deepep: Sequence[AIPerfRun], expli
     follows in `_engine` / `_model`), so it is not checked here.
     """
     given = [("--dense", run) for run in dense] + [("--deepep", run) for run in deepep]
-    for what, plural, read in _SHARED:
+    for what, plural, read, where, override in _SHARED:
         if what in explicit:
             continue
         groups: dict[str, list[str]] = {}  # spelled as first seen; compared in any case
@@ -233,18 +234,22 @@ def _one_workload(dense: Sequence[AIPerfRun], deepep: Sequence[AIPerfRun], expli
         used = sorted(set().union(*flags.values()))
         field = used[0] if len(used) == 1 else "--dense / --deepep"
         listed = "; ".join(f"{value}: {_listed(names)}" for value, names in sorted(groups.items()))
+        says = " and ".join(sorted(groups))
+        wrong = f" (or pass {override} if a {where[:-1]} is wrong)" if override else ""
         raise InputError(
             field,
             None,
-            f"the runs of one {what}, but these mix {len(groups)} {plural} ({listed}); calibrate one "
-            f"{what} at a time: point --dense and --deepep at that {what}'s files only",
+            f"the runs of one {what}, but the {where} say {says}: these mix {len(groups)} {plural} "
+            f"({listed}); calibrate one {what} at a time: point --dense and --deepep at that "
+            f"{what}'s files only{wrong}",
         )
 
 
 def _differences(runs: Sequence[AIPerfRun]) -> str:
     """What two runs placed in one cell differ in, as file names state it ('' when nothing)."""
     out = []
-    for what, _, read in (*_SHARED, ("ISL", "", lambda r: str(r.isl_requested or "") or None)):
+    readers = [(what, read) for what, _, read, _, _ in _SHARED]
+    for what, read in (*readers, ("ISL", lambda r: str(r.isl_requested or "") or None)):
         values = sorted({v for v in (read(r) for r in runs) if v})
         if len(values) > 1:
             out.append(f"{what} {' vs '.join(values)}")
