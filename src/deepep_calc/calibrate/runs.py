@@ -8,6 +8,10 @@ authoritative (a flag that contradicts them is an error); values only a file nam
 
 The measured cells built here are what `evaluate --calibration` reproduces exactly, and what
 `calibrate.fit` solves the engine constants from.
+
+Why one module: the checks (one engine, model and cluster; one run per cell; the shared ISL /
+OSL), the placing of each run and the cells are one pass over the same runs, and a refusal
+must name the files the placing saw; split, a check could judge runs the placing changed.
 """
 
 from __future__ import annotations

@@ -29,6 +29,10 @@ model's error instead of sounding certain. The code is unchanged by the band.
 The *deciding* comparison (`Deciding`, `deciding_pair`) is the one the faces show: DeepEP
 against the arm that won, or in a DeepEP win its closest rival (often the single-node replicas,
 not the alternative); the recommended arm against its closest rival when DeepEP is out.
+
+Why one module: the rule, the figures it compared (`Comparison`, `Deciding`) and the verdict
+that carries them are one statement of §8; split, a face could quote a comparison the rule
+did not make.
 """
 
 from __future__ import annotations
