@@ -122,3 +122,108 @@ def test_plan_html_file_opens_offline_and_links_to_serve(browser, tmp_path):  # 
     assert watch.errors == []
     assert all(u.startswith("file://") for u in seen)
     page.context.close()
+
+
+# Nothing overprints, the frontier fits, copy copies commands (issue #26 item 8) ----------------
+
+_LAYOUT = """() => {
+  const rect = e => e.getBoundingClientRect();
+  const text = e => e.textContent.trim().slice(0, 24);
+  const cross = (a, b) =>
+    a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  const out = {overlaps: [], overflows: [], clipped: []};
+  const pairs = (list, name) => list.forEach((a, i) => list.slice(i + 1).forEach(b => {
+    if (cross(rect(a), rect(b))) out.overlaps.push(name(a) + ' / ' + name(b));
+  }));
+  pairs(Array.from(document.querySelectorAll('#plan-best > div')), text);
+  document.querySelectorAll('#plan-best dd, #plan-best dt, #plan-best-label').forEach(e => {
+    if (e.scrollWidth > e.clientWidth + 1) out.overflows.push(text(e));
+    const cell = rect(e.closest('div') || e.parentElement);
+    if (rect(e).right > cell.right + 1) out.overflows.push('outside its cell: ' + text(e));
+  });
+  const blocks = Array.from(document.querySelectorAll('#plan-answer > *')).filter(e => rect(e).height > 0);
+  pairs(blocks, e => e.tagName + '#' + e.id);
+  document.querySelectorAll('.table-scroll').forEach(s => {
+    const box = rect(s);
+    s.querySelectorAll('th, td').forEach(c => {
+      const head = c.closest('thead');  // read aloud only on a phone (the cells carry labels)
+      if (head && getComputedStyle(head).position === 'absolute') return;
+      const r = rect(c);
+      if (r.width > 0 && (r.right > box.right + 1 || r.left < box.left - 1)) out.clipped.push(text(c));
+    });
+    if (s.scrollWidth > s.clientWidth + 1) out.clipped.push('wider: ' + s.scrollWidth + '>' + s.clientWidth);
+  });
+  out.page = [document.documentElement.scrollWidth, window.innerWidth];
+  return out;
+}"""
+
+WIDTHS = [390, 600, 768, 1024, 1280, 1440]
+
+
+def _assert_laid_out(page, where: str) -> None:
+    got = page.evaluate(_LAYOUT)
+    assert got["overlaps"] == [], (where, got["overlaps"])
+    assert got["overflows"] == [], (where, got["overflows"])
+    assert got["clipped"] == [], (where, got["clipped"][:5])
+    assert got["page"][0] <= got["page"][1], (where, got["page"])
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_plan_page_nothing_overprints_and_the_frontier_fits(browser, live_server, width):  # noqa: F811
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.goto(f"{live_server.url}/plan?{QUERY}")
+    page.wait_for_selector("body[data-plan-ready]")
+    _poll(page, "document.body.dataset.planChart === '1'")
+    _assert_laid_out(page, f"/plan at {width}")
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def plan_file(tmp_path_factory):
+    from deepep_calc.report.plan_html import render_plan_html
+    from deepep_calc.whatif.plan.search import plan_request, run_plan
+
+    plan = run_plan(plan_request(model="deepseek-v3", isl=1024, osl=256, concurrency=64, slo_tok_s=20))
+    path = tmp_path_factory.mktemp("plan") / "plan.html"
+    path.write_text(render_plan_html(plan))
+    return path, plan
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_plan_html_nothing_overprints_and_the_frontier_fits(browser, plan_file, width):  # noqa: F811
+    path, _ = plan_file
+    page, _ = offline_page(browser, {"width": width, "height": 900})
+    page.goto(path.resolve().as_uri())
+    _poll(page, "document.body.dataset.planReady === '1'")
+    _assert_laid_out(page, f"plan --html at {width}")
+    page.context.close()
+
+
+def test_copy_buttons_copy_the_command_only(browser, live_server):  # noqa: F811
+    import json
+    import urllib.request
+
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    page = context.new_page()
+    page.goto(f"{live_server.url}/plan?{QUERY}")
+    page.wait_for_selector("body[data-plan-ready]")
+    body = json.dumps(
+        {"model": "deepseek-v3", "isl": 1024, "osl": 256, "concurrency": 64, "slo_tok_s": 20,
+         "instances": ["p5en", "p6-b200"], "engines": ["vllm", "sglang"], "max_nodes": 8}
+    ).encode()  # fmt: skip
+    req = urllib.request.Request(
+        f"{live_server.url}/api/plan", data=body, headers={"content-type": "application/json"}
+    )
+    with urllib.request.urlopen(req) as resp:
+        best = json.load(resp)["best"]
+    buttons = page.locator("#plan-flags button.copy")
+    assert buttons.count() == len(best["flags"]["launch"]["blocks"])
+    for i, block in enumerate(best["flags"]["launch"]["blocks"]):
+        buttons.nth(i).click()
+        _poll(page, f"document.querySelectorAll('#plan-flags button.copy')[{i}].textContent === 'copied'")
+        copied = page.evaluate("navigator.clipboard.readText()")
+        assert copied == block["text"].rstrip("\n"), (copied, block["text"])
+        assert "```" not in copied and not copied.startswith("#")
+    assert "```" not in page.locator("#plan-flags").inner_text()
+    context.close()

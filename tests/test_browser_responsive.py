@@ -276,3 +276,33 @@ def test_full_page_capture_has_no_black_half(loaded) -> None:
     bottom = image.crop((0, h // 2, w, h))
     dark = sum(bottom.histogram()[:40]) / (bottom.width * bottom.height)
     assert dark < 0.02, f"{dark:.1%} of the bottom half is near-black"
+
+
+@pytest.mark.parametrize("width", [360, 390, 640, 900, 1001, 1024, 1440])
+def test_the_mechanism_diagram_reads_at_every_width(browser, live_server, width: int) -> None:  # noqa: F811
+    """Issue #26: scaled to a phone the drawing's text fell to ~5 px. Whatever shows the two
+    paths (the drawing, or the lists a phone gets) shows every layer in text of 11 px or more."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.goto(live_server.url + "/mechanism")
+    got = page.evaluate(
+        """() => {
+      const shown = e => e.getClientRects().length > 0 && getComputedStyle(e).display !== 'none';
+      const svg = document.getElementById('path-diagram'), list = document.getElementById('path-list');
+      const out = {svg: shown(svg), list: shown(list), sizes: [], names: []};
+      if (out.svg) {
+        const k = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+        svg.querySelectorAll('.layer-name, .layer-detail').forEach(e =>
+          out.sizes.push(parseFloat(getComputedStyle(e).fontSize) * k));
+        svg.querySelectorAll('.layer-name').forEach(e => out.names.push(e.textContent.trim()));
+      } else if (out.list) {
+        list.querySelectorAll('li strong, li .layer-detail').forEach(e =>
+          out.sizes.push(parseFloat(getComputedStyle(e).fontSize)));
+        list.querySelectorAll('li strong').forEach(e => out.names.push(e.textContent.trim()));
+      }
+      return out;
+    }"""
+    )
+    assert got["svg"] != got["list"], got  # one of the two, never both
+    assert len(got["names"]) >= 7 and got["sizes"], got  # five layers + the GPU-initiated path
+    assert min(got["sizes"]) >= 10, (width, min(got["sizes"]))
+    page.close()

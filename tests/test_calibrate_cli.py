@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -233,6 +234,10 @@ MALFORMED = [
     (["--dense", EXTRA / "missing.json", "--deepep", TRT_DEEPEP], "no such file"),
     (
         ["--dense", TRT_DENSE, "--deepep", vllm(1, 8)],
+        "these mix 2 engines (trtllm: trtllm-0.21_",
+    ),
+    (
+        ["--dense", TRT_DENSE, "--deepep", vllm(1, 8), "--engine", "vllm"],
         "concurrency: 8 is not allowed; expected the dense arm's",
     ),
     (["--dense", TRT_DENSE, "--deepep", TRT_DEEPEP, "--osl", "256"], "--osl: 256 is not allowed"),
@@ -271,7 +276,33 @@ def test_mismatched_model_between_arms(capsys: pytest.CaptureFixture[str], tmp_p
     other.write_text(json.dumps(doc))
     out = tmp_path / "never.toml"
     code, _, err = run(capsys, "calibrate", "--dense", TRT_DENSE, "--deepep", other, "-o", out)
-    assert code == 2 and "model: 'Qwen/Qwen3-235B-A22B' is not allowed" in err and not out.exists()
+    assert code == 2 and not out.exists()
+    assert "these mix 2 models (Qwen/Qwen3-235B-A22B: trtllm-0.21_" in err, err
+    assert "Qwen/Qwen3-30B-A3B-FP8: trtllm-0.21_" in err, err
+
+
+def test_a_folder_of_several_engines_is_refused_for_the_mixture(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A folder holding three engines' DeepEP runs: the refusal names the mixture and the files
+    of each engine, not a clash of two runs in one cell (the old message read EP_NUM_COMMS as a
+    concurrency: "--deepep: 8 is not allowed ... 3 at concurrency 8 (..._c4_...)")."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for path in sorted(REAL.glob("*deepep*.json")):
+        shutil.copyfile(path, folder / path.name)
+    out = tmp_path / "never.toml"
+    code, _, err = run(capsys, "calibrate", "--dense", TRT_DENSE, "--deepep", folder, "-o", out)
+    assert code == 2 and err.count("\n") == 1 and not out.exists()
+    assert "these mix 3 engines (sglang: sglang-0.5.11_" in err, err
+    assert "; trtllm: trtllm-0.21_" in err and "; vllm: vllm-0.24_" in err, err
+    assert "at concurrency 8" not in err
+    # with the engine named, the runs left in one cell say what they differ in
+    code, _, err = run(
+        capsys, "calibrate", "--dense", TRT_DENSE, "--deepep", folder, "--engine", "trtllm", "-o", out
+    )
+    assert code == 2 and "3 runs sit at concurrency 4 with EP_NUM_COMMS=8" in err, err
+    assert "they differ in engine sglang vs trtllm vs vllm" in err, err
 
 
 def test_existing_profile_needs_force(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

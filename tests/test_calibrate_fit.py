@@ -134,6 +134,16 @@ def test_single_comms_keeps_the_lane_constant_assumed() -> None:
     assert fit.constants["proxy_fixed_us"].q.scalar == pytest.approx(1000.0, rel=1e-6)
 
 
+def test_a_kept_constant_says_why_once() -> None:
+    """The fit runs in rounds, each keeping the last round's value of a constant the runs
+    cannot pin; its note must say "built-in value kept" once, not once per round."""
+    truth = _truth(launch_us=55.0, proxy_fixed_us=1000.0)
+    fit = fit_engine(Scenario(), _synthetic_cells(truth, (8,), with_dense=True))
+    for name, c in fit.constants.items():
+        assert c.q.source.count("built-in value kept") <= 1, (name, c.q.source)
+    assert "built-in value kept" in fit.constants["proxy_lane_us"].q.source
+
+
 def test_deepep_only_sets_keep_the_launch_cost_and_fit_fixed_and_lane() -> None:
     builtin = _builtin()
     truth = _truth(proxy_fixed_us=800.0, proxy_lane_us=900.0)

@@ -243,6 +243,36 @@ def test_a_fifo_whose_reader_leaves_is_a_one_line_error(tmp_path, capsys):
     refused(code, out, err, str(fifo), "closed the pipe")
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("plan", "--concurrency", "16", "--max-nodes", "1", "--instances", "p5en", "--html"),
+        ("report", "--html"),
+        ("sweep", "--nodes", "1,2", "-o"),
+    ],
+    ids=["plan-html", "report-html", "sweep-csv"],
+)
+def test_a_fifo_nobody_reads_is_refused_in_one_line_not_waited_on(tmp_path, args):
+    """A named pipe with no reader: opening it for writing would wait forever. It is refused
+    in one line (exit 2) within seconds, before any work, and stays a FIFO."""
+    fifo = tmp_path / ("pipe.csv" if args[0] == "sweep" else "pipe.html")
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "deepep_calc.cli", *args, str(fifo)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{args[0]} waited for a reader of {fifo} instead of refusing it")
+    assert time.monotonic() - started < 30
+    refused(run.returncode, run.stdout, run.stderr, str(fifo), "no reader")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == [fifo.name]
+
+
 # symbolic links -------------------------------------------------------------------------------------
 
 

@@ -244,10 +244,11 @@ REPLAYED = {"per_user_tok_s", "aggregate_tok_s", "step_ms", "ttft_ms"}
 
 def assert_measured_only_where_replayed(result: Result) -> None:
     """Measured only where a measured cell was replayed, and only the figures it replays: on the
-    arm itself, or as the figure the verdict compared for that arm (`verdict.compared.X.arm`)."""
+    arm itself, or as the figure the verdict compared for that arm (`verdict.compared.X.arm`,
+    `verdict.deciding.X.arm`)."""
     for path in measured_paths(result):
         head = path.split(".")
-        if head[:2] == ["verdict", "compared"]:
+        if head[:2] in (["verdict", "compared"], ["verdict", "deciding"]):
             metric, arm = head[2], head[3]
         else:
             assert head[0] == "arms", path

@@ -264,15 +264,18 @@ def test_vocab_sizes() -> None:
 
 def test_r1_is_v3_structure() -> None:
     m = load_models()
-    drop = {"name", "hf_id", "source"}
+    drop = {"name", "hf_id", "source", "checkpoints", "checkpoints_source"}  # names, not structure
     assert m["deepseek-r1"].as_dict(exclude=drop) == m["deepseek-v3"].as_dict(exclude=drop)
 
 
 def test_fp8_variants_differ_only_in_dtype() -> None:
     m = load_models()
-    drop = {"name", "hf_id", "source", "weight_dtype"}
+    drop = {"name", "hf_id", "source", "weight_dtype", "checkpoints", "checkpoints_source"}
     for base in ("qwen3-235b-a22b", "qwen3-30b-a3b"):
         assert m[base + "-fp8"].as_dict(exclude=drop) == m[base].as_dict(exclude=drop)
+        # each names the other as its checkpoint in the other dtype (the launch command's source)
+        assert m[base].checkpoints == {"fp8": m[base + "-fp8"].hf_id}
+        assert m[base + "-fp8"].checkpoints == {"bf16": m[base].hf_id}
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

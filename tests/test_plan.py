@@ -35,6 +35,7 @@ SMALL = dict(
     instances="p5,p5en",
     engines="vllm,sglang",
     max_nodes=3,
+    price_kinds="all",  # p5 has a Capacity Block price, p5en an on-demand one: rank both on purpose
 )
 
 

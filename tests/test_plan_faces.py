@@ -377,8 +377,28 @@ def test_no_path_in_a_plan_field_is_opened(client, tmp_path, field):  # noqa: F8
 
 def test_a_dagger_stays_beside_its_configuration_at_80_columns(capsys):
     """An assumed-evidence row's dagger wrapped onto a line of its own at 80 columns."""
-    code, out, _ = run_cli(capsys, "plan", "--model", "deepseek-v3", "--concurrency", "256")
+    code, out, _ = run_cli(
+        capsys, "plan", "--model", "deepseek-v3", "--concurrency", "256", "--price-kinds", "all"
+    )
     assert code == 0
     table = out.split("Frontier", 1)[1].split("† outside the measured evidence", 1)[0]
     assert "†" in table  # the search includes configurations outside the measured evidence
     assert not any(line.strip() == "†" for line in table.splitlines())
+
+
+def test_the_plan_page_speaks_the_forms_language_and_leaves_unpriced_instances_unticked(client):  # noqa: F811
+    """Issue #26 item 8: a web user has no --price-per-hour; an instance with no price starts
+    unticked (it cannot be costed until a price is typed)."""
+    blank = client.get("/plan").text
+    boxes = dict(re.findall(r'<input type="checkbox" name="instances" value="([^"]+)"( checked)?>', blank))
+    assert boxes["p6-b300"] == "" and boxes["p5en"] == " checked"
+    asked = client.get("/plan?model=deepseek-v3&concurrency=8&max_nodes=2").text
+    assert "p6-b300" not in asked.split('id="plan-count"')[1].split("</p>")[0]  # not searched
+    ticked = client.get("/plan?model=deepseek-v3&concurrency=8&max_nodes=2&instances=p5en&instances=p6-b300")
+    text = ticked.text
+    assert "--price-per-hour" not in text and "--measured-only" not in text
+    assert "type a price for p6-b300 under Price per node-hour" in text
+    # the JSON and the CLI keep the flag (its readers type commands)
+    body = {"model": "deepseek-v3", "concurrency": 8, "max_nodes": 2, "instances": ["p5en", "p6-b300"]}
+    reasons = client.post("/api/plan", json=body).json()["skipped_reasons"]
+    assert any("--price-per-hour p6-b300=P" in r for r in reasons)

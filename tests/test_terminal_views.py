@@ -293,3 +293,45 @@ def test_a_wide_transports_table_shows_each_library_and_cost_per_selection(
         # NVLink-only EP sends nothing off the node: its row shows no cost per remote selection
         assert (beta in line) != (row["fabric"] == "nvlink"), line
     assert "library" not in render(capsys, monkeypatch, 80, "transports").split("\n", 3)[2]
+
+
+# issue #26 smaller items: row labels, footnotes and source lines at any width ------------------
+
+
+def test_a_card_row_label_never_wraps() -> None:
+    """The step-part labels wrapped to a second line at 120-122 columns only."""
+    from rich.cells import cell_len
+
+    from deepep_calc import Scenario, evaluate
+    from deepep_calc.report.labels import STEP_LABELS
+    from deepep_calc.report.terminal import print_result
+
+    result = evaluate(Scenario(model="glm-4.5", transport="efa-gda", nodes=2, slo_tok_s=12, ttft_ms=300))
+    labels = ["per-user decode", "max concurrency", "KV tokens / GPU", "floor 12 tok/s/user"]
+    labels += [f"step: {v}" for v in STEP_LABELS.values()]
+    for width in range(100, 161):
+        buf = io.StringIO()
+        print_result(result, Console(file=buf, width=width, no_color=True, highlight=False))
+        card = buf.getvalue().split("Run it")[0]
+        assert all(cell_len(line) <= width for line in card.splitlines()), width
+        missing = [label for label in labels if label not in card]
+        assert missing == [], (width, missing)
+
+
+@pytest.mark.parametrize(
+    "args", [["kernel"], ["kernel", "--transport", "efa-gda"], ["models"], ["models", "--sources"]]
+)
+def test_footnotes_and_source_lines_fit_80_columns(monkeypatch, capsys, args: list[str]) -> None:
+    from rich.cells import cell_len
+
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run_cli(capsys, *args)
+    assert code == 0
+    lines = out.splitlines()
+    assert all(cell_len(line) < 80 for line in lines), [line for line in lines if cell_len(line) >= 80]
+    assert not any(line != line.rstrip() for line in lines if line.startswith(("[", " ")) and "[" in line[:5])
+    if args == ["models"]:  # the footnote is a whole sentence
+        assert "* the routed experts' dtype; the rest of the model is in bf16" in lines
+    if args[0] == "kernel":  # the source is whole, wrapped at a space and continued under itself
+        joined = " ".join(line.strip() for line in out.split("Sources", 1)[1].splitlines() if line.strip())
+        assert "QP cap 2, cached handle" in joined or "[1]" in joined

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -137,11 +138,12 @@ def test_a_negative_tax_reads_as_a_saving_everywhere() -> None:
     result = evaluate(GDA_GRAPHS)
     assert result.tax_ms_per_token.scalar < 0
     v = result.verdict
-    assert "saves" in v.headline and not re.search(r"(?<![\w-])-\d", v.headline)
+    assert not re.search(r"(?<![\w-])-\d", v.headline)
+    assert "saves" in v.headline or v.close_call  # a close call words the band, not the step
     assert any("DeepEP saves" in line for line in v.reasons)
     md = render_markdown(result)
-    row = next(line for line in md.splitlines() if "per token |" in line)
-    assert row.startswith("| DeepEP saving per token |") and "-" not in row.split("|")[2]
+    row = next(line for line in md.splitlines() if "per token" in line and line.startswith("|"))
+    assert row.startswith("| DeepEP saving per token") and "-" not in row.split("|")[2]
 
 
 @pytest.mark.parametrize(
@@ -404,6 +406,14 @@ def _unbanded(result: Any) -> Any:
     return out
 
 
+def _unbanded_pair(result: Any) -> Any:
+    """The result with no band on any ratio it compares (its DeepEP / replicas one included)."""
+    out = _unbanded(result)
+    out._versus = {}
+    out.table = replace(result.table, bands={})
+    return out
+
+
 def test_a_band_clear_of_the_threshold_changes_nothing() -> None:
     base = _unbanded(evaluate(Scenario(transport="efa-gda")))
     plain = decide(base)
@@ -466,7 +476,11 @@ def test_a_longer_step_beside_a_higher_aggregate_is_not_called_a_tax() -> None:
     assert not any("a tax of" in line for line in result.verdict.reasons)
     assert any("yet its aggregate is higher" in line for line in result.verdict.reasons)
     md = render_markdown(result)
-    assert "| DeepEP step longer by (first token and batch size carry the aggregate) |" in md
+    d = result.verdict.deciding
+    if d is not None and d.is_alternative:
+        assert "| DeepEP step longer by (first token and batch size carry the aggregate)" in md
+    else:  # the table shows the pair that decided (here DeepEP against the one-node replicas)
+        assert d is not None and "| DeepEP / single-node replicas, aggregate |" in md
     assert "| DeepEP tax per token |" not in md
 
 
@@ -519,7 +533,11 @@ def test_replicas_over_a_higher_deepep_figure_say_it_is_a_tie() -> None:
     agg = v.compared.aggregate
     assert v.recommended_arm == "replica"  # the scenario's premise; re-pick one if the model moves
     assert agg["replica"].scalar < agg["deepep"].scalar < agg["replica"].scalar * v.compared.threshold
-    assert "within the 5% noise band, a tie" in v.headline
+    # the comparison that decided is DeepEP against the replicas: its band spans the threshold
+    assert v.deciding is not None and v.deciding.arms == ("deepep", "replica")
+    assert v.close_call and v.headline.startswith("Too close to call, likely single-node replicas")
+    plain = decide(_unbanded_pair(result))  # without the band the tie is said in words
+    assert not plain.close_call and "within the 5% noise band, a tie" in plain.headline
     calib = evaluate(Scenario(nodes=1000)).verdict
     assert calib.recommended_arm == "replica" and "a tie" not in calib.headline
 

@@ -6,7 +6,8 @@ verdict must satisfy, with nothing but the document `evaluate --json` prints:
 * the recommended arm is feasible, or the verdict says nothing fits and recommends none;
 * if any arm meets the targets, the recommended one does;
 * the headline's ratio and the tax are computed from figures shown in the same document, both
-  arms on the same footing (measured on both, or modelled on both);
+  arms on the same footing (measured on both, or modelled on both), and the headline's ratio is
+  the one of the comparison that decided (DeepEP against the replicas when they won);
 * code and recommended arm are what the §8 rules give, recomputed here independently;
 * no headline has a negative "more", and no ratio above 1 stands beside a plain tax.
 """
@@ -147,6 +148,41 @@ def oracle(doc: dict[str, Any]) -> tuple[str, str | None]:
     return "dense", alt
 
 
+def deciding_pair(doc: dict[str, Any], code: str, rec: str | None) -> tuple[str, str] | None:
+    """The comparison that decided (docs/model.md §8), from the JSON alone: DeepEP against the
+    arm it had to beat (the winner; in a DeepEP win its closest rival), else the recommended arm
+    against its closest rival."""
+    arms = doc["arms"]
+    alt = doc["scenario"]["alternative"]
+    feasible = {n: a["feasible"] for n, a in arms.items()}
+    ok = {n: feasible[n] and _meets(a) for n, a in arms.items()}
+    pool = ok if any(ok.values()) else feasible
+    if rec is None:
+        return None
+
+    def ratio(x: str, y: str) -> float:
+        ax, ay, _ = _agg(arms[x], arms[y])
+        return ax / ay
+
+    if code == "capacity":
+        return ("deepep", alt) if pool["deepep"] and pool[alt] else None
+    if pool["deepep"]:
+        rivals = [n for n in arms if n != "deepep" and pool[n]]
+        if not rivals:
+            return None
+        if code == "dense":
+            unbeaten = [n for n in rivals if not ratio("deepep", n) > 1 + NOISE]
+            if rec in unbeaten:
+                return ("deepep", rec)
+            rivals = unbeaten or rivals
+        return ("deepep", min(rivals, key=lambda n: (ratio("deepep", n), n != rec)))
+    rivals = [n for n in arms if n not in (rec, "deepep") and pool[n]]
+    if doc["scenario"]["nodes"] <= 1:  # one node: the replica and allgather are one deployment
+        twin = {"allgather": "replica", "replica": "allgather"}.get(rec)
+        rivals = [n for n in rivals if n != twin]
+    return (rec, min(rivals, key=lambda n: ratio(rec, n))) if rivals else None
+
+
 def check(doc: dict[str, Any]) -> None:
     v, arms = doc["verdict"], doc["arms"]
     alt = doc["scenario"]["alternative"]
@@ -177,9 +213,26 @@ def check(doc: dict[str, Any]) -> None:
     assert doc["tax_ms_per_token"]["value"] == pytest.approx(step_d - step_a, rel=1e-9, abs=1e-9)
     runs = d["feasible"] and a["feasible"]
     assert (c["ratio"] is not None) == runs
+    # the comparison that decided: the pair the rules give, its figures the shown ones, and the
+    # headline's ratio is its ratio (DeepEP against the replicas when they are the rival)
+    pair = deciding_pair(doc, code, rec)
+    dec = v["deciding"]
+    assert (dec["arms"] if dec else None) == (list(pair) if pair else None), (dec, pair)
+    if pair is not None:
+        x, y = pair
+        agg_x, agg_y, both = _agg(arms[x], arms[y])
+        assert dec["basis"] == ("measured" if both else "model")
+        assert dec["ratio"]["value"] == pytest.approx(agg_x / agg_y, rel=1e-9)
+        low, high = dec["ratio"].get("low"), dec["ratio"].get("high")
+        threshold = 1.0 if code == "capacity" else 1.0 + NOISE
+        if low is not None and low <= threshold <= high:
+            assert dec["status"] == "within the band"
+        else:
+            assert dec["status"] == ("meets" if agg_x / agg_y > threshold else "misses")
     shown = re.findall(r"(\d+\.\d\d)× \[", v["headline"])
     if shown and not v["headline"].startswith("Nothing fits"):
-        assert runs and float(shown[0]) == round(ratio, 2), v["headline"]
+        assert pair is not None, v["headline"]
+        assert float(shown[0]) == round(dec["ratio"]["value"], 2), v["headline"]
     # no negative "more"; a ratio above 1 never sits beside a plain tax
     assert not re.search(r"(?<![\w-])-\d", v["headline"]), v["headline"]
     assert "more" not in v["headline"] or "-" not in v["headline"].split("more")[0][-20:]

@@ -17,6 +17,7 @@ the built-in fit uses.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -194,6 +195,16 @@ def _describe(obs: Sequence[Obs]) -> str:
     return " + ".join(parts)
 
 
+_REPEATED_LEAD = re.compile(r"^([^:]{3,120}: )(?:\1)+")
+
+
+def said_once(source: str) -> str:
+    """A source with a repeated lead said once: the serving fit runs in rounds, and a constant
+    the runs cannot pin keeps the previous round's value, note and all, so its note would read
+    "built-in value kept: built-in value kept: ..."."""
+    return _REPEATED_LEAD.sub(r"\1", source)
+
+
 def fit_engine(
     base: Scenario, cells: Sequence[Cell], kernel: KernelCalibration | None = None
 ) -> EngineCalibration:
@@ -208,6 +219,7 @@ def fit_engine(
     constants = {}
     for f in ENGINE_FIELDS:
         q = getattr(new, f)
+        q = Q(q.value, q.unit, q.tag, said_once(q.source))
         if q.tag != 0 and "fitted to" in q.source:  # pinned by the runs: say by which
             q = Q(q.value, q.unit, q.tag, f"fitted to your runs ({described}): {q.source}")
         constants[f] = FittedConstant(q, getattr(old, f))

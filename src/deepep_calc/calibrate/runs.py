@@ -8,12 +8,17 @@ authoritative (a flag that contradicts them is an error); values only a file nam
 
 The measured cells built here are what `evaluate --calibration` reproduces exactly, and what
 `calibrate.fit` solves the engine constants from.
+
+Why one module: the checks (one engine, model and cluster; one run per cell; the shared ISL /
+OSL), the placing of each run and the cells are one pass over the same runs, and a refusal
+must name the files the placing saw; split, a check could judge runs the placing changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ..base.errors import FileInputError, InputError
 from ..base.quantity import Q
@@ -28,6 +33,7 @@ from ..files.aiperf import (
     derive_pair,
     group_by_concurrency,
 )
+from ..files.aiperf.names import parse_export_name
 from ..question.scenario import Resolved, Scenario, resolve
 
 CELL_PREFIX = "your"
@@ -187,12 +193,86 @@ def _place(
     return out
 
 
-def _one_per_slot(groups: dict[int, list[AIPerfRun]], what: str) -> dict[int, AIPerfRun]:
-    for conc, runs in groups.items():
+def _instances(run: AIPerfRun) -> str | None:
+    """The cluster a run's file name states (`2xp5en`), if it follows the naming convention."""
+    return parse_export_name(run.path.name).instances
+
+
+# What one calibration's runs must share, and how each run says it: (what, plural, reader,
+# where it is read, the flag that overrides a wrong name).
+_SHARED: tuple[tuple[str, str, Callable[[AIPerfRun], str | None], str, str], ...] = (
+    ("engine", "engines", lambda r: r.engine, "file names", "--engine"),
+    ("model", "models", lambda r: r.model, "exports", "--model"),
+    ("cluster", "clusters", _instances, "file names", ""),
+)
+
+
+def _listed(names: list[str], most: int = 3) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def _one_workload(dense: Sequence[AIPerfRun], deepep: Sequence[AIPerfRun], explicit: Collection[str]) -> None:
+    """Refuse runs of different engines, models or clusters given together, naming the files.
+
+    A folder holding several engines' runs would otherwise fail later as two runs in one
+    cell, which names the wrong thing; the cause is the mixture, and the files say which.
+    An engine or model typed as a flag is the user's word over the file names (a warning
+    follows in `_engine` / `_model`), so it is not checked here.
+    """
+    given = [("--dense", run) for run in dense] + [("--deepep", run) for run in deepep]
+    for what, plural, read, where, override in _SHARED:
+        if what in explicit:
+            continue
+        groups: dict[str, list[str]] = {}  # spelled as first seen; compared in any case
+        flags: dict[str, set[str]] = {}
+        spelled: dict[str, str] = {}
+        for flag, run in given:
+            value = read(run)
+            if value:
+                value = spelled.setdefault(value.lower(), value)
+                groups.setdefault(value, []).append(run.name)
+                flags.setdefault(value, set()).add(flag)
+        if len(groups) < 2:
+            continue
+        used = sorted(set().union(*flags.values()))
+        field = used[0] if len(used) == 1 else "--dense / --deepep"
+        listed = "; ".join(f"{value}: {_listed(names)}" for value, names in sorted(groups.items()))
+        says = " and ".join(sorted(groups))
+        wrong = f" (or pass {override} if a {where[:-1]} is wrong)" if override else ""
+        raise InputError(
+            field,
+            None,
+            f"the runs of one {what}, but the {where} say {says}: these mix {len(groups)} {plural} "
+            f"({listed}); calibrate one {what} at a time: point --dense and --deepep at that "
+            f"{what}'s files only{wrong}",
+        )
+
+
+def _differences(runs: Sequence[AIPerfRun]) -> str:
+    """What two runs placed in one cell differ in, as file names state it ('' when nothing)."""
+    out = []
+    readers = [(what, read) for what, _, read, _, _ in _SHARED]
+    for what, read in (*readers, ("ISL", lambda r: str(r.isl_requested or "") or None)):
+        values = sorted({v for v in (read(r) for r in runs) if v})
+        if len(values) > 1:
+            out.append(f"{what} {' vs '.join(values)}")
+    return "; they differ in " + ", ".join(out) if out else ""
+
+
+def _one_per_slot(
+    groups: dict[Any, list[AIPerfRun]], what: str, where: Callable[[Any], str]
+) -> dict[Any, AIPerfRun]:
+    for key, runs in groups.items():
         if len(runs) > 1:
             names = ", ".join(r.name for r in runs)
-            raise InputError(what, conc, f"one run per cell; {len(runs)} at concurrency {conc} ({names})")
-    return {conc: runs[0] for conc, runs in groups.items()}
+            raise InputError(
+                what,
+                None,
+                f"one run per cell, but {len(runs)} runs sit at {where(key)} ({names}){_differences(runs)}; "
+                "keep one of them",
+            )
+    return {key: runs[0] for key, runs in groups.items()}
 
 
 def _multicomm(deepep: dict[tuple[int, int], AIPerfRun]) -> list[MultiComm]:
@@ -232,18 +312,20 @@ def assemble(
     if base.calibration is not None:
         raise InputError("--calibration", base.calibration, "none: calibrate writes a profile, it reads none")
     _refuse_unusable([*dense_runs, *deepep_runs])
+    _one_workload(dense_runs, deepep_runs, explicit)
     warnings: list[str] = []
     dense_list = _place(dense_runs, base, explicit, False, warnings)
     deepep_list = _place(deepep_runs, base, explicit, True, warnings)
 
-    dense = _one_per_slot(group_by_concurrency(dense_list), "--dense")
+    dense = _one_per_slot(group_by_concurrency(dense_list), "--dense", lambda c: f"concurrency {c}")
     deepep: dict[tuple[int, int], AIPerfRun] = {}
     for conc, group in group_by_concurrency(deepep_list).items():
         by_k: dict[int, list[AIPerfRun]] = {}
         for run in group:
             assert run.comms is not None
             by_k.setdefault(run.comms, []).append(run)
-        for k, one in _one_per_slot(by_k, "--deepep").items():
+        slots = _one_per_slot(by_k, "--deepep", lambda k, c=conc: f"concurrency {c} with EP_NUM_COMMS={k}")
+        for k, one in slots.items():
             deepep[(conc, k)] = one
 
     pairs: dict[tuple[int, int], ABPair] = {}
@@ -251,7 +333,13 @@ def assemble(
         twins = [key for key in deepep if key[0] == conc]
         if not twins:  # an A/B whose arms ran different concurrencies: check_pair names it
             check_pair(d, deepep_list[0])
-            raise InputError("concurrency", conc, "a DeepEP run at the concurrency of every dense run")
+            theirs = ", ".join(str(c) for c in sorted({c for c, _ in deepep}))
+            raise InputError(
+                "--deepep",
+                None,
+                f"a DeepEP run at the concurrency of every dense run; the dense run {d.name} ran "
+                f"concurrency {conc}, the DeepEP runs ran {theirs}",
+            )
         for key in twins:
             pair = derive_pair(d, deepep[key])
             pairs[key] = pair

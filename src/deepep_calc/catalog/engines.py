@@ -24,6 +24,15 @@ class ArmFlags(Record):
 
 
 @row
+class WeightFlags(Record):
+    """How an engine serves a weight dtype from a 16-bit checkpoint: one flag per dtype (a CLI
+    argument, or `key: value` for a config file), with its source."""
+
+    flags: dict[str, str] = field(default_factory=dict)
+    source: str = ""
+
+
+@row
 class Engine(Record):
     name: str
     label: str
@@ -40,6 +49,7 @@ class Engine(Record):
     # `{deepep_backend}` in the DeepEP arm's flags, per transport library (transports.toml): an
     # engine that picks the implementation by flag says which value loads which library
     deepep_backend: dict[str, str] = field(default_factory=dict)
+    weights: WeightFlags = field(default_factory=WeightFlags)
 
 
 @cache

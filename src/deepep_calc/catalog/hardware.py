@@ -14,6 +14,17 @@ if TYPE_CHECKING:
     from annotated_types import Gt
 
 
+PriceKind = Literal["on-demand", "capacity-block", "quote"]
+PRICE_KINDS: tuple[str, ...] = ("on-demand", "capacity-block", "quote")
+# How each kind is named to a reader; "given" is a price the user typed (--price-per-hour).
+PRICE_KIND_WORDS = {
+    "on-demand": "on-demand",
+    "capacity-block": "Capacity Block",
+    "quote": "quote",
+    "given": "your own price",
+}
+
+
 @row
 class Instance(Record):
     name: str
@@ -33,6 +44,11 @@ class Instance(Record):
     price_source: str
     gda_supported: bool
     source: str
+    price_kind: PriceKind | None = None  # what the price is (see PRICE_KINDS); every price has one
+
+    def __post_init__(self) -> None:
+        if self.price_per_hour is not None and self.price_kind is None:
+            raise ValueError(f"{self.name}: a price needs its price_kind ({', '.join(PRICE_KINDS)})")
 
     # Quantities with their provenance ------------------------------------------------
     def hbm(self) -> Q:

@@ -121,7 +121,17 @@ def resolve_model(name_or_path: str) -> ModelSpec:
 # are the same network, so they run at the same speed and share measured cells. The context
 # window is excluded too: a RoPE-scaled copy of a checkpoint serves the same tokens as fast.
 _NOT_ARCHITECTURE = frozenset(
-    {"name", "hf_id", "source", "verified", "stated_total_params_b", "stated_active_params_b", "max_context"}
+    {
+        "name",
+        "hf_id",
+        "source",
+        "verified",
+        "stated_total_params_b",
+        "stated_active_params_b",
+        "max_context",
+        "checkpoints",
+        "checkpoints_source",
+    }
 )
 
 

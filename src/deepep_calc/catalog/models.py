@@ -8,6 +8,7 @@ or data type changes memory and time, as it should.
 
 from __future__ import annotations
 
+from dataclasses import field
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from ..base.records import Record, row
@@ -94,6 +95,11 @@ class ModelSpec(Record):
     stated_total_params_b: float | None = None
     stated_active_params_b: float | None = None
 
+    # Published checkpoints of this model in another weight dtype (dtype -> HF repository),
+    # for the launch command; documentation, not structure: never compared or hashed.
+    checkpoints: dict[str, str] = field(default_factory=dict, compare=False)
+    checkpoints_source: str = field(default="", compare=False)
+
     def __post_init__(self) -> None:
         if self.moe_layers > self.layers:
             raise ValueError(f"moe_layers ({self.moe_layers}) exceeds layers ({self.layers})")
@@ -113,6 +119,11 @@ class ModelSpec(Record):
         att = self.attention
         if att.sliding_layers + att.linear_layers > self.layers:
             raise ValueError("sliding_layers + linear_layers exceed layers")
+        for dt in self.checkpoints:
+            if dt not in DTYPE_BYTES:
+                raise ValueError(f"checkpoints: {dt!r} is not one of {', '.join(DTYPES)}")
+        if self.checkpoints and not self.checkpoints_source:
+            raise ValueError("checkpoints given without checkpoints_source")
 
     @property
     def dense_layers(self) -> int:

@@ -159,6 +159,12 @@ def graph_mode(cuda_graphs: bool | None, eager: bool | None) -> bool:
     return bool(eager) if eager is not None else False
 
 
+def mode_unset(kwargs: dict[str, Any]) -> bool:
+    """Whether neither --cuda-graphs nor --eager was given (ask before `scenario_from` pops them):
+    the card then says which mode it assumed."""
+    return kwargs.get("cuda_graphs") is None and kwargs.get("eager") is None
+
+
 def scenario_from(kwargs: dict[str, Any]) -> Scenario:
     """Pop the scenario flags out of a command's keyword arguments."""
     from ..question.scenario import Scenario

@@ -17,7 +17,7 @@ import click
 from ..base.errors import CalcError
 from ..question.fields import DEFAULTS
 from .completion import SINGLE as COMPLETE
-from .options import SOURCES_HELP, emit_json, scenario_from, scenario_options
+from .options import SOURCES_HELP, emit_json, mode_unset, scenario_from, scenario_options
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -32,10 +32,10 @@ def app(ctx: click.Context, as_json: bool) -> None:
             name = ctx.invoked_subcommand
             raise click.UsageError(f"--json goes after the command: deepep-calc {name} --json")
         return
-    from ..decide.answer import evaluate
+    from ..decide.answer import evaluate, note_assumed_mode
     from ..question.scenario import Scenario
 
-    result = evaluate(Scenario())
+    result = note_assumed_mode(evaluate(Scenario()))
     if as_json:
         emit_json(result.to_json())
         return
@@ -52,13 +52,16 @@ def app(ctx: click.Context, as_json: bool) -> None:
     "--sensitivity",
     "with_sensitivity",
     is_flag=True,
-    help="also vary every assumed constant over its spread (tornado; ~0.1 s)",
+    help="also vary every assumed constant over its spread (tornado: a refit per end, a few seconds)",
 )
 def evaluate_cmd(as_json: bool, with_sensitivity: bool, **kwargs: Any) -> None:
     """Verdict and both arms for one scenario."""
-    from ..decide.answer import evaluate
+    from ..decide.answer import evaluate, note_assumed_mode
 
+    unset = mode_unset(kwargs)
     result = evaluate(scenario_from(kwargs))
+    if unset:
+        note_assumed_mode(result)
     rows = None
     if with_sensitivity:
         from ..whatif.sensitivity import annotate, sensitivity

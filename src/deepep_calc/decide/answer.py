@@ -16,10 +16,18 @@ from typing import Any
 from ..base.arrays import first
 from ..estimate.evaluate import Result, check_splittable, compute
 from ..question.scenario import Scenario, resolve
-from .explain import advisories, caveats, engine_flags, flip_advisory, reasons
+from .explain import (
+    advisories,
+    assumed_mode_note,
+    caveats,
+    engine_flags,
+    flip_advisory,
+    mechanism,
+    reasons,
+)
 from .headline import headline
 from .remedy import fixes_for
-from .verdict import Verdict, assess, band_crosses, compare, status_of
+from .verdict import Verdict, assess, compare, deciding, status_of
 
 
 def evaluate(scenario: Scenario | None = None, /, **fields: Any) -> Result:
@@ -32,6 +40,15 @@ def evaluate(scenario: Scenario | None = None, /, **fields: Any) -> Result:
     check_splittable(r)
     result = compute(r)
     result.verdict = decide(result)
+    return result
+
+
+def note_assumed_mode(result: Result) -> Result:
+    """Say on the result (its `notes`, shown by the card and the reports) which decode mode was
+    assumed, for a face whose user left the mode unset (neither --eager nor --cuda-graphs)."""
+    note = assumed_mode_note(result)
+    if note and note not in result.notes:
+        result.notes.append(note)
     return result
 
 
@@ -48,15 +65,11 @@ def decide(result: Any, lazy: bool = True) -> Verdict:
     status = status_of(a)
     comparison = compare(result)
     contending = {n: bool(first(v)) for n, v in a.contending.items()}
-    # capacity picks the faster EP flavour (threshold 1); otherwise DeepEP must clear the noise band
-    deciding = 1.0 if code == "capacity" else comparison.threshold
-    close = (
-        contending["deepep"]
-        and contending[result.alternative]
-        and comparison.basis == "model"
-        and band_crosses(comparison.ratio, deciding)
-    )
-    v = Verdict(code, arm, status=status, close_call=close, compared=comparison)
+    # the pair that decided (DeepEP against the arm it had to beat); capacity picks the faster
+    # EP flavour (threshold 1), otherwise the first arm must clear the noise band
+    decided = deciding(result, code, arm, contending) if status != "nothing_fits" else None
+    close = decided is not None and decided.basis == "model" and decided.status == "within the band"
+    v = Verdict(code, arm, status=status, close_call=close, compared=comparison, deciding=decided)
     context = contextvars.copy_context()
     fixes: list[Any] = []  # the words stage finds them; the advice stage, always after it, reads them
 
@@ -69,6 +82,7 @@ def decide(result: Any, lazy: bool = True) -> Verdict:
             "headline": headline(result, v, contending, fixes, told),
             "reasons": reasons(result, v),
             "flags": engine_flags(result, arm),
+            "blurb": mechanism(result, v),
         }
 
     # one context copy per run: thread-safe, and in the context this call ran in
@@ -85,7 +99,8 @@ def _advise(result: Any, v: Verdict, fixes: list[Any]) -> tuple[list[str], str]:
     flip = flip_advisory(result, v.code) if v.status != "nothing_fits" else ""
     if flip:
         out.append(flip)
-        return out, f"fragile: {flip}"
+        change = flip.split(" would flip", 1)[0]
+        return out, f"fragile: {change} alone flips it (the last advisory)."
     if v.status == "nothing_fits":
         return out, "untested: nothing fits as asked"
     robust = "robust: no single change of transport, comms, graphs, concurrency or nodes flips it"

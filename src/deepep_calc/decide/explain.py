@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base.arrays import loaded, np
+from ..base.arrays import first_float, loaded, np
 from ..base.errors import CalcError
 from ..base.quantity import Q
 from ..catalog.measured import load_facts
@@ -96,15 +96,8 @@ def reasons(result: Any, v: Verdict) -> list[str]:
     c = v.compared
     assert c is not None
     out: list[str] = []
-    if code == "capacity":
-        single = result.arms["replica"]
-        m = single.memory
-        if not single.fits_memory:
-            out.append(
-                f"On one {r.instance.name} node each GPU would need {tagged(single.memory_gb_per_gpu, 0)} "
-                f"(weights {tagged(m.weights_gb, 0)}, KV {tagged(m.kv_gb, 1)}) against "
-                f"{tagged(m.usable_gb, 0)} usable: experts must be sharded across nodes."
-            )
+    if code == "capacity" and not result.arms["replica"].fits_memory:
+        out.append(_capacity_reason(result))
     if c.ratio is not None:
         basis = (
             "measured aggregates of both arms"
@@ -124,9 +117,10 @@ def reasons(result: Any, v: Verdict) -> list[str]:
                 f"Per-user decode: DeepEP {pair(a_pu, b_pu)} for {alt_label}: "
                 f"{tax_words(c.tax_ms_per_token, c.ratio)}."
             )
+    out += _deciding_reasons(result, v)
     for name, a in result.arms.items():
         if not a.feasible:
-            out.append(f"{ARM_LABELS[name]} cannot run here: {a.why_not}.")
+            out.append(f"{ARM_LABELS[name]} {_left_out(a)}.")
     if "replica" in result.arms and arm == "replica":
         rep = result.arms["replica"]
         out.append(
@@ -138,29 +132,10 @@ def reasons(result: Any, v: Verdict) -> list[str]:
             out.append("Measured cells exist for the other arms; the replicas are compared on model figures.")
     else:
         out += _replicas_shown_ahead(result, arm, c.threshold)
-    proxy = dee.breakdown_ms["proxy"]
-    comm = dee.breakdown_ms["moe_comm"]
-    layers = r.model.moe_layers
-    if r.transport.host_proxied and s.nodes > 1 and s.cuda_graphs and proxy.scalar == 0.0:
-        out.append(
-            f"{r.transport.name} posts cross-node dispatches through a host CPU proxy; under CUDA graphs "
-            "replay removes the engine's launches and hand-offs, not the proxy's posts, which are inside "
-            f"the kernel time its references measure: the all-to-all costs {tagged(comm)} per step "
-            f"({_ms_per_layer(comm, layers)} per MoE layer; docs/model.md §3)."
-        )
-    elif r.transport.host_proxied and s.nodes > 1:
-        out.append(
-            f"{r.transport.name} posts every cross-node dispatch through a host CPU proxy: "
-            f"{tagged(proxy)} per step ({layers} MoE layers x {_ms_per_layer(proxy, layers)}) on top "
-            f"of {tagged(comm)} of kernel time; fewer bytes on the wire do not shorten an issue-bound path."
-        )
-    elif s.nodes > 1:
-        out.append(
-            f"{r.transport.name} is GPU-initiated: no host round trip per layer; its kernels cost "
-            f"{tagged(comm)} per step ({_ms_per_layer(comm, layers)} per MoE layer)."
-        )
-    else:
-        out.append("One node: expert traffic stays on NVLink and no EFA path is involved.")
+    out.append(transport_reason(result))
+    bound = launch_bound_reason(result, v)
+    if bound:
+        out.append(bound)
     top = referenced_ep(r.transport)
     if s.nodes > 1 and top < r.world <= FAR_EP_FACTOR * top and dee.feasible:
         out.append(
@@ -172,6 +147,169 @@ def reasons(result: Any, v: Verdict) -> list[str]:
         out.append(f"Measured cell(s) {', '.join(cells)} supply the tagged-measured numbers above.")
     out += _model_identity(result)
     return out
+
+
+def _capacity_reason(result: Any) -> str:
+    single = result.arms["replica"]
+    m = single.memory
+    return (
+        f"On one {result.resolved.instance.name} node each GPU would need "
+        f"{tagged(single.memory_gb_per_gpu, 0)} (weights {tagged(m.weights_gb, 0)}, KV "
+        f"{tagged(m.kv_gb, 1)}) against {tagged(m.usable_gb, 0)} usable: experts must be sharded "
+        "across nodes."
+    )
+
+
+def _left_out(a: Any) -> str:
+    """Why an arm is not in the comparison, as a predicate: it cannot run, or (a planner's
+    card) it was left out on purpose."""
+    if a.why_code == "left out":
+        return f"is left out {a.why_not}"
+    return f"cannot run here: {a.why_not}"
+
+
+def _deciding_reasons(result: Any, v: Verdict) -> list[str]:
+    """The comparison that decided, when it is not DeepEP against the alternative (said above):
+    DeepEP against the replicas that won or that it had to beat, or the recommended arm against
+    its closest rival when DeepEP cannot take part."""
+    d = v.deciding
+    if d is None or d.is_alternative:
+        return []
+    a, b = d.arms
+    la, lb = ARM_LABELS[a], ARM_LABELS[b]
+    basis = "measured on both" if d.basis == "measured" else "the model's figures of both"
+    band = _band_text(d.ratio)
+    who = "DeepEP" if a == "deepep" else la
+    both = pair(d.aggregate[a], d.aggregate[b])
+    out = [
+        f"The comparison that decided is {who} against {lb} ({basis}): {both}, ratio "
+        f"{times(d.ratio)}{band}; {who} is recommended only above {d.threshold:.2f}× (the noise band)."
+    ]
+    a_pu, b_pu, _ = like_with_like(result.arms[a], result.arms[b], "per_user_tok_s")
+    step = _step_words(d.tax_ms_per_token, who)
+    out.append(f"Per-user decode against {lb}: {who} {pair(a_pu, b_pu)}: {step}.")
+    return out
+
+
+def _within_band(arm: str, target: str, limit: float, unit: str, q: Q, digits: int) -> str:
+    """An arm whose figure's band spans a target: it may meet it or not; the model cannot tell.
+    A floor (per-user rate) is met from above, a ceiling (TTFT) from below."""
+    label = ARM_LABELS[arm]
+    verb, its = ("are", "their") if label.endswith("s") else ("is", "its")
+    ok = q.scalar >= limit if target.endswith("floor") else q.scalar <= limit
+    return (
+        f"{label} {verb} within the band of the {target} of {limit:g} {unit}: {its} figure "
+        f"{tagged(q, digits)} {'meets' if ok else 'misses'} it, but {its} band{_band_of(q, digits)} "
+        "spans it; measure before relying on either."
+    )
+
+
+def _band_of(q: Q, digits: int) -> str:
+    """` 17.2–21.0` for a banded figure, else ''."""
+    if not q.banded:
+        return ""
+    return f" {first_float(q.low):,.{digits}f}–{first_float(q.high):,.{digits}f}"
+
+
+def _band_text(q: Q) -> str:
+    """` (band 0.83–1.19×)` for a banded ratio, else ''."""
+    if not q.banded:
+        return ""
+    return f" (band {first_float(q.low):.2f}–{first_float(q.high):.2f}×)"
+
+
+def _step_words(tax: Q, who: str) -> str:
+    if tax.scalar >= 0:
+        return f"{who}'s step is {tagged(tax)} longer"
+    saved = Q(-tax.value, tax.unit, tax.tag, tax.source)
+    return f"{who}'s step is {tagged(saved)} shorter"
+
+
+def transport_reason(result: Any) -> str:
+    """How DeepEP's exchange leaves the node here (host proxy, GPU-initiated, or none at all)."""
+    r, s = result.resolved, result.scenario
+    dee = result.arms["deepep"]
+    proxy = dee.breakdown_ms["proxy"]
+    comm = dee.breakdown_ms["moe_comm"]
+    layers = r.model.moe_layers
+    if r.transport.host_proxied and s.nodes > 1 and s.cuda_graphs and proxy.scalar == 0.0:
+        return (
+            f"{r.transport.name} posts cross-node dispatches through a host CPU proxy; under CUDA graphs "
+            "replay removes the engine's launches and hand-offs, not the proxy's posts, which are inside "
+            f"the kernel time its references measure: the all-to-all costs {tagged(comm)} per step "
+            f"({_ms_per_layer(comm, layers)} per MoE layer; docs/model.md §3)."
+        )
+    if r.transport.host_proxied and s.nodes > 1:
+        return (
+            f"{r.transport.name} posts every cross-node dispatch through a host CPU proxy: "
+            f"{tagged(proxy)} per step ({layers} MoE layers x {_ms_per_layer(proxy, layers)}) on top "
+            f"of {tagged(comm)} of kernel time; fewer bytes on the wire do not shorten an issue-bound path."
+        )
+    if s.nodes > 1:
+        return (
+            f"{r.transport.name} is GPU-initiated: no host round trip per layer; its kernels cost "
+            f"{tagged(comm)} per step ({_ms_per_layer(comm, layers)} per MoE layer)."
+        )
+    return "One node: expert traffic stays on NVLink and no EFA path is involved."
+
+
+# An eager step is launch-bound when the host time beyond the GPU work is at least this share of it.
+LAUNCH_BOUND_SHARE = 0.05
+
+
+def _launch_bound(a: Any) -> bool:
+    engine, step = a.breakdown_ms["engine"].scalar, a.step_ms.scalar
+    return bool(a.feasible) and step > 0 and engine >= LAUNCH_BOUND_SHARE * step
+
+
+def launch_bound_reason(result: Any, v: Verdict) -> str:
+    """In eager mode, when the host's kernel launches bind the step of the arms compared, say so:
+    their exchange costs then hide under the launching thread, and arms can tie whatever their
+    exchange costs (CUDA graphs take the launches off the step)."""
+    s = result.scenario
+    if s.cuda_graphs:
+        return ""
+    d = v.deciding
+    compared = list(d.arms) if d is not None else [v.recommended_arm]
+    arms = result.arms
+    if not compared or any(n not in arms or not _launch_bound(arms[n]) for n in compared):
+        return ""
+    shown = [n for n in arms if _launch_bound(arms[n])]
+    every = len(shown) == len(arms)
+    parts = ", ".join(f"{ARM_LABELS[n]} {tagged(arms[n].breakdown_ms['engine'], 2)}" for n in shown)
+    whose = "every arm's" if every else "the compared arms'"
+    return (
+        f"Launch-bound: in eager mode the host's kernel launches bind {whose} step (the host runs "
+        f"past the GPU work by {parts}): an exchange cheaper on the GPU does not shorten such a step; "
+        "CUDA graphs replay the launches (--cuda-graphs)."
+    )
+
+
+def assumed_mode_note(result: Any) -> str:
+    """The one line a card shows when the question left the decode mode unset: which mode is
+    assumed, and why (the calibration cells ran eager; vLLM and SGLang capture CUDA graphs
+    unless told not to, so for them the flag is usually the honest one)."""
+    e = result.resolved.engine
+    if result.scenario.cuda_graphs:
+        return ""
+    line = "Decode mode not given: eager assumed (the calibration cells ran eager)"
+    if e.graph_flag_graphs.startswith("("):  # the engine captures graphs by default
+        line += f"; {e.name} captures CUDA graphs by default: pass --cuda-graphs unless you disable them"
+    else:
+        line += "; pass --cuda-graphs if you serve with CUDA graphs"
+    return line + "."
+
+
+def mechanism(result: Any, v: Verdict) -> str:
+    """The one reason that says why, for a short blurb beside the verdict (the page's lit card):
+    the launch-bound step when it decides, else how the exchange leaves the node. It is one of
+    `reasons(...)`, word for word."""
+    if v.status == "nothing_fits":
+        return "Nothing fits as asked: the headline names the smallest change that fits."
+    bound = launch_bound_reason(result, v)
+    if v.code == "capacity" and not bound and not result.arms["replica"].fits_memory:
+        return _capacity_reason(result)
+    return bound or transport_reason(result)
 
 
 def _replicas_shown_ahead(result: Any, arm: str, threshold: float) -> list[str]:
@@ -282,12 +420,16 @@ def advisories(result: Any, v: Verdict, fixes: list[Any]) -> list[str]:
     if t.name == "efa-proxy" and s.max_qps <= 2 and s.nodes > 1 and result.arms["deepep"].feasible:
         out.append(_qp_advisory(result, facts["qp_uncap_throughput_gain"].value))
     for name, arm in result.arms.items():
-        if arm.meets_slo is False:
+        if arm.slo_status == "within the band":
+            out.append(_within_band(name, "per-user floor", s.slo_tok_s, "tok/s", arm.per_user_tok_s, 1))
+        elif arm.meets_slo is False:
             out.append(
                 f"{ARM_LABELS[name]} misses the per-user floor of {s.slo_tok_s:g} tok/s "
                 f"({tagged(arm.per_user_tok_s)})."
             )
-        if arm.meets_ttft is False:
+        if arm.ttft_status == "within the band":
+            out.append(_within_band(name, "TTFT ceiling", s.ttft_ms, "ms", arm.ttft_ms, 0))
+        elif arm.meets_ttft is False:
             out.append(
                 f"{ARM_LABELS[name]} misses the TTFT ceiling of {s.ttft_ms:g} ms ({tagged(arm.ttft_ms, 0)})."
             )

@@ -108,18 +108,23 @@ def _targets_missed(result: Any, fixes: list[Any]) -> str:
         best = max(feasible, key=lambda n: feasible[n].per_user_tok_s.scalar)
         missed.append(
             f"the {s.slo_tok_s:g} tok/s per-user floor (fastest: {ARM_LABELS[best]} at "
-            f"{tagged(feasible[best].per_user_tok_s)})"
+            f"{tagged(feasible[best].per_user_tok_s)}{_within(feasible[best].slo_status)})"
         )
     if s.ttft_ms is not None and not any(a.meets_ttft for a in feasible.values()):
         best = min(feasible, key=lambda n: feasible[n].ttft_ms.scalar)
         missed.append(
             f"the {s.ttft_ms:g} ms TTFT ceiling (quickest: {ARM_LABELS[best]} at "
-            f"{tagged(feasible[best].ttft_ms, 0)})"
+            f"{tagged(feasible[best].ttft_ms, 0)}{_within(feasible[best].ttft_status)})"
         )
     if not missed:  # each target is met by some arm, but no arm meets all of them at once
         missed.append("every target at once (each is met by some arm, none meets them together)")
     goal = "meets it" if len(missed) == 1 and (s.slo_tok_s is None or s.ttft_ms is None) else "meets them"
     return f"No arm meets {' or '.join(missed)}. {_fix_text(fixes, goal)}"
+
+
+def _within(status: str | None) -> str:
+    """`, within its band` beside a target's nearest figure whose band spans the target."""
+    return ", though its band spans the target" if status == "within the band" else ""
 
 
 def _main(result: Any, v: Verdict, contending: dict[str, bool]) -> str:
@@ -157,6 +162,7 @@ def _main(result: Any, v: Verdict, contending: dict[str, bool]) -> str:
                 f"({pair(dee_a, alt_a)}{basis})."
             )
         return f"{lead} Run {ARM_LABELS[arm]}: DeepEP over {t} {_why_out(result, 'deepep')}."
+    d = v.deciding
     if code == "deepep":
         rivals = [n for n in (alt, "replica") if contending[n]]
         if not rivals:
@@ -164,8 +170,17 @@ def _main(result: Any, v: Verdict, contending: dict[str, bool]) -> str:
                 f"Run DeepEP over {t}: it is the only arm that "
                 f"{'meets the targets' if v.status == 'ok' and _has_targets(result) else 'can run here'}."
             )
+        if v.close_call and d is not None and not d.is_alternative:
+            return _close_deciding(result, v)
         if v.close_call and contending[alt] and c.ratio is not None:
             return _close_text(result, "DeepEP", c)
+        if d is not None and not d.is_alternative:
+            other = d.arms[1]
+            return (
+                f"Run DeepEP over {t}: {times(d.ratio)} {whose(other)} aggregate, its closest "
+                f"rival ({pair(d.aggregate['deepep'], d.aggregate[other])})"
+                f"{step_clause(d.ratio, d.tax_ms_per_token)}."
+            )
         lead = f"Run DeepEP over {t}"
         if contending[alt] and c.ratio is not None and c.tax_ms_per_token is not None:
             return (
@@ -178,18 +193,32 @@ def _main(result: Any, v: Verdict, contending: dict[str, bool]) -> str:
             f"{ARM_LABELS[alt]} {_why_out(result, alt)}."
         )
     # dense
+    if v.close_call and d is not None and not d.is_alternative:
+        return _close_deciding(result, v)
     if arm == "replica":
         rep = c.aggregate["replica"]
         vs = [f"{ARM_LABELS[n]} {tagged(c.aggregate[n])}" for n in (alt, "deepep") if contending[n]]
         out = f"Run single-node replicas: {tagged(rep)} aggregate"
         out += f" against {' and '.join(vs)}" if vs else ""
         out += "; no expert traffic leaves a node"
+        if d is not None and d.arms == ("deepep", "replica"):
+            out += f"; DeepEP over {t} reaches {times(d.ratio)} their aggregate{_band_words(d.ratio)}"
         if contending["deepep"] and dee_a.scalar > rep.scalar:
             out += (
                 f"; DeepEP's higher figure is within the {c.threshold - 1:.0%} noise band, a tie, "
                 "and ties go to the arm with no expert traffic"
             )
         return out + "."
+    if d is not None and d.arms[0] == "deepep" and not d.is_alternative:
+        other = d.arms[1]
+        tie = ""
+        if d.ratio.scalar > 1.0:
+            tie = f"; within the {d.threshold - 1:.0%} noise band that is a tie, and ties go to the dense arm"
+        return (
+            f"Run {ARM_LABELS[arm]}: DeepEP over {t} reaches {times(d.ratio)} {whose(other)} "
+            f"aggregate ({pair(d.aggregate['deepep'], d.aggregate[other])}), the rival it has to beat"
+            f"{step_clause(d.ratio, d.tax_ms_per_token)}{tie}."
+        )
     if v.close_call and c.ratio is not None:
         return _close_text(result, "dense", c)
     if contending["deepep"] and c.ratio is not None and c.tax_ms_per_token is not None:
@@ -211,6 +240,8 @@ def _has_targets(result: Any) -> bool:
 def _why_out(result: Any, name: str) -> str:
     """Why an arm is out of contention, as a verb phrase."""
     a = result.arms[name]
+    if not a.feasible and a.why_code == "left out":
+        return f"is left out {a.why_not}"
     if not a.feasible:
         return f"cannot run here ({a.why_not})"
     return "misses the targets"
@@ -218,6 +249,36 @@ def _why_out(result: Any, name: str) -> str:
 
 def _band(ratio: Q) -> tuple[float, float]:
     return first_float(ratio.low), first_float(ratio.high)
+
+
+def whose(arm: str) -> str:
+    """`the single-node replicas'`, `the allgather arm's`: an arm in the possessive."""
+    label = ARM_LABELS[arm]
+    return f"the {label}'" if label.endswith("s") else f"the {label} arm's"
+
+
+def _band_words(ratio: Q) -> str:
+    if not ratio.banded:
+        return ""
+    lo, hi = _band(ratio)
+    return f" (band {lo:.2f}–{hi:.2f}×)"
+
+
+def _close_deciding(result: Any, v: Verdict) -> str:
+    """A close call on the deciding pair when it is not DeepEP against the alternative."""
+    d = v.deciding
+    assert d is not None
+    a, b = d.arms
+    lo, hi = _band(d.ratio)
+    likely = ARM_LABELS[v.recommended_arm]
+    route = deepep_route(result.resolved.transport.name, result.scenario.nodes)
+    first = f"DeepEP over {route}" if a == "deepep" else ARM_LABELS[a]
+    return (
+        f"Too close to call, likely {likely}: {first} {'reach' if first.endswith('s') else 'reaches'} "
+        f"{times(d.ratio)} {whose(b)} "
+        f"aggregate ({pair(d.aggregate[a], d.aggregate[b])}), but the model's error band "
+        f"{lo:.2f}–{hi:.2f}× spans the {d.threshold:.2f}× threshold; measure both before committing."
+    )
 
 
 def _close_text(result: Any, side: str, c: Comparison) -> str:

@@ -34,10 +34,68 @@ def model_reference(result: Any) -> str:
     return text if "/" in text or "\\" in text else m.name
 
 
+SIXTEEN_BIT = ("bf16", "fp16")
+
+
+def weights(result: Any) -> tuple[str, list[str], list[str]]:
+    """What the engine loads for the weight dtype asked, from the configuration alone:
+    (model reference, flags, notes).
+
+    - the checkpoint's own dtype (no --weight-dtype, or the one it is stored in): its reference;
+    - a dtype the model lists a published checkpoint for (models.toml `checkpoints`): that one;
+    - a 16-bit checkpoint and an engine flag for the dtype (engines.toml [engine.weights]):
+      the checkpoint and the flag (vLLM / SGLang `--quantization fp8` quantise as they load);
+    - otherwise a folder the user fills: a variable that fails loudly if unset, and a note
+      saying what to put there. A BF16 reference never stands for an FP8 deployment.
+    """
+    from ..question.scenario import native_model
+
+    s, r = result.scenario, result.resolved
+    ref = model_reference(result)
+    if s.weight_dtype is None:
+        return ref, [], []
+    want = s.weight_dtype.strip().lower()
+    native = native_model(s)
+    stored = native.expert_dtype or native.weight_dtype
+    if want == native.weight_dtype and stored == want:
+        return ref, [], []
+    listed = native.checkpoints.get(want)
+    if listed:
+        return listed, [], [f"{want} weights: the published {want} checkpoint ({native.checkpoints_source})"]
+    flag = r.engine.weights.flags.get(want)
+    if flag and native.weight_dtype in SIXTEEN_BIT and stored in SIXTEEN_BIT:
+        how = "quantises" if want not in (*SIXTEEN_BIT, "fp32") else "casts"
+        return (
+            ref,
+            [flag],
+            [
+                f"{want} weights: {r.engine.name} {how} the {native.weight_dtype} checkpoint to {want} as it "
+                f"loads it ({flag}; assumed)"
+            ],
+        )
+    var = f"MODEL_{want.upper()}"
+    folder = f'"${{{var}:?set {var} to the folder of a checkpoint of {ref} in {want}}}"'
+    have = f"{native.weight_dtype}" + (f" with {native.expert_dtype} experts" if native.expert_dtype else "")
+    return (
+        folder,
+        [],
+        [
+            f"{want} weights: no checkpoint of {ref} in {want} is listed, and {r.engine.name} cannot make "
+            f"one from its {have} weights as it loads them: prepare one (quantise or convert the weights) "
+            f"and set {var} to its folder"
+        ],
+    )
+
+
 def _yaml_value(text: str) -> str:
     if text in ("true", "false") or re.fullmatch(r"-?\d+(\.\d+)?", text):
         return text
     return text if re.fullmatch(r"[A-Za-z0-9_.\-]+", text) else '"' + text.replace('"', '\\"') + '"'
+
+
+def _quoted(model: str) -> str:
+    """The model argument for the shell: a `"${VAR:?...}"` placeholder is already quoted."""
+    return model if model.startswith('"${') else shlex.quote(model)
 
 
 def _lines(command: list[str], indent: str = "  ") -> str:
@@ -88,10 +146,18 @@ def launch(result: Any, arm: str, spec: Any, fill: Any) -> dict[str, Any]:
     gpn = r.gpus_per_node
     ranks = gpn if arm == "replica" else world
     config_file = None
-    model = model_reference(result)
+    model, weight_flags, weight_notes = weights(result)
+    notes += weight_notes
+    for wf in weight_flags:
+        if wf.startswith("-"):
+            args += shlex.split(wf)
     if engine.name == "trtllm":
         config = {k: fill(v) for k, v in spec.config.items()}
-        cli = ["trtllm-serve", shlex.quote(model), "--backend", "pytorch"]
+        for wf in weight_flags:
+            key, sep, value = wf.partition(": ")
+            if sep and not wf.startswith("-"):
+                config[key] = value
+        cli = ["trtllm-serve", _quoted(model), "--backend", "pytorch"]
         cli += ["--tp_size", config.pop("tp_size", str(ranks))]
         ep = config.pop("moe_ep_size", str(ranks))
         cli += ["--ep_size", ep]
@@ -116,7 +182,7 @@ def launch(result: Any, arm: str, spec: Any, fill: Any) -> dict[str, Any]:
                 f"srun -N {ranks // gpn} --ntasks-per-node {gpn} trtllm-llmapi-launch <this command>"
             )
     elif engine.name == "vllm":
-        cli = ["vllm", "serve", shlex.quote(model), *args]
+        cli = ["vllm", "serve", _quoted(model), *args]
         if graph.startswith("-"):
             cli.append(graph)
         if ranks > gpn and arm in ("deepep", "allgather"):
@@ -131,7 +197,7 @@ def launch(result: Any, arm: str, spec: Any, fill: Any) -> dict[str, Any]:
         elif ranks > gpn:
             notes.append(f"tensor parallel over {ranks // gpn} nodes runs on one Ray cluster spanning them")
     else:  # sglang
-        cli = ["python3 -m sglang.launch_server", "--model-path", shlex.quote(model), *args]
+        cli = ["python3 -m sglang.launch_server", "--model-path", _quoted(model), *args]
         if graph.startswith("-"):
             cli.append(graph)
         if ranks > gpn:
@@ -173,8 +239,8 @@ def arm_env(result: Any, arm: str, spec: Any, fill: Any) -> dict[str, str]:
     env = {k: fill(v) for k, v in spec.env.items()}
     if arm == "deepep" and s.nodes > 1:
         env.update(r.transport.env)
-        if r.transport.comms_sensitive:
-            env["EP_NUM_COMMS"] = str(max(s.comms, 8))
+        if r.transport.comms_sensitive:  # the configuration's values; the advisories say what to raise
+            env["EP_NUM_COMMS"] = str(s.comms)
             env["EP_EFA_MAX_QPS"] = str(s.max_qps)
     return env
 

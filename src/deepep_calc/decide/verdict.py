@@ -22,9 +22,17 @@ to it):
 6. dense: otherwise, ties included: the alternative, or single-node replicas when they beat it
    (or when the alternative is not in contention).
 
-A modelled ratio may carry a band (`Q.low` / `Q.high`); when the band of the DeepEP /
-alternative ratio spans the threshold 1 + noise, the headline says the call is too close to
-make within the model's error instead of sounding certain. The code is unchanged by the band.
+A modelled ratio may carry a band (`Q.low` / `Q.high`); when the band of the deciding ratio
+spans the threshold 1 + noise, the headline says the call is too close to make within the
+model's error instead of sounding certain. The code is unchanged by the band.
+
+The *deciding* comparison (`Deciding`, `deciding_pair`) is the one the faces show: DeepEP
+against the arm that won, or in a DeepEP win its closest rival (often the single-node replicas,
+not the alternative); the recommended arm against its closest rival when DeepEP is out.
+
+Why one module: the rule, the figures it compared (`Comparison`, `Deciding`) and the verdict
+that carries them are one statement of §8; split, a face could quote a comparison the rule
+did not make.
 """
 
 from __future__ import annotations
@@ -122,6 +130,55 @@ class Comparison:
         }
 
 
+THRESHOLD_STATUSES = ("meets", "misses", "within the band")
+
+
+def threshold_status(ratio: Q, threshold: float) -> str:
+    """Whether a ratio clears a threshold, three-valued where the ratio carries a band: "meets"
+    (the whole band is above), "misses" (the whole band is at or below) or "within the band"
+    (the band spans the threshold: the model cannot tell)."""
+    if band_crosses(ratio, threshold):
+        return "within the band"
+    return "meets" if first_float(ratio.value) > threshold else "misses"
+
+
+@dataclass
+class Deciding:
+    """The comparison that decided the verdict: arm `arms[0]` against `arms[1]`.
+
+    Usually DeepEP against the alternative (then the same figures as `Comparison`), but when the
+    replicas won, or were the rival DeepEP had to beat, it is DeepEP against them; when DeepEP
+    cannot take part, the recommended arm against its closest rival. `status` says whether the
+    first arm clears the threshold over the second: meets, misses, or within the band.
+    """
+
+    arms: tuple[str, str]
+    basis: str  # "measured" (both aggregates measured) or "model"
+    aggregate: dict[str, Q]
+    ratio: Q
+    per_user_ratio: Q
+    tax_ms_per_token: Q
+    threshold: float
+    status: str
+
+    @property
+    def is_alternative(self) -> bool:
+        """DeepEP against the scenario's alternative: the pair `Comparison` already holds."""
+        return self.arms[0] == "deepep" and self.arms[1] in ("allgather", "tp")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "arms": list(self.arms),
+            "basis": self.basis,
+            "aggregate_tok_s": {k: v.to_json() for k, v in self.aggregate.items()},
+            "ratio": self.ratio.to_json(),
+            "per_user_ratio": self.per_user_ratio.to_json(),
+            "tax_ms_per_token": self.tax_ms_per_token.to_json(),
+            "threshold": self.threshold,
+            "status": self.status,
+        }
+
+
 class _Unset:
     """The default a `_Settled` field hands the dataclass machinery (never a value)."""
 
@@ -180,6 +237,8 @@ class Verdict:
     compared: Comparison | None = None
     caveats: _Settled = _Settled(list, "words")  # type: ignore[assignment]  # list[str]
     fixes: _Settled = _Settled(list, "words")  # type: ignore[assignment]  # list[dict[str, Any]]
+    deciding: Deciding | None = None
+    blurb: _Settled = _Settled(str, "words")  # type: ignore[assignment]  # str: the reason that says why
 
     # The pending stages: the words (a dict of the words fields) and the advice (advisories,
     # robustness). Each runs once; `settle` sets the values first, then clears the step, so a
@@ -233,6 +292,8 @@ class Verdict:
             "compared": self.compared.to_json() if self.compared is not None else None,
             "caveats": list(self.caveats),
             "fixes": list(self.fixes),
+            "deciding": self.deciding.to_json() if self.deciding is not None else None,
+            "blurb": self.blurb,
         }
 
 
@@ -372,8 +433,10 @@ def compare(result: Any) -> Comparison:
     runs = bool(dee_arm.feasible) and bool(alt_arm.feasible)
     note = ""
     if not runs:
-        which = [ARM_LABELS[n] for n, x in (("deepep", dee_arm), (alt, alt_arm)) if not x.feasible]
-        note = f"{' and '.join(which)} cannot run here"
+        out = [(n, x) for n, x in (("deepep", dee_arm), (alt, alt_arm)) if not x.feasible]
+        which = [ARM_LABELS[n] for n, _ in out]
+        left = all(x.why_code == "left out" for _, x in out)
+        note = f"{' and '.join(which)} {'left out by the plan' if left else 'cannot run here'}"
     return Comparison(
         "measured" if measured else "model",
         aggregate,
@@ -383,6 +446,67 @@ def compare(result: Any) -> Comparison:
         threshold,
         set_aside,
         note,
+    )
+
+
+def deciding_pair(result: Any, code: str, arm: str, contending: dict[str, bool]) -> tuple[str, str] | None:
+    """The two arms whose comparison decided the verdict (see `Deciding`), or None.
+
+    - capacity: DeepEP against the alternative (which EP flavour), when both are in contention;
+    - deepep: DeepEP against its closest rival in contention (the least ratio);
+    - dense: DeepEP against the arm that won; if DeepEP did clear that one, against the rival it
+      did not clear (the closest such);
+    - DeepEP out of contention: the recommended arm against its closest rival in contention.
+    """
+    arms = result.arms
+    if arm == NO_ARM:
+        return None
+    if code == "capacity":
+        alt = result.alternative
+        return ("deepep", alt) if contending.get("deepep") and contending.get(alt) else None
+    noise = float(const("noise_band").value)
+
+    def ratio(x: str, y: str) -> float:
+        qx, qy, _ = decision_aggregates(arms[x], arms[y])
+        return qx.scalar / qy.scalar if qy.scalar else float("inf")
+
+    if contending.get("deepep"):
+        rivals = [n for n in arms if n != "deepep" and contending.get(n)]
+        if not rivals:
+            return None
+        if code == "dense":
+            unbeaten = [n for n in rivals if not ratio("deepep", n) > 1.0 + noise]
+            if arm in unbeaten:
+                return ("deepep", arm)
+            rivals = unbeaten or rivals
+        return ("deepep", min(rivals, key=lambda n: (ratio("deepep", n), n != arm)))
+    rivals = [n for n in arms if n not in (arm, "deepep") and contending.get(n)]
+    if result.scenario.nodes <= 1:  # on one node a replica *is* the allgather deployment
+        twin = {"allgather": "replica", "replica": "allgather"}.get(arm)
+        rivals = [n for n in rivals if n != twin]
+    if arm not in arms or not rivals:
+        return None
+    return (arm, min(rivals, key=lambda n: ratio(arm, n)))
+
+
+def deciding(result: Any, code: str, arm: str, contending: dict[str, bool]) -> Deciding | None:
+    """The deciding comparison with its figures (`Result.versus`) and threshold status."""
+    pair = deciding_pair(result, code, arm, contending)
+    if pair is None:
+        return None
+    a, b = pair
+    ratio, per_user, tax, measured = result.versus(a, b)
+    qa, qb, _ = decision_aggregates(result.arms[a], result.arms[b])
+    threshold = 1.0 if code == "capacity" else 1.0 + float(const("noise_band").value)
+    return Deciding(
+        (a, b),
+        "measured" if measured else "model",
+        {a: qa, b: qb},
+        ratio,
+        per_user,
+        tax,
+        threshold,
+        threshold_status(ratio, threshold),
     )
 
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..base.arrays import every_some, floats, is_array, np, where
+from ..base.arrays import every_some, first_float, floats, is_array, np, where
 from ..base.errors import InputError
 from ..base.quantity import Q, Tag
 from ..catalog.measured import Cell, cells_by_shape, load_cells
@@ -64,6 +64,9 @@ class ArmResult:
     splits: Any = True  # routed experts divide evenly over this arm's EP ranks
     why_code: str = ""  # short form of why_not: split, reach, memory or queue ("" when feasible)
     evidence: Any = True  # references cover this arm's combination (its band is the narrower one)
+    # the targets, three-valued (`target_status`): meets, misses, or within the band
+    slo_status: str | None = None
+    ttft_status: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         m = self.memory
@@ -93,6 +96,8 @@ class ArmResult:
             "measured_cell": self.measured_cell,
             "meets_slo": self.meets_slo,
             "meets_ttft": self.meets_ttft,
+            "slo_status": self.slo_status,
+            "ttft_status": self.ttft_status,
             "model_aggregate_tok_s": _opt_json(self.model_aggregate_tok_s),
             "model_step_ms": _opt_json(self.model_step_ms),
             "evidence_covered": _plain_json(self.evidence),
@@ -122,10 +127,30 @@ class Result:
     # this result's what-ifs on DeepEP-only knobs, each computed once (decide/explain.py); its own,
     # never shared with a what-if as `memo` is, so a what-if's what-ifs cannot be mistaken for these
     whatifs: dict[Any, Result] = field(default_factory=dict, repr=False)
+    table: Table | None = field(default=None, repr=False)  # the constants the arms were computed with
+    _versus: dict[tuple[str, str], tuple[Q, Q, Q, bool]] = field(default_factory=dict, repr=False)
 
     @property
     def model(self) -> ModelSpec:
         return self.resolved.model
+
+    def versus(self, a: str, b: str) -> tuple[Q, Q, Q, bool]:
+        """Arm `a` against arm `b`: aggregate ratio, per-user ratio and per-token tax, like with
+        like, banded as the DeepEP / alternative ratio is where modelled, and whether the
+        aggregates are both measured. The verdict reads the pair that decided it from here
+        (DeepEP against the replicas, say), computed once per pair."""
+        key = (a, b)
+        if key == ("deepep", self.alternative):  # the result's own figures, as they stand now
+            measured = like_with_like(self.arms[a], self.arms[b], "aggregate_tok_s")[2]
+            return self.ratio_deepep_vs_alternative, self.ratio_per_user, self.tax_ms_per_token, measured
+        if key not in self._versus:
+            ratio, ratio_pu, tax, measured = _comparison(self.arms[a], self.arms[b], a, b)
+            table = self.table if self.table is not None else table_for(self.resolved)
+            if not measured:
+                ratio = banded(ratio, table, "ratio")
+                ratio_pu = banded(ratio_pu, table, "ratio")
+            self._versus[key] = (ratio, ratio_pu, tax, measured)
+        return self._versus[key]
 
     def to_json(self) -> dict[str, Any]:
         s = self.scenario.as_dict()
@@ -345,9 +370,31 @@ def _arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None
     )
     if s.slo_tok_s is not None:
         result.meets_slo = _plain(result.per_user_tok_s.value >= s.slo_tok_s)
+        if not r.varied:
+            result.slo_status = target_status(result.per_user_tok_s, s.slo_tok_s, floor=True)
     if s.ttft_ms is not None:
         result.meets_ttft = _plain(result.ttft_ms.value <= s.ttft_ms)
+        if not r.varied:
+            result.ttft_status = target_status(result.ttft_ms, s.ttft_ms, floor=False)
     return result
+
+
+TARGET_STATUSES = ("meets", "misses", "within the band")
+
+
+def target_status(q: Q, target: float, floor: bool) -> str:
+    """A target against a figure, three-valued: "meets", "misses", or "within the band" when the
+    figure's error band spans the target (the model cannot tell which side the truth is on).
+    `floor`: the figure must reach the target (a per-user rate), else stay under it (TTFT).
+    A measured figure carries no band: it meets or misses. The verdict's rule still reads the
+    figure itself (`meets_slo`, `meets_ttft`); this says how far to trust that reading."""
+    if q.banded:
+        low, high = first_float(q.low), first_float(q.high)
+        if low <= target <= high:
+            return "within the band"
+    value = first_float(q.value)
+    ok = value >= target if floor else value <= target
+    return "meets" if ok else "misses"
 
 
 def _ttft_steps(r: Resolved, c: Any) -> Q:
@@ -461,16 +508,19 @@ def like_with_like(a: ArmResult, b: ArmResult, metric: str) -> tuple[Q, Q, bool]
     return ma, mb, False
 
 
-def _comparison(dee: ArmResult, alt: ArmResult) -> tuple[Q, Q, Q, bool]:
-    """Aggregate ratio, per-user ratio and per-token tax of DeepEP against the alternative, each
-    from like-with-like figures (the figures the verdict compares and every face shows), and
-    whether the aggregates compared are both measured."""
+def _comparison(
+    dee: ArmResult, alt: ArmResult, a: str = "DeepEP", b: str = "alternative"
+) -> tuple[Q, Q, Q, bool]:
+    """Aggregate ratio, per-user ratio and per-token tax of DeepEP against the alternative (or
+    of arm `a` against arm `b`), each from like-with-like figures (the figures the verdict
+    compares and every face shows), and whether the aggregates compared are both measured."""
     out = []
     both_measured = False
+    a = "DeepEP" if a == "deepep" else a
     for metric, unit, what in (
-        ("aggregate_tok_s", "x", "aggregate tok/s DeepEP / alternative"),
-        ("per_user_tok_s", "x", "per-user tok/s DeepEP / alternative"),
-        ("step_ms", "ms/token", "DeepEP step - alternative step"),
+        ("aggregate_tok_s", "x", f"aggregate tok/s {a} / {b}"),
+        ("per_user_tok_s", "x", f"per-user tok/s {a} / {b}"),
+        ("step_ms", "ms/token", f"{a} step - {b} step"),
     ):
         a, b, measured = like_with_like(dee, alt, metric)
         both_measured = both_measured or (metric == "aggregate_tok_s" and measured)
@@ -514,7 +564,7 @@ def compute(r: Resolved, reuse: Result | None = None, table: Table | None = None
         both = _both(arms["deepep"].evidence, arms[r.scenario.alternative].evidence)
         ratio = banded(ratio, table, "ratio", covered=both)
         ratio_pu = banded(ratio_pu, table, "ratio", covered=both)
-    return Result(r.scenario, r, arms, r.scenario.alternative, ratio, ratio_pu, tax, memo=memo)
+    return Result(r.scenario, r, arms, r.scenario.alternative, ratio, ratio_pu, tax, memo=memo, table=table)
 
 
 def _both(a: Any, b: Any) -> Any:

@@ -4,9 +4,11 @@ Reports, sweep tables, verdict maps and calibration profiles all go through `che
 (before any work) and `commit` (after all of it), so one set of rules holds for all of them:
 
 - `-` is standard output. A character device or a FIFO (`/dev/null`, a named pipe) is opened
-  and written to, never renamed over, so a device stays a device. A path that is the very
-  file standard output or standard error already points at (`/dev/stdout`, `/proc/self/fd/1`,
-  or `out.md` under `> out.md`) is written to through that stream.
+  and written to, never renamed over, so a device stays a device. A FIFO is opened when it is
+  checked, without blocking: one nobody reads is refused in one line instead of waiting
+  forever. A path that is the very file standard output or standard error already points at
+  (`/dev/stdout`, `/proc/self/fd/1`, or `out.md` under `> out.md`) is written to through that
+  stream.
 - A regular file is replaced atomically: the bytes go to a hidden temporary file in the
   target's own directory, which is flushed to disk (fsync), renamed over the target, and the
   directory is fsynced so the rename itself survives a crash. A reader sees the old file or
@@ -344,6 +346,45 @@ def _stat_or_refuse(path: Path, shown: str, flag: str) -> os.stat_result | None:
         raise FileInputError(shown, f"cannot be written ({problem_of(exc)})", flag) from None
 
 
+FIFO_WAIT_S = 2.0  # how long a named pipe may take to get its reader before it is refused
+
+
+def _open_fifo(path: Path, out: Output, wait_s: float = FIFO_WAIT_S) -> IO[bytes]:
+    """A named pipe opened for writing now, or a one-line refusal when nobody reads it.
+
+    A plain open() of a FIFO waits for a reader, forever if none comes (`--html pipe` with
+    no `cat pipe`). Opened without blocking, it fails at once with ENXIO when no reader is
+    there; the reader a shell starts beside the command may take a moment, so the open is
+    retried for `wait_s`. The handle is kept until the commit writes to it: closing it now
+    would hand the reader an end of file before the output.
+    """
+    import time
+
+    deadline = time.monotonic() + wait_s
+    flags = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        try:
+            fd = os.open(path, flags)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise out.failed(exc) from None
+            if time.monotonic() >= deadline:
+                raise out.failed(
+                    f"is a named pipe (FIFO) with no reader after {wait_s:g} s; start the reader "
+                    "first, or name a file"
+                ) from None
+            time.sleep(0.02)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISFIFO(mode):
+        os.close(fd)
+        raise out.failed("changed into something other than a FIFO; nothing written")
+    import fcntl
+
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    return os.fdopen(fd, "wb")
+
+
 def _check_folder(folder: Path, shown: str, flag: str) -> None:
     try:
         st = os.stat(folder)
@@ -401,7 +442,11 @@ def check_output(
             return Output(text, flag, "fd", fd=fd)
         if stat.S_ISDIR(mode):
             raise FileInputError(shown, "is a directory; give a file name", flag)
-        if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        if stat.S_ISFIFO(mode):
+            out = Output(text, flag, "stream", target=path)
+            out._handle = _open_fifo(path, out)
+            return out
+        if stat.S_ISCHR(mode):
             return Output(text, flag, "stream", target=path)
         if stat.S_ISBLK(mode):
             raise FileInputError(shown, "is a block device; refusing to write to it", flag)

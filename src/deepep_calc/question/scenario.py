@@ -351,6 +351,12 @@ def _model_named(name: str) -> ModelSpec:
     return resolve_model(name)
 
 
+def native_model(scenario: Scenario) -> ModelSpec:
+    """The model `--model` names as its checkpoint stores it: before --weight-dtype and the
+    structural overrides (the launch command picks the checkpoint from the difference)."""
+    return _model_named(scenario.model)
+
+
 _OVERRIDES = ("experts", "topk", "hidden", "moe_layers", "kv_dtype")
 
 

@@ -62,6 +62,7 @@ def instances_rows() -> list[dict[str, Any]]:
                 "network_gb_s_per_gpu_per_dir": net.value,
                 "network_conversion": net.source,
                 "price_per_hour": i.price_per_hour,
+                "price_kind": i.price_kind,
                 "price_source": i.price_source,
                 "efa_gda": i.gda_supported,
                 "tag": "assumed",
@@ -161,14 +162,19 @@ def print_models(rows: list[dict[str, Any]], sources: bool = False, c: Console |
             cells += [r["hf_id"] or ""]
         table.add_row(*cells)
     c.print(table)
-    if any(r["expert_dtype"] != r["weight_dtype"] for r in rows):
-        c.print(Text("* routed experts in this dtype; the rest of the model in its own", style="dim"))
+    starred = sorted({r["weight_dtype"] for r in rows if r["expert_dtype"] != r["weight_dtype"]})
+    if starred:
+        rest = " or ".join(starred)
+        c.print(Text(f"* the routed experts' dtype; the rest of the model is in {rest}", style="dim"))
     c.print(Text("parameter counts, weights and KV bytes come from each preset's structure", style="dim"))
     c.print(term.legend())
     if sources:
         term.print_sources_by_row(c, [(r["name"], r["source"]) for r in rows])
     else:
         c.print(term.sources_hint("deepep-calc models"))
+
+
+KIND_SHORT = {"on-demand": "OD", "capacity-block": "CB", "quote": "Q"}
 
 
 def print_instances(rows: list[dict[str, Any]], sources: bool = False, c: Console | None = None) -> None:
@@ -203,7 +209,7 @@ def print_instances(rows: list[dict[str, Any]], sources: bool = False, c: Consol
         cells += [
             term.number(r["network_gbit_per_node"], 0),
             term.number(r["network_gb_s_per_gpu_per_dir"], 1),
-            price,
+            price + (f" {KIND_SHORT[r['price_kind']]}" if r["price_kind"] else ""),
             "yes" if r["efa_gda"] else "no",
         ]
         table.add_row(*cells)
@@ -213,7 +219,9 @@ def print_instances(rows: list[dict[str, Any]], sources: bool = False, c: Consol
             term.marker("assumed"),
             (
                 " every figure here is a spec-sheet value or a list price: verify locally. "
-                "GB/s per GPU = Gb/s per node / 8 / GPUs. — = no catalog price: pass --price-per-hour.",
+                "GB/s per GPU = Gb/s per node / 8 / GPUs. — = no catalog price: pass --price-per-hour. "
+                "Price kinds: OD on-demand, CB AWS Capacity Block, Q a quote (unchecked); plan ranks "
+                "one kind at a time unless told to mix them (--price-kinds all).",
                 "dim",
             ),
         )

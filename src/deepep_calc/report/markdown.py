@@ -49,6 +49,7 @@ def render_markdown(result: Result) -> str:
         "",
         _sentence(f"Scenario: {details['summary']}"),
         "",
+        *[line for note in data["notes"] for line in (_sentence(note), "")],
     ]
     if details["cli"]:
         out += ["Reproduce:", "", "```", details["cli"], "```", ""]
@@ -61,6 +62,8 @@ def render_markdown(result: Result) -> str:
     for label, path, digits in view.ARM_ROWS:
         cells = [_q(view.dig(data["arms"][a], path), digits) for a in arms]
         out.append(f"| {label} | " + " | ".join(cells) + " |")
+    for label, key in view.target_rows(data):
+        out.append(f"| {label} | " + " | ".join(data["arms"][a][key] or "n/a" for a in arms) + " |")
     compared = view.compared_row(data)
     if compared:
         cells = [_q(compared[a], 1) for a in arms]

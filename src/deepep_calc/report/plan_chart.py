@@ -151,9 +151,70 @@ def frontier_figure(plan: Any) -> dict[str, Any]:
     return {"data": traces, "layout": layout}
 
 
-def plan_context(plan: Any) -> dict[str, Any]:
-    """What the templates need: the plan's JSON, its figure and the lines beside them."""
+# The CLI's flags in the plan's sentences, as the web page's form names them (`web=True`).
+WEB_WORDS: tuple[tuple[str, str], ...] = (
+    (r"\(give --price-per-hour (\S+)=P\)", r"(type a price for \1 under Price per node-hour)"),
+    (
+        r"give a price for (\S+) \(--price-per-hour \S+=P\)",
+        r"give a price for \1 (under Price per node-hour)",
+    ),
+    (r"\(--price-kinds all ranks them together\)", "(tick Rank every price kind together)"),
+    (r"\(--price-kinds all\)", "(Rank every price kind together)"),
+    (r"rank every price kind together \(--price-kinds all\)", "tick Rank every price kind together"),
+    (r"drop --measured-only", "untick Measured evidence only"),
+    (r"\(--measured-only\)", "(Measured evidence only)"),
+    (r"--measured-only", "Measured evidence only"),
+    (r"lower --slo-tok-s to", "lower the per-user floor to"),
+    (r"raise --ttft-ms to", "raise the TTFT ceiling to"),
+    (r"raise --budget-per-hour to", "raise the budget to"),
+    (r"lower --request-rate to", "lower the request rate to"),
+    (r"raise --max-nodes to", "raise Most nodes to"),
+)
+
+
+def web_words(text: str) -> str:
+    """A plan sentence with the CLI's flags put as the page's form fields."""
+    import re
+
+    for pattern, repl in WEB_WORDS:
+        text = re.sub(pattern, repl, text)
+    return text
+
+
+def _web_point(p: dict[str, Any] | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {
+        **p,
+        "notes": [web_words(n) for n in p["notes"]],
+        "misses": [web_words(m) for m in p["misses"]],
+        "change": web_words(p["change"]),
+    }
+
+
+def price_line(plan: Any) -> str:
+    from .plan_terminal import price_line as line
+
+    return line(plan)
+
+
+def plan_context(plan: Any, web: bool = False) -> dict[str, Any]:
+    """What the templates need: the plan's JSON, its figure and the lines beside them.
+
+    `web`: for the served page, whose reader has a form, not flags: the sentences name the
+    form's fields (`web_words`); `plan --html` keeps the CLI's words.
+    """
     data = plan.to_json()
+    if web:
+        data = {
+            **data,
+            "note": web_words(data["note"]),
+            "changes": [web_words(c) for c in data["changes"]],
+            "skipped_reasons": {web_words(k): v for k, v in data["skipped_reasons"].items()},
+            "best": _web_point(data["best"]),
+            "frontier": [_web_point(p) for p in data["frontier"]],
+            "nearest_misses": [_web_point(p) for p in data["nearest_misses"]],
+        }
     return {
         "plan": data,
         "figure": frontier_figure(plan),
@@ -163,6 +224,7 @@ def plan_context(plan: Any) -> dict[str, Any]:
             "misses": plan.nearest_misses,
         },
         "seconds": plan.seconds,
+        "price_line": (web_words if web else str)(price_line(plan)),
         "flag_lines": _flag_lines(plan.best.flags) if plan.best is not None else [],
     }
 

@@ -48,6 +48,29 @@ def _targets(plan: Any) -> str:
     return " | ".join(parts)
 
 
+def price_line(plan: Any) -> str:
+    """Which kinds of price were ranked together, and which instances were left out for theirs."""
+    from ..catalog.hardware import PRICE_KIND_WORDS
+
+    k = plan.price_kinds()
+    ranked = k["ranked"]
+    kinds = {n: kind for n, kind in k["by_instance"].items() if kind is not None}
+    if len(set(kinds.values()) - {"given"}) < 2 and not k["mixed_on_purpose"]:
+        return ""
+    if k["mixed_on_purpose"]:
+        shown = ", ".join(f"{n} ({PRICE_KIND_WORDS[kind]})" for n, kind in kinds.items())
+        return f"Prices of different kinds ranked together, as asked: {shown}"
+    inside = [n for n, kind in kinds.items() if kind in (*ranked, "given")]
+    outside = [
+        f"{n} ({PRICE_KIND_WORDS[kind]})" for n, kind in kinds.items() if kind not in (*ranked, "given")
+    ]
+    words = " or ".join(PRICE_KIND_WORDS[r] for r in ranked)
+    return (
+        f"Ranked on {words} prices only ({', '.join(inside)}); searched, not ranked: "
+        f"{', '.join(outside)} (--price-kinds all ranks them together)"
+    )
+
+
 def points_table(points: list[Any], title: str, misses: bool = False) -> Table:
     """One row per point: configuration (two lines), the four figures, whether it meets."""
     table = Table(
@@ -76,6 +99,8 @@ def points_table(points: list[Any], title: str, misses: bool = False) -> Table:
         cfg.append("\n" + arm, style="dim")
         if p.evidence == "assumed":  # on the short line: at 80 columns the long one wraps it alone
             cfg.append(" †", style="yellow")
+        for note in p.band_notes(short=True):  # a target inside this point's band: said beside it
+            cfg.append("\n" + note, style="yellow")
         if misses and (p.misses or p.change):
             lines = [*p.misses, *([f"-> {p.change}"] if p.change else [])]
             cfg.append("\n" + "\n".join(lines), style="red")
@@ -103,11 +128,15 @@ def print_plan(plan: Any, console: Console | None = None) -> None:
     console.print(
         Text(f"Searched {plan.searched:,} configurations in {plan.seconds:.2f} s{skipped}", style="dim")
     )
+    line = price_line(plan)
+    if line:
+        console.print(Text(line, style="dim"))
     console.print()
     if plan.best is not None:
         b = plan.best
         f = b.figures
-        console.print(Text("Cheapest meeting every target", style="bold green"))
+        heading = "Chosen, meeting every target" if b.chosen_over else "Cheapest meeting every target"
+        console.print(Text(heading, style="bold green"))
         console.print(Text(f"  {b.label}" + (" †" if b.evidence == "assumed" else "")))
         line = Text("  ")
         line.append_text(tagged(f["usd_per_mtok"], 3))
@@ -123,6 +152,8 @@ def print_plan(plan: Any, console: Console | None = None) -> None:
         line.append_text(tagged(f["memory_gb_per_gpu"], 1))
         line.append(" GB per GPU")
         console.print(line)
+        for note in b.band_notes():
+            console.print(Text(f"  {note}", style="yellow"))
         if b.config.get("concurrency") and plan.request.request_rate is not None:
             console.print(
                 Text(f"  runs {b.config['concurrency']:,} sequences at once (Little's law)", style="dim")
@@ -164,29 +195,9 @@ def print_plan(plan: Any, console: Console | None = None) -> None:
 
 
 def print_best_card(plan: Any, result: Any, console: Console | None = None) -> None:
-    """The verdict card of the chosen configuration, and the command line of the chosen arm."""
+    """The verdict card of the chosen configuration (`whatif.plan.card.card_for`: arms the plan
+    left out are left out of the card too, so it recommends the plan's choice), and its launch."""
     from .terminal import print_result
 
     console = console or Console(highlight=False)
-    print_result(result, console)
-    b = plan.best
-    if result.verdict.recommended_arm == b.arm:
-        return
-    console.print(
-        Text(
-            f"The card recommends {result.verdict.recommended_arm} for this cluster; the plan chose "
-            f"{b.arm}, the cheapest per token that meets every target.",
-            style="italic",
-        )
-    )
-    flags = b.flags
-    console.print(Text(f"Run the plan's choice ({flags['engine']}, {b.arm})", style="bold"))
-    for arg in flags["args"]:
-        console.print(Text(f"  {arg}"))
-    for k, v in flags["config"].items():
-        console.print(Text(f"  {k}: {v}"))
-    for k, v in flags["env"].items():
-        console.print(Text(f"  export {k}={v}"))
-    console.print(Text(f"  {flags['cuda_graphs']}"))
-    if flags.get("requires"):
-        console.print(Text(f"  requires: {flags['requires']}", style="dim"))
+    print_result(result, console)  # the card on the plan's terms: its choice, its one launch block

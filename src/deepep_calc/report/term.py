@@ -181,23 +181,47 @@ class Footnotes:
             grid.add_row(f"[{i}]", text)
         return grid
 
+    def lines(self, width: int) -> list[str]:
+        """Each source wrapped at spaces to fit `width` - 1 columns (a line that fills the last
+        column makes some terminals wrap it once more), continued under its text, no padding."""
+        import textwrap
+
+        out: list[str] = []
+        mark = len(f"[{len(self.texts)}]")
+        for i, text in enumerate(self.texts, 1):
+            lead = f"[{i}]".rjust(mark) + " "
+            out += textwrap.wrap(
+                text,
+                max(width - 1, len(lead) + 20),
+                initial_indent=lead,
+                subsequent_indent=" " * len(lead),
+                break_on_hyphens=False,
+                break_long_words=True,
+            )
+        return out
+
     def print(self, c: Console, heading: str = "Sources") -> None:
         if self.texts:
             c.print(Text(heading, style="bold"))
-            c.print(self.render())
+            for line in self.lines(c.width):
+                c.print(Text(line, style="dim"), soft_wrap=True)
 
 
 def print_sources_by_row(c: Console, rows: list[tuple[str, str]], heading: str = "Sources") -> None:
     """Sources listed under the row they belong to (for catalogs, where each row has its own)."""
     if not rows:
         return
-    grid = Table.grid(padding=(0, 2, 0, 0))
-    grid.add_column(no_wrap=True, style="bold dim")
-    grid.add_column(overflow="fold", style="dim")
-    for key, text in rows:
-        grid.add_row(key, text)
+    import textwrap
+
+    lead = max(len(key) for key, _ in rows) + 2
+    width = max(c.width - 1, lead + 20)  # never the last column: some terminals wrap it again
     c.print(Text(heading, style="bold"))
-    c.print(grid)
+    for key, text in rows:
+        lines = textwrap.wrap(text, width - lead, break_on_hyphens=False) or [""]
+        for i, line in enumerate(lines):
+            out = Text((key if i == 0 else "").ljust(lead), style="bold dim")
+            out.append(line, style="dim")
+            c.print(out, soft_wrap=True)
 
 
 def sources_hint(command: str) -> Text:

@@ -72,7 +72,7 @@ def banded_text(q: Q | None, digits: int, inline: bool) -> Text:
 def _arms_table(result: Any, v: Any, wide: bool = True, inline_bands: bool = False) -> Table:
     r = result.resolved
     table = Table(show_header=True, header_style="bold", expand=False, box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("")
+    table.add_column("", no_wrap=True)  # a row label never wraps: the figures' columns give way
     for name in result.arms:
         style = (
             "magenta"
@@ -105,6 +105,9 @@ def _arms_table(result: Any, v: Any, wide: bool = True, inline_bands: bool = Fal
         ]
     for label, fn in rows:
         table.add_row(label, *[fn(a) for a in result.arms.values()])
+    s = r.scenario
+    for label, key in target_rows(s):
+        table.add_row(label, *[status_text(getattr(a, key)) for a in result.arms.values()])
     c = v.compared
     if c is not None and any(c.aggregate[n] is not a.aggregate_tok_s for n, a in result.arms.items()):
         table.add_row(
@@ -116,7 +119,13 @@ def _arms_table(result: Any, v: Any, wide: bool = True, inline_bands: bool = Fal
             Text(f"  step: {step_label(part)}", style="dim"),
             *[qtext(a.breakdown_ms[part], 2) for a in result.arms.values()],
         )
-    short = {"split": "experts split", "reach": "one node only", "memory": "HBM", "queue": "queue"}
+    short = {
+        "split": "experts split",
+        "reach": "one node only",
+        "memory": "HBM",
+        "queue": "queue",
+        "left out": "left out",
+    }
     table.add_row(
         "feasible",
         *[
@@ -130,8 +139,43 @@ def _arms_table(result: Any, v: Any, wide: bool = True, inline_bands: bool = Fal
     return table
 
 
+STATUS_STYLE = {"meets": "green", "misses": "red", "within the band": "yellow"}
+
+
+def target_rows(s: Any) -> list[tuple[str, str]]:
+    """(row label, ArmResult field) of each target the scenario sets."""
+    out = []
+    if s.slo_tok_s is not None:
+        out.append((f"floor {s.slo_tok_s:g} tok/s/user", "slo_status"))
+    if s.ttft_ms is not None:
+        out.append((f"TTFT ceiling {s.ttft_ms:g} ms", "ttft_status"))
+    return out
+
+
+def status_text(status: str | None) -> Text:
+    """A target's status: meets, misses, or within the band (the figure's band spans it)."""
+    if status is None:
+        return Text("n/a", style="dim")
+    return Text(status, style=STATUS_STYLE.get(status, ""))
+
+
 def _summary(result: Any, v: Any) -> Text:
-    """The comparison the rule made, in one line: the same figures the headline quotes."""
+    """The comparison that decided, in one line: the same figures the headline quotes (DeepEP
+    against the alternative, or against the replicas when they won or were the rival to beat)."""
+    d = v.deciding
+    if d is not None and not d.is_alternative:
+        a, b = d.arms
+        out = Text(f"{ARM_LABELS[a] if a != 'deepep' else 'DeepEP'} / {ARM_LABELS[b]}: ", style="bold")
+        parts = [f"aggregate {d.ratio.scalar:.2f}× [{d.ratio.tag}]{_band_words(d.ratio)}"]
+        parts.append(
+            f"per user {d.per_user_ratio.scalar:.2f}× [{d.per_user_ratio.tag}]{_band_words(d.per_user_ratio)}"
+        )
+        parts.append(step_words(d.ratio, d.tax_ms_per_token))
+        out.append_text(term.sentence(" · ".join(parts)))
+        basis = "measured on both arms" if d.basis == "measured" else "model figures of both arms"
+        first = "DeepEP" if a == "deepep" else ARM_LABELS[a]
+        out.append(f" ({basis}; {first} wins above {d.threshold:.2f}×)", style="dim")
+        return out
     c = v.compared
     alt = ARM_LABELS[result.alternative]
     out = Text(f"DeepEP / {alt}: ", style="bold")
@@ -199,6 +243,7 @@ def print_result(result: Any, console: Console | None = None) -> None:
     body: list[Any] = [
         term.sentence(v.headline, style="bold"),
         scen,
+        *[term.sentence(note, style="dim italic") for note in result.notes],
         _arms_table(result, v, wide, inline_bands=console.width >= term.WIDE),
         _summary(result, v),
     ]

@@ -60,13 +60,13 @@ TAG_MEANING = {
     "derived": "arithmetic on measured values only",
     "assumed": "rests on a spec sheet, a price, a model assumption or a value you typed: verify locally",
 }
-VERDICT_BLURB = {
-    "dense": "All-to-all is not the bottleneck at this scale; on a host-proxied path the per-step "
-    "proxy round trip costs more than the expert bytes it saves.",
-    "capacity": "The model or its KV cache does not fit without sharding experts across nodes: "
-    "accept the all-to-all, because the alternative is running out of memory.",
-    "deepep": "The per-step proxy tax is gone or small (GPU-initiated transport), or the batch is "
-    "large enough that allgather bytes dominate.",
+VERDICT_BLURB = {  # what each category means, on the cards that are not lit
+    "dense": "When DeepEP does not beat the dense arms by more than the noise band: the all-to-all "
+    "is not the bottleneck, or what it saves is lost elsewhere (a host proxy, host launches).",
+    "capacity": "When the model or its KV cache does not fit without sharding experts across "
+    "nodes: accept the all-to-all, because the alternative is running out of memory.",
+    "deepep": "When DeepEP beats every other arm by more than the noise band: a small exchange "
+    "cost (GPU-initiated, or hidden by CUDA graphs), or a batch whose allgather bytes dominate.",
 }
 CODES = ("dense", "capacity", "deepep")
 BAND_LEGEND = (
@@ -196,14 +196,32 @@ def verdict_text(verdict: dict[str, Any]) -> dict[str, Any]:
         "reasons": [tag_segments(line) for line in verdict["reasons"]],
         "advisories": [tag_segments(line) for line in verdict["advisories"]],
         "robustness": tag_segments(f"Verdict is {verdict['robustness']}"),
+        "blurb": tag_segments(verdict.get("blurb") or ""),
     }
 
 
+def deciding_other(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The verdict's deciding comparison when it is not DeepEP against the alternative (the
+    replicas won, or were the rival to beat), else None. Mirrored by app.js: decidingOther."""
+    d = (data.get("verdict") or {}).get("deciding")
+    if not d or d["arms"] == ["deepep", data["scenario"]["alternative"]]:
+        return None
+    return d  # type: ignore[no-any-return]
+
+
+def _pair_words(arm: str) -> str:
+    return "DeepEP" if arm == "deepep" else ARM_LABELS[arm]
+
+
 def compare_rows(data: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None, int, str]]:
-    """(label, quantity or None, decimals, note) of the comparison table, from the figures the
-    verdict compared: no ratio between arms that cannot run, and a negative tax is a saving.
-    The page's JavaScript mirrors this (app.js: compareRows)."""
+    """(label, quantity or None, decimals, note) of the comparison table, from the comparison
+    that decided the verdict (DeepEP against the alternative, or against the replicas when they
+    decided): no ratio between arms that cannot run, and a negative tax is a saving. The page's
+    JavaScript mirrors this (app.js: compareRows)."""
     compared = (data.get("verdict") or {}).get("compared")
+    decided = deciding_other(data)
+    if decided is not None:
+        compared = {**decided, "note": ""}
     rows: list[tuple[str, dict[str, Any] | None, int, str]] = []
     ratio = data["ratio_deepep_vs_alternative"] if compared is None else compared["ratio"]
     for label, key, digits in COMPARE_ROWS:
@@ -212,6 +230,11 @@ def compare_rows(data: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None,
             label, q = SAVING_LABEL, {**q, "value": -q["value"]}
         elif q is not None and key == "tax_ms_per_token" and ratio and (ratio["value"] or 0) > 1:
             label = LONGER_LABEL  # a ratio above 1 never sits beside a plain "tax"
+        if decided is not None:
+            a, b = (_pair_words(n) for n in decided["arms"])
+            label = label.replace("DeepEP / alternative", f"{a} / {b}").replace("DeepEP ", f"{a} ", 1)
+            if key == "tax_ms_per_token":
+                label += f" (against {b})"
         rows.append((label, q, digits, compared["note"] if q is None and compared else ""))
     return rows
 
@@ -238,6 +261,22 @@ def band_strings(data: dict[str, Any]) -> dict[str, Any]:
         "compared": {arm: shown(q, 1) for arm, q in compared.items()} if compared else None,
         "compare": [shown(q, digits) for _, q, digits, _ in compare_rows(data)],
     }
+
+
+STATUS_WORDS = {"meets": "meets", "misses": "misses", "within the band": "within the band"}
+
+
+def target_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, arm field) of each target the scenario sets, for the arms table's status rows:
+    meets, misses, or within the band (the figure's band spans the target). Mirrored by
+    app.js: targetRows."""
+    s = data["scenario"]
+    out = []
+    if s.get("slo_tok_s") is not None:
+        out.append((f"Per-user floor (≥ {s['slo_tok_s']:g} tok/s)", "slo_status"))
+    if s.get("ttft_ms") is not None:
+        out.append((f"TTFT ceiling (≤ {s['ttft_ms']:g} ms)", "ttft_status"))
+    return out
 
 
 def compared_row(data: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
@@ -289,7 +328,9 @@ def verdict_cards(data: dict[str, Any]) -> list[dict[str, Any]]:
             "code": c,
             "symbol": SYMBOLS[c],
             "title": v["title"] if c == lit else TITLES[c],
-            "blurb": VERDICT_BLURB[c],
+            # the lit card says why this scenario landed there: one of the verdict's own reasons
+            "blurb": (v.get("blurb") or VERDICT_BLURB[c]) if c == lit else VERDICT_BLURB[c],
+            "blurb_segments": tag_segments(v.get("blurb") or VERDICT_BLURB[c]) if c == lit else None,
             "lit": c == lit,
         }
         for c in CODES
@@ -314,6 +355,7 @@ def page_layout() -> dict[str, Any]:
         "longer_label": LONGER_LABEL,
         "arm_labels": ARM_LABELS,
         "titles": TITLES,
+        "blurbs": VERDICT_BLURB,
         "codes": CODES,
         "host_proxied": transport_initiation(),
         "colours": {
@@ -360,6 +402,7 @@ def templates() -> Any:
         dig=dig,
         compare_rows=compare_rows,
         compared_row=compared_row,
+        target_rows=target_rows,
         arm_label=arm_label,
         arm_colour=_arm_colour,
     )

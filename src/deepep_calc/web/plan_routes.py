@@ -113,11 +113,17 @@ def body_from_query(params: Any) -> PlanRequestBody | None:
         values = [v for v in params.getlist(name) if v.strip()]
         if values:
             data[name] = ",".join(values)
+        elif name == "instances":  # the form's default: the priced instances (see page_values)
+            data[name] = ",".join(
+                n for n in default_instances() if load_instances()[n].price_per_hour is not None
+            )
     if str(params.get("measured_only") or "").lower() in ("on", "true", "1", "yes"):
         data["measured_only"] = True
     price = str(params.get("price_per_hour") or "").strip()
     if price:
         data["price_per_hour"] = price
+    if str(params.get("price_kinds") or "").strip().lower() == "all":
+        data["price_kinds"] = "all"
     return PlanRequestBody.model_validate(data)
 
 
@@ -130,10 +136,13 @@ def page_values(params: Any) -> dict[str, Any]:
     values["max_nodes"] = values["max_nodes"] or "16"
     if not any(params.get(k) for k in ("concurrency", "request_rate")):
         values["concurrency"] = values["concurrency"] or str(DEFAULTS["concurrency"])
-    values["instances"] = [v for v in params.getlist("instances")] or list(default_instances())
+    # unpriced instances start unticked: the page cannot cost them until a price is typed
+    priced = [n for n in default_instances() if load_instances()[n].price_per_hour is not None]
+    values["instances"] = [v for v in params.getlist("instances")] or priced
     values["engines"] = [v for v in params.getlist("engines")] or list(default_engines())
     values["measured_only"] = str(params.get("measured_only") or "").lower() in ("on", "true", "1", "yes")
     values["price_per_hour"] = str(params.get("price_per_hour") or "")
+    values["price_kinds"] = str(params.get("price_kinds") or "").strip().lower() == "all"
     return values
 
 
@@ -169,7 +178,7 @@ def plan_page(request: Request) -> HTMLResponse:
         except ValidationError as err:
             raise from_validation(err) from None
         if body is not None:
-            ctx["result"] = plan_context(plan_for(request_of(body)))
+            ctx["result"] = plan_context(plan_for(request_of(body)), web=True)
     except CalcError as err:
         ctx["error"], ctx["error_field"] = err.message, input_name(err) or ""
         status = 422

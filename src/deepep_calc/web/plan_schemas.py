@@ -36,6 +36,9 @@ class PlanRequestBody(BaseModel):
     price_per_hour: float | str | None = Field(
         None, description="$ per node-hour for every instance, or 'NAME=P,NAME=P'"
     )
+    price_kinds: list[str] | str | None = Field(
+        None, description="'all', or the price kinds ranked together (default: like with like)"
+    )
 
 
 class PointOut(BaseModel):
@@ -63,6 +66,16 @@ class PointOut(BaseModel):
     measured_cell: str | None
     card_url: str
     flags: FlagsOut
+    chosen_over: str = Field(
+        "", description="best only: the cheaper configuration the verdict's rule set aside"
+    )
+    price_kind: Literal["on-demand", "capacity-block", "quote", "given"] | None = Field(
+        None, description="what its price is: a list price, a Capacity Block, a quote, or the one you gave"
+    )
+    target_status: dict[str, Literal["meets", "misses", "within the band"]] = Field(
+        default_factory=dict,
+        description="each target set (slo_tok_s, ttft_ms): meets, misses, or within the band of the figure",
+    )
 
 
 class PlanTargets(BaseModel):
@@ -88,6 +101,17 @@ class PlanSpace(BaseModel):
     comms: list[int]
     measured_only: bool
     prices: dict[str, float]
+    price_kinds: list[str] = Field(default_factory=list, description="kinds ranked together on purpose")
+
+
+class PriceKinds(BaseModel):
+    """Which kinds of price the plan ranked together (like with like unless asked to mix)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ranked: list[str]
+    mixed_on_purpose: bool
+    by_instance: dict[str, str | None]
 
 
 class PlanResponse(BaseModel):
@@ -107,3 +131,4 @@ class PlanResponse(BaseModel):
     frontier_per_node: list[PointOut]
     changes: list[str]
     measured_only_rule: str
+    price_kinds: PriceKinds | None = None

@@ -162,8 +162,10 @@ class ArmOut(BaseModel):
     feasible: bool
     fits_memory: bool
     why_not: str
-    why_code: Literal["", "split", "reach", "memory", "queue"] = Field(
-        "", description="short form of why_not: experts do not split, transport does not reach, HBM, queue"
+    why_code: Literal["", "split", "reach", "memory", "queue", "left out"] = Field(
+        "",
+        description="short form of why_not: experts do not split, transport does not reach, HBM, queue, "
+        "or left out (a plan's card: the plan did not compare this arm)",
     )
     per_user_tok_s: QOut
     step_ms: QOut
@@ -179,6 +181,12 @@ class ArmOut(BaseModel):
     measured_cell: str | None
     meets_slo: bool | None
     meets_ttft: bool | None
+    slo_status: Literal["meets", "misses", "within the band"] | None = Field(
+        None, description="the per-user floor, three-valued: the figure's band may span it"
+    )
+    ttft_status: Literal["meets", "misses", "within the band"] | None = Field(
+        None, description="the TTFT ceiling, three-valued: the figure's band may span it"
+    )
     model_aggregate_tok_s: QOut | None = Field(None, description="the model's figure, before a measured cell")
     model_step_ms: QOut | None = Field(None, description="the model's step, before a measured cell")
     evidence_covered: bool | list[bool] = Field(
@@ -235,6 +243,23 @@ class ComparedOut(BaseModel):
     note: str
 
 
+class DecidingOut(BaseModel):
+    """The comparison that decided the verdict: the first arm's figures over the second's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    arms: list[str] = Field(description="[first, second]: usually DeepEP and the arm it had to beat")
+    basis: Literal["measured", "model"]
+    aggregate_tok_s: dict[str, QOut]
+    ratio: QOut
+    per_user_ratio: QOut
+    tax_ms_per_token: QOut
+    threshold: float
+    status: Literal["meets", "misses", "within the band"] = Field(
+        description="whether the first arm clears the threshold over the second, band included"
+    )
+
+
 class FixOut(BaseModel):
     """One change that would make the scenario fit or meet its targets, checked on the model."""
 
@@ -264,6 +289,8 @@ class VerdictOut(BaseModel):
     compared: ComparedOut | None = None
     caveats: list[str] = Field(default_factory=list)
     fixes: list[FixOut] = Field(default_factory=list)
+    deciding: DecidingOut | None = None
+    blurb: str = Field("", description="the one reason that says why (the page's lit card shows it)")
 
 
 class ScenarioOut(ScenarioBody):  # type: ignore[misc, valid-type]
@@ -379,6 +406,7 @@ class InstanceRow(BaseModel):
     network_gb_s_per_gpu_per_dir: float
     network_conversion: str
     price_per_hour: float | None
+    price_kind: Literal["on-demand", "capacity-block", "quote"] | None = None
     price_source: str
     efa_gda: bool
     tag: Tag
@@ -480,6 +508,7 @@ class VerdictText(BaseModel):
     reasons: list[list[Segment]]
     advisories: list[list[Segment]]
     robustness: list[Segment]
+    blurb: list[Segment] = Field(default_factory=list, description="the lit card's reason")
 
 
 class DetailsResponse(BaseModel):

@@ -10,12 +10,14 @@ Under an override the whole fit stage runs again (`fit.build.built_in_table` is 
 override set), so a case where HBM is slower is one where the fitted engine and kernel constants
 absorb the difference as far as the references allow. That is
 the honest question: "if this assumption is off, would the data still say the same?", not "if
-this term alone moved". A whole tornado is a few dozen refits, ~0.1-0.3 s, so it is not part of
-`evaluate()` (which must stay under 5 ms): `deepep-calc sensitivity` and `evaluate
---sensitivity` run it.
+this term alone moved". A whole tornado is a few dozen refits, a few seconds (2-3 s on a quiet
+machine), so it is not part of `evaluate()` (which must stay under 5 ms): `deepep-calc
+sensitivity` and `evaluate --sensitivity` run it.
 
-The ratio shown is the model's DeepEP / alternative aggregate (what the verdict compares when
-not every arm is measured), so it moves even where a measured cell supplies the headline.
+The ratio shown is the model's aggregate ratio of the comparison that decided the verdict
+(`Verdict.deciding`: DeepEP against the alternative, or against the single-node replicas when
+they won or were the rival to beat), the pair fixed by the base scenario, so it moves even
+where a measured cell supplies the headline.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 from ..base.quantity import Q
 from ..catalog.constants import load_constants, overrides
+from ..decide.answer import decide
 from ..decide.verdict import SYMBOLS, classify
 from ..estimate.evaluate import Result, compute
 from ..question.scenario import Scenario, resolve
@@ -51,6 +54,7 @@ class Row:
     ratio_high: Q
     verdict_low: str
     verdict_high: str
+    versus: tuple[str, str] = ("deepep", "allgather")  # the pair whose ratio this is
 
     @property
     def survives(self) -> bool:
@@ -80,6 +84,7 @@ class Row:
             "verdict_high": self.verdict_high,
             "survives": self.survives,
             "swing": self.swing,
+            "versus": list(self.versus),
         }
 
 
@@ -111,33 +116,47 @@ def cases(scenario: Scenario) -> list[Case]:
     return out
 
 
-def model_ratio(result: Result) -> Q:
-    """DeepEP / alternative aggregate as the model computes it (before measured substitution)."""
-    dee, alt = result.arms["deepep"], result.arms[result.alternative]
-    a = dee.model_aggregate_tok_s or dee.aggregate_tok_s
-    b = alt.model_aggregate_tok_s or alt.aggregate_tok_s
-    return (a / b).as_("x", "model aggregate tok/s DeepEP / alternative")
+def model_ratio(result: Result, versus: tuple[str, str] | None = None) -> Q:
+    """The aggregate ratio of two arms as the model computes it (before measured substitution):
+    DeepEP / alternative unless `versus` names another pair."""
+    a_name, b_name = versus or ("deepep", result.alternative)
+    x, y = result.arms[a_name], result.arms[b_name]
+    a = x.model_aggregate_tok_s or x.aggregate_tok_s
+    b = y.model_aggregate_tok_s or y.aggregate_tok_s
+    label = {"deepep": "DeepEP"}.get(a_name, a_name)
+    return (a / b).as_("x", f"model aggregate tok/s {label} / {b_name}")
 
 
-def _run(scenario: Scenario, values: dict[str, float] | None = None) -> tuple[str, Q]:
+def deciding_pair(scenario: Scenario) -> tuple[str, str]:
+    """The pair whose comparison decided the base scenario's verdict (DeepEP against the
+    alternative when no pair decided: nothing fits, or DeepEP is the only arm)."""
+    result = compute(resolve(scenario))
+    d = decide(result).deciding
+    return d.arms if d is not None else ("deepep", result.alternative)
+
+
+def _run(
+    scenario: Scenario, versus: tuple[str, str], values: dict[str, float] | None = None
+) -> tuple[str, Q]:
     with overrides(values or {}):
         result = compute(resolve(scenario))
         code, _ = classify(result)
-        return code, model_ratio(result)
+        return code, model_ratio(result, versus)
 
 
 def sensitivity(scenario: Scenario | None = None, /, **fields: Any) -> list[Row]:
-    """The tornado, largest swing of the ratio first."""
+    """The tornado, largest swing of the ratio first; the ratio is the deciding pair's."""
     if scenario is None:
         scenario = Scenario(**fields)
     elif fields:
         scenario = scenario.copy(**fields)
-    base_code, base_ratio = _run(scenario)
+    versus = deciding_pair(scenario)
+    base_code, base_ratio = _run(scenario, versus)
     rows = []
     for case in cases(scenario):
-        code_lo, ratio_lo = _run(scenario, {case.key: case.low})
-        code_hi, ratio_hi = _run(scenario, {case.key: case.high})
-        rows.append(Row(case, base_code, base_ratio, ratio_lo, ratio_hi, code_lo, code_hi))
+        code_lo, ratio_lo = _run(scenario, versus, {case.key: case.low})
+        code_hi, ratio_hi = _run(scenario, versus, {case.key: case.high})
+        rows.append(Row(case, base_code, base_ratio, ratio_lo, ratio_hi, code_lo, code_hi, versus))
     rows.sort(key=lambda row: (row.survives, -row.swing))
     return rows
 

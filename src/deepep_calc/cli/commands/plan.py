@@ -59,18 +59,26 @@ def register(app: click.Group) -> None:
     metavar="P | NAME=P,...",
     help="$ per node-hour: one price for every instance searched, or per instance (default: catalog)",
 )
+@click.option(
+    "--price-kinds",
+    metavar="all | LIST",
+    help="price kinds ranked together (on-demand, capacity-block, quote) [default: like with like: "
+    "on-demand when one is searched]",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the plan as one JSON object")
 @click.option(
     "--html", "html_path", metavar="FILE", help="write a self-contained HTML page with the frontier"
 )
 def plan_cmd(as_json: bool, html_path: str | None, **fields: Any) -> None:
-    """Search instance types, node counts, engines, graph modes, arms and EP_NUM_COMMS for the
-    cheapest configuration ($ per million output tokens) that fits and meets every target.
+    """Search instance types, node counts, engines, graph modes (eager, CUDA graphs), arms
+    (DeepEP over each transport, allgather, tensor parallel, single-node replicas), EP_NUM_COMMS
+    and weight dtypes (the checkpoint's own, and FP8 for a BF16 / FP16 one) for the cheapest
+    configuration ($ per million output tokens) that fits and meets every target.
 
-    Prints its verdict card and the command line to run it, the frontier of per-user tok/s
-    against $/Mtok, and, when nothing meets the targets, the closest misses and the single
-    change that would. Example: --model deepseek-v3 --isl 1024 --osl 256 --concurrency 64
-    --slo-tok-s 20
+    Prints its verdict card and the command line to run it (the checkpoint or quantisation flag
+    of the dtype chosen), the frontier of per-user tok/s against $/Mtok, and, when nothing meets
+    the targets, the closest misses and the single change that would. Example: --model
+    deepseek-v3 --isl 1024 --osl 256 --concurrency 64 --slo-tok-s 20
     """
     from ...files.safe_write import check_output, scenario_inputs, writing
     from ...whatif.plan.search import default_size, plan_request, plan_size, run_plan
@@ -108,11 +116,12 @@ def _print(plan: Any) -> None:
     console = Console(highlight=False)
     print_plan(plan, console)
     if plan.best is not None:
-        from ...decide.answer import evaluate
-        from ...question.scenario import Scenario
+        from ...whatif.plan.card import card_for
 
-        console.print()
-        print_best_card(plan, evaluate(Scenario(**plan.best.config)), console)
+        card = card_for(plan)
+        if card is not None:
+            console.print()
+            print_best_card(plan, card, console)
 
 
 class _progress:

@@ -199,9 +199,13 @@ def print_sensitivity(rows: list[Any]) -> None:
             Text("no") if row.survives else Text("YES", style="bold red"),
         )
     c.print(table)
+    from ...decide.verdict import ARM_LABELS
+
+    a, b = rows[0].versus if rows else ("deepep", "allgather")
+    pair = f"{'DeepEP' if a == 'deepep' else ARM_LABELS[a]} / {ARM_LABELS[b]}"
     c.print(
         Text.assemble(
-            ("ratio = the model's aggregate, DeepEP / alternative ", "dim"),
+            (f"ratio = the model's aggregate, {pair} (the comparison that decided) ", "dim"),
             term.marker(tag),
             ("; ■ dense ▲ deepep ◆ capacity", "dim"),
         )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ...base.errors import CalcError, InputError, printable
-from ..options import scenario_from, scenario_options
+from ..options import mode_unset, scenario_from, scenario_options
 
 if TYPE_CHECKING:
     import logging
@@ -154,6 +154,7 @@ def report_cmd(html_path: str | None, md_path: str | None, **kwargs: Any) -> Non
     """
     from ...files.safe_write import check_distinct, check_output, scenario_inputs, writing
 
+    unset = mode_unset(kwargs)
     scenario = scenario_from(kwargs)
     if not html_path and not md_path:
         md_path = "-"
@@ -162,9 +163,11 @@ def report_cmd(html_path: str | None, md_path: str | None, **kwargs: Any) -> Non
     html_out = check_output(html_path, "--html", inputs=inputs) if html_path else None
     md_out = check_output(md_path, "--md", inputs=inputs) if md_path else None
     outputs = check_distinct([html_out, md_out])
-    from ...decide.answer import evaluate
+    from ...decide.answer import evaluate, note_assumed_mode
 
     result = evaluate(scenario)
+    if unset:
+        note_assumed_mode(result)
     with writing(*outputs):  # everything rendered and staged before anything is committed
         if html_out is not None:
             from ...report.html import render_html

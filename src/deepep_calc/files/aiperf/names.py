@@ -40,6 +40,10 @@ class NameHints:
     comms: int | None = None  # EP_NUM_COMMS from "epnc<K>"
     concurrency: int | None = None
     isl: int | None = None
+    instances: str | None = None  # the cluster token as written, e.g. "2xp5en"
+
+
+_INSTANCES_RE = re.compile(r"\d+x[a-z][a-z0-9-]*", re.I)  # "2xp5en", "1xp6-b200"
 
 
 def parse_export_name(name: str) -> NameHints:
@@ -51,7 +55,7 @@ def parse_export_name(name: str) -> NameHints:
             stem = stem[: -len(suffix)]
             break
     parts = stem.split("_")
-    engine = engine_version = arm = arm_label = None
+    engine = engine_version = arm = arm_label = instances = None
     comms = concurrency = isl = None
     m = _ENGINE_RE.match(parts[0]) if parts else None
     if m:
@@ -63,6 +67,8 @@ def parse_export_name(name: str) -> NameHints:
             concurrency = int(c.group(1))
         elif (i := re.fullmatch(r"isl(\d+)", low)) is not None:
             isl = int(i.group(1))
+        elif _INSTANCES_RE.fullmatch(low):
+            instances = low
         elif low.startswith(("dense", "allgather")):
             arm, arm_label = "dense", token
         elif low.startswith("deepep"):
@@ -71,7 +77,7 @@ def parse_export_name(name: str) -> NameHints:
                 comms = int(k.group(1))
     if concurrency is None and (c := _CONCURRENCY_WORD_RE.search(stem)) is not None:
         concurrency = int(c.group(1))  # AIPerf's own artifact folders: ...-concurrency32
-    return NameHints(engine, engine_version, arm, arm_label, comms, concurrency, isl)
+    return NameHints(engine, engine_version, arm, arm_label, comms, concurrency, isl, instances)
 
 
 def normalise_model(name: str | None, tokenizer: str | None = None) -> str | None:

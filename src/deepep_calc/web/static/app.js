@@ -65,8 +65,26 @@
   }
 
   // mirrors report/view.py:compare_rows: the verdict's compared figures; a negative tax is a saving
+  // mirrors report/view.py:target_rows: a status row per target the scenario sets
+  function targetRows(data) {
+    var s = data.scenario, out = [];
+    if (s.slo_tok_s !== null && s.slo_tok_s !== undefined) out.push(["Per-user floor (≥ " + s.slo_tok_s + " tok/s)", "slo_status"]);
+    if (s.ttft_ms !== null && s.ttft_ms !== undefined) out.push(["TTFT ceiling (≤ " + s.ttft_ms + " ms)", "ttft_status"]);
+    return out;
+  }
+
+  // mirrors report/view.py:deciding_other: the deciding pair when it is not DeepEP vs the alternative
+  function decidingOther(data) {
+    var d = data.verdict ? data.verdict.deciding : null;
+    if (!d || (d.arms[0] === "deepep" && d.arms[1] === data.scenario.alternative)) return null;
+    return d;
+  }
+  function pairWords(arm) { return arm === "deepep" ? "DeepEP" : layout.arm_labels[arm]; }
+
   function compareRows(data) {
     var c = data.verdict ? data.verdict.compared : null;
+    var decided = decidingOther(data);
+    if (decided) c = Object.assign({}, decided, { note: "" });
     var ratio = c ? c.ratio : data.ratio_deepep_vs_alternative;
     return layout.compare_rows.map(function (row) {
       var label = row[0], key = row[1];
@@ -76,6 +94,11 @@
         q = Object.assign({}, q, { value: -q.value });
       } else if (q && key === "tax_ms_per_token" && ratio && ratio.value > 1) {
         label = layout.longer_label;
+      }
+      if (decided) {
+        var a = pairWords(decided.arms[0]), b = pairWords(decided.arms[1]);
+        label = label.replace("DeepEP / alternative", a + " / " + b).replace("DeepEP ", a + " ");
+        if (key === "tax_ms_per_token") label += " (against " + b + ")";
       }
       return [label, q, row[2], q ? "" : (c ? c.note : "")];
     });
@@ -101,6 +124,14 @@
       card.querySelector(".lit-label").textContent = lit ? "this scenario" : "not this one";
       var name = card.querySelector(".card-name");  // the lit card names the arm the headline runs
       if (name) name.textContent = lit ? v.title : layout.titles[card.getAttribute("data-code")];
+      // the lit card's blurb is one of the verdict's reasons (verdict.blurb); the others say what
+      // their category means
+      var blurb = card.querySelector(".blurb");
+      if (blurb) {
+        var segs = lit && details && details.verdict_text.blurb.length ? details.verdict_text.blurb : null;
+        if (segs) blurb.replaceChildren.apply(blurb, sentence(segs));
+        else blurb.textContent = lit && v.blurb ? v.blurb : layout.blurbs[card.getAttribute("data-code")];
+      }
     });
     var detail = document.getElementById("verdict-detail");
     detail.className = "verdict-detail detail-" + v.code;
@@ -142,6 +173,12 @@
       return h("tr", null, [h("th", { scope: "row" }, label)].concat(arms.map(function (arm) {
         return h("td", null, [num(dig(data.arms[arm], row[1]), row[2], (bands.arms[arm] || {})[row[1]])]);
       })));
+    });
+    targetRows(data).forEach(function (row) {  // mirrors report/view.py:target_rows
+      rows.push(h("tr", { "class": "target" }, [h("th", { scope: "row" }, [row[0]])].concat(arms.map(function (arm) {
+        var st = data.arms[arm][row[1]];
+        return h("td", { "class": "status status-" + (st || "none").replace(/ /g, "-") }, [st || "n/a"]);
+      }))));
     });
     var compared = comparedRow(data);
     if (compared) {

@@ -28,6 +28,22 @@
         document.body.setAttribute("data-plan-chart", "1");
       });
   }
+  // each run block's copy button copies that block's text: the command, no fences or captions
+  document.querySelectorAll("button.copy[data-copy]").forEach(function (btn) {
+    btn.addEventListener("click", function () {
+      var pre = document.getElementById(btn.getAttribute("data-copy"));
+      if (!pre) return;
+      var text = pre.textContent;
+      var done = function () { btn.classList.add("done"); btn.textContent = "copied"; };
+      if (navigator.clipboard && navigator.clipboard.writeText) {
+        navigator.clipboard.writeText(text).then(done, function () { select(pre); });
+      } else { select(pre); }
+    });
+  });
+  function select(el) {
+    var range = document.createRange(); range.selectNodeContents(el);
+    var sel = window.getSelection(); sel.removeAllRanges(); sel.addRange(range);
+  }
   if (base) { base.addEventListener("input", relink); relink(); }
   document.body.setAttribute("data-plan-ready", "1");
 })();

@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 import numpy as np
 
 from ...base.quantity import Q, Tag
+from ...catalog.hardware import PRICE_KIND_WORDS
 from ...catalog.transports import deepep_route, load_transports
 from ...decide.explain import engine_flags
 from ...decide.verdict import ARM_LABELS
@@ -47,6 +48,30 @@ class Point:
     max_request_rate: Q | None = None
     measured_cell: str | None = None
     flags: dict[str, Any] = field(default_factory=dict)
+    # each target the plan sets, three-valued: meets, misses, or within the band (the figure's
+    # band spans the target, so the model cannot tell)
+    target_status: dict[str, str] = field(default_factory=dict)
+    chosen_over: str = ""  # the cheaper row the verdict's rule set aside for this one (best only)
+    price_kind: str | None = None  # on-demand, capacity-block, quote, or given (typed)
+
+    def band_notes(self, short: bool = False) -> list[str]:
+        """A line per target this point's band spans, to print beside it (`short`: for a table)."""
+        out = []
+        for key, figure_name, words, brief, digits in (
+            ("slo_tok_s", "per_user_tok_s", "the {v:g} tok/s per-user floor", "band spans the floor", 1),
+            ("ttft_ms", "ttft_ms", "the {v:g} ms TTFT ceiling", "band spans the TTFT cap", 0),
+        ):
+            if self.target_status.get(key) != "within the band":
+                continue
+            if short:
+                out.append(brief)
+                continue
+            figure, limit = self.figures[figure_name], float(self.config[key])
+            met = figure.scalar >= limit if key == "slo_tok_s" else figure.scalar <= limit
+            band = f"{float(figure.low):,.{digits}f}-{float(figure.high):,.{digits}f}"
+            may = "it may miss it" if met else "it may meet it"
+            out.append(f"its band {band} spans {words.format(v=limit)}: {may}")
+        return out
 
     @property
     def card_query(self) -> str:
@@ -83,6 +108,9 @@ class Point:
             measured_cell=self.measured_cell,
             card_url="/?" + self.card_query,
             flags=self.flags,
+            target_status=dict(self.target_status),
+            chosen_over=self.chosen_over,
+            price_kind=self.price_kind,
         )
         return out
 
@@ -114,6 +142,16 @@ def run_flags(result: Any, arm: str) -> dict[str, Any]:
     if "EP_NUM_COMMS" in flags["env"]:
         flags["env"]["EP_NUM_COMMS"] = str(result.scenario.comms)
     return flags
+
+
+def _statuses(a: ArmResult, sustainable: bool | None) -> dict[str, str]:
+    """The arm's target statuses (`evaluate`'s own); an unsustainable rate has no TTFT to judge."""
+    out = {}
+    if a.slo_status is not None:
+        out["slo_tok_s"] = a.slo_status
+    if a.ttft_status is not None and sustainable is not False:
+        out["ttft_ms"] = a.ttft_status
+    return out
 
 
 def _no_steady_state(rate: float) -> Q:
@@ -168,8 +206,11 @@ class Builder:
         if arm == "deepep" and config["nodes"] > 1 and t is not None and t.requires:
             notes.append(f"{t.name} requires {t.requires}")
         price = r.instance.price(config["price_per_hour"])
+        kind = "given" if config["price_per_hour"] is not None else r.instance.price_kind
         notes.append(
-            f"price: {price.source}" if config["price_per_hour"] is None else "price: the one you gave"
+            f"price ({PRICE_KIND_WORDS[kind]}): {price.source}"
+            if kind != "given"
+            else "price: the one you gave"
         )
         if a.measured_cell:
             notes.append(f"figures are the measured cell {a.measured_cell}")
@@ -190,6 +231,8 @@ class Builder:
             max_request_rate=max_rate,
             measured_cell=a.measured_cell,
             flags=run_flags(result, arm),
+            target_status=_statuses(a, sustainable),
+            price_kind=kind,
         )
         self.cache[i] = p
         return p

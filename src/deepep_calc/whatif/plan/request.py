@@ -10,7 +10,7 @@ from typing import Any
 
 from ...base.errors import CalcError, InputError
 from ...catalog.engines import load_engines
-from ...catalog.hardware import load_instances
+from ...catalog.hardware import PRICE_KINDS, load_instances
 from ...catalog.model_catalog import resolve_model
 from ...question.fields import DEFAULTS, LIMITS
 from .space import COMMS
@@ -49,6 +49,7 @@ class PlanRequest:
     engines: tuple[str, ...] = ()
     measured_only: bool = False
     prices: tuple[tuple[str, float], ...] = ()  # --price-per-hour, per instance
+    price_kinds: tuple[str, ...] = ()  # --price-kinds: the kinds ranked together; () = like with like
 
     def targets_json(self) -> dict[str, Any]:
         return {
@@ -71,6 +72,7 @@ class PlanRequest:
             "comms": list(COMMS),
             "measured_only": self.measured_only,
             "prices": dict(self.prices),
+            "price_kinds": list(self.price_kinds),
         }
 
 
@@ -170,6 +172,7 @@ def plan_request(
     engines: str | Iterable[str] | None = None,
     measured_only: bool = False,
     price_per_hour: str | float | Mapping[str, float] | None = None,
+    price_kinds: str | Iterable[str] | None = None,
 ) -> PlanRequest:
     """Check every input of a plan (the CLI's flags, the API's body) before any work."""
     if concurrency is None and request_rate is None:
@@ -199,4 +202,18 @@ def plan_request(
         engines=engs,
         measured_only=bool(measured_only),
         prices=_prices(price_per_hour, insts),
+        price_kinds=_kinds(price_kinds),
     )
+
+
+def _kinds(raw: str | Iterable[str] | None) -> tuple[str, ...]:
+    """`--price-kinds`: `all`, or the kinds to rank together (on-demand, capacity-block, quote)."""
+    if raw is None:
+        return ()
+    parts = [p.strip().lower() for p in (raw.split(",") if isinstance(raw, str) else raw)]
+    if parts == ["all"]:
+        return PRICE_KINDS
+    names = _names("--price-kinds", parts, PRICE_KINDS, ())
+    if not names:
+        raise InputError("--price-kinds", raw, f"all, or kinds from {', '.join(PRICE_KINDS)}")
+    return names

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...base.errors import CalcError
-from ...catalog.hardware import load_instances
+from ...catalog.hardware import PRICE_KIND_WORDS, PRICE_KINDS, load_instances
 from ...catalog.measured import load_cells
 from ...catalog.model_catalog import resolve_model
 from ...estimate.evaluate import ROLE_PRIORITY, compute, measured_cell_for
@@ -56,10 +56,32 @@ def families_for(req: PlanRequest) -> list[Family]:
         inst = instances[name]
         given = name in prices
         price = prices[name] if given else inst.price_per_hour
+        kind = "given" if given else (inst.price_kind if price is not None else None)
         for engine in req.engines:
             for dtype in dtypes_for(model):
-                out.append(Family(len(out), inst, engine, dtype, price, given))
+                out.append(Family(len(out), inst, engine, dtype, price, given, kind))
     return out
+
+
+def ranked_kinds(req: PlanRequest) -> tuple[str, ...]:
+    """The price kinds the plan ranks together: those the user asked (`--price-kinds`), else
+    like with like: on-demand when any instance searched has an on-demand price, else the one
+    kind there is (Capacity Block, then quote). A price the user typed is always ranked."""
+    if req.price_kinds:
+        return req.price_kinds
+    instances = load_instances()
+    given = dict(req.prices)
+    present = {instances[n].price_kind for n in req.instances if n not in given} - {None}
+    for kind in PRICE_KINDS:
+        if kind in present:
+            return (kind,)
+    return ()
+
+
+def kind_reason(kind: str, ranked: tuple[str, ...]) -> str:
+    """Why a row priced as `kind` is searched but not ranked."""
+    words = " or ".join(PRICE_KIND_WORDS[k] for k in ranked) or "the ranked kind"
+    return f"a {PRICE_KIND_WORDS[kind]} price, not ranked with {words} (--price-kinds all)"
 
 
 @dataclass
@@ -74,7 +96,9 @@ class Scan:
     skip_reason: np.ndarray  # object array: "" or why the row is not compared
 
 
-def _block_flags(search: Search, measured_only: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _block_flags(
+    search: Search, measured_only: bool, ranked: tuple[str, ...] = PRICE_KINDS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row: anchored by measured references, routed experts split evenly, reason skipped."""
     n = search.size
     anch = np.zeros(n, dtype=bool)
@@ -97,6 +121,8 @@ def _block_flags(search: Search, measured_only: bool) -> tuple[np.ndarray, np.nd
                 split[s] = (experts >= shard) & (np.mod(experts, shard) == 0)
             if fam.price is None:
                 reason[s] = f"no price for {fam.instance.name} (give --price-per-hour {fam.instance.name}=P)"
+            elif fam.price_kind not in (*ranked, "given"):
+                reason[s] = kind_reason(str(fam.price_kind), ranked)
             elif measured_only:
                 reason[s] = np.where(anch[s], "", "outside the measured evidence (--measured-only)")
     return anch, split, reason
@@ -118,7 +144,7 @@ def scan(req: PlanRequest, nodes_from: int, nodes_to: int, meter: Meter | None =
             f"nothing to search on {', '.join(req.instances)}: no DeepEP transport is listed there",
             field="--instances",
         )
-    anch, split, reason = _block_flags(search, req.measured_only)
+    anch, split, reason = _block_flags(search, req.measured_only, ranked_kinds(req))
     rate = None
     if req.request_rate is not None:
         rate = solve(search, req.request_rate, req.osl, tick)

@@ -30,6 +30,7 @@ import numpy as np
 from ...base.errors import CalcError
 from ...catalog.model_catalog import resolve_model
 from . import select as sel
+from .card import reconcile
 from .evidence import definition
 from .point import Builder, Point
 from .request import (
@@ -39,7 +40,7 @@ from .request import (
     default_instances,
     plan_request,
 )
-from .scan import RATE_PASSES, Meter, Progress, Scan, config_of, scan
+from .scan import RATE_PASSES, Meter, Progress, Scan, config_of, ranked_kinds, scan
 from .space import ARMS, dtypes_for
 
 __all__ = [
@@ -110,6 +111,16 @@ class Plan:
             "frontier_per_node": [p.to_json() for p in self.frontier_per_node],
             "changes": list(self.changes),
             "measured_only_rule": definition(),
+            "price_kinds": self.price_kinds(),
+        }
+
+    def price_kinds(self) -> dict[str, Any]:
+        """The kinds of price ranked together, and each searched instance's kind (None: no price)."""
+        fams = self.scan.families if self.scan is not None else []
+        return {
+            "ranked": list(ranked_kinds(self.request)),
+            "mixed_on_purpose": bool(self.request.price_kinds),
+            "by_instance": {f.instance.name: f.price_kind for f in fams},
         }
 
 
@@ -166,9 +177,23 @@ def run_plan(req: PlanRequest, progress: Progress | None = None) -> Plan:
     changes: list[str] = []
     best = None
     if best_i is not None:
+        cheapest = best_i
+        best_i = reconcile(main, build, best_i, ok, req.measured_only)  # the card's choice there
         best = build.point(best_i)
+        if best_i != cheapest:
+            other = build.point(cheapest)
+            best.chosen_over = other.label
+            best.notes.append(
+                f"chosen over {other.label} ({other.figures['usd_per_mtok'].scalar:,.3f} $/Mtok): on this "
+                "cluster the verdict's rule, comparing like with like with a noise band, picks this arm"
+            )
+        lead = (
+            "Chosen configuration meeting every target"
+            if best.chosen_over
+            else "Cheapest configuration meeting every target"
+        )
         note = (
-            f"Cheapest configuration meeting every target: {best.label}, "
+            f"{lead}: {best.label}, "
             f"{best.figures['usd_per_mtok'].scalar:,.3f} $/Mtok [{best.figures['usd_per_mtok'].tag}] "
             f"({best.figures['per_user_tok_s'].scalar:,.1f} tok/s per user)."
         )
@@ -225,6 +250,20 @@ def _misses(
         inst = config_of(req, main.search, main.rows, j)["instance"]
         found.append(
             (math.inf, f"give a price for {inst} (--price-per-hour {inst}=P): it meets the other targets", j)
+        )
+    other_kind = np.array([r.startswith("a ") and " price, not ranked with " in r for r in main.skip_reason])
+    kinds = other_kind & c.split & np.isfinite(c.usd_per_mtok)
+    for v in miss.values():
+        kinds &= v == 0
+    if kinds.any():
+        j = int(np.flatnonzero(kinds)[np.argmin(c.usd_per_mtok[kinds])])
+        found.append(
+            (
+                math.inf,
+                "rank every price kind together (--price-kinds all): a configuration priced another "
+                "way meets them",
+                j,
+            )
         )
     if req.measured_only:
         outside = (

@@ -53,6 +53,7 @@ class Family:
     weight_dtype: str | None  # None: the checkpoint's own dtype
     price: float | None  # $ per node-hour; None: no price known
     price_given: bool  # the user typed it (it goes into the configuration)
+    price_kind: str | None = None  # on-demand, capacity-block, quote, or "given" (typed); None: no price
 
 
 @dataclass

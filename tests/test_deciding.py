@@ -1,0 +1,99 @@
+"""The comparison shown is the one that decided (issue #26 item 3).
+
+When the single-node replicas won the verdict, or were the rival DeepEP had to beat, the
+headline ratio, its band, the tax, the card's comparison line, the page's comparison table and
+the sensitivity tornado are DeepEP against the replicas, not DeepEP against the alternative;
+`ratio_deepep_vs_alternative` stays in the JSON as it was. The page's lit verdict card says why
+with one of the verdict's own reasons, never a fixed blurb.
+"""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+
+import pytest
+
+from cli_runner import run_cli
+from deepep_calc import Scenario, evaluate
+from deepep_calc.report.markdown import render_markdown
+from deepep_calc.report.view import VERDICT_BLURB, compare_rows
+from deepep_calc.whatif.sensitivity import model_ratio, sensitivity
+from web_fixtures import app, client  # noqa: F401
+
+# DeepEP wins, and its closest rival is the replicas, not allgather (vLLM, graphs, c256)
+REPLICA_RIVAL = Scenario(model="deepseek-v3", nodes=2, engine="vllm", cuda_graphs=True, concurrency=256)
+# the replicas win a dense verdict (four nodes, four requests)
+REPLICA_WINS = Scenario(concurrency=4, nodes=4)
+
+
+def _first_ratio(text: str) -> float:
+    return float(re.findall(r"(\d+\.\d\d)× \[", text)[0])
+
+
+@pytest.mark.parametrize("scenario", [REPLICA_RIVAL, REPLICA_WINS], ids=["rival", "winner"])
+def test_the_headline_and_the_json_carry_the_deciding_pair(scenario: Scenario) -> None:
+    result = evaluate(scenario)
+    v = result.verdict
+    d = v.deciding
+    assert d is not None and d.arms == ("deepep", "replica"), (d, v.headline)
+    dee, rep = result.arms["deepep"], result.arms["replica"]
+    ratio = dee.model_aggregate_tok_s.scalar / rep.model_aggregate_tok_s.scalar
+    assert d.ratio.scalar == pytest.approx(ratio, rel=1e-12)
+    assert d.ratio.banded and d.per_user_ratio.banded  # modelled: banded as the alternative's ratio
+    tax = dee.model_step_ms.scalar - rep.model_step_ms.scalar
+    assert d.tax_ms_per_token.scalar == pytest.approx(tax, rel=1e-9)
+    if not v.close_call:
+        assert _first_ratio(v.headline) == round(ratio, 2), v.headline
+    # the contract field is kept as it was: DeepEP against the alternative
+    doc = result.to_json()
+    alt = result.arms["allgather"]
+    assert doc["ratio_deepep_vs_alternative"]["value"] == pytest.approx(
+        dee.model_aggregate_tok_s.scalar / alt.model_aggregate_tok_s.scalar, rel=1e-12
+    )
+    dj = doc["verdict"]["deciding"]
+    assert dj["arms"] == ["deepep", "replica"] and dj["ratio"]["value"] == d.ratio.scalar
+    assert dj["status"] in ("meets", "misses", "within the band")
+
+
+def test_the_card_and_the_page_show_the_deciding_comparison(capsys, client) -> None:  # noqa: F811
+    code, out, _ = run_cli(
+        capsys, "evaluate", "--model", "deepseek-v3", "--nodes", "2", "--engine", "vllm",
+        "--cuda-graphs", "--concurrency", "256",
+    )  # fmt: skip
+    assert code == 0
+    summary = out.split("Why")[0]
+    assert "DeepEP / single-node replicas: aggregate" in summary
+    assert "DeepEP / allgather: aggregate" not in summary
+    result = evaluate(REPLICA_RIVAL)
+    rows = compare_rows(result.to_json())
+    assert rows[0][0] == "DeepEP / single-node replicas, aggregate"
+    assert rows[0][1]["value"] == result.verdict.deciding.ratio.scalar
+    assert "(against single-node replicas)" in rows[2][0]
+    assert "DeepEP / single-node replicas, aggregate" in render_markdown(result)
+
+
+def test_the_tornado_is_against_the_deciding_arm() -> None:
+    rows = sensitivity(REPLICA_WINS)
+    assert rows and all(r.versus == ("deepep", "replica") for r in rows)
+    base = evaluate(REPLICA_WINS)
+    assert rows[0].base_ratio.scalar == pytest.approx(model_ratio(base, ("deepep", "replica")).scalar)
+    assert rows[0].to_json()["versus"] == ["deepep", "replica"]
+    assert "replica" in rows[0].ratio_low.source
+
+
+def test_the_lit_card_says_why_with_one_of_the_reasons(client) -> None:  # noqa: F811
+    """Under CUDA graphs the model charges a host proxy nothing: a fixed blurb saying the proxy
+    round trip costs more would contradict the Why beside it."""
+    query = "engine=vllm&cuda_graphs=true&nodes=2&model=deepseek-v3&concurrency=256"
+    html = client.get(f"/?{query}").text
+    lit = re.search(r'<article class="card card-\w+ lit".*?<p class="blurb">(.*?)</p>', html, re.S)
+    assert lit is not None
+    blurb = unescape(re.sub(r"<[^>]+>", "", lit.group(1))).strip()
+    result = evaluate(REPLICA_RIVAL)
+    reasons = [re.sub(r" \[(measured|derived|assumed)\]", " \\1", r) for r in result.verdict.reasons]
+    shown = re.sub(r" (measured|derived|assumed)(?=[ .,;:)])", " \\1", blurb)
+    assert shown in reasons, (shown, reasons)
+    assert "round trip costs more" not in blurb
+    for text in VERDICT_BLURB.values():  # the cards that are not lit say what they mean, not why
+        assert text.startswith("When ")
