@@ -146,9 +146,10 @@ class Result:
         if key not in self._versus:
             ratio, ratio_pu, tax, measured = _comparison(self.arms[a], self.arms[b], a, b)
             table = self.table if self.table is not None else table_for(self.resolved)
-            if not measured:
-                ratio = banded(ratio, table, "ratio")
-                ratio_pu = banded(ratio_pu, table, "ratio")
+            if not measured:  # the wider band unless references cover both arms' combinations
+                both = _both(self.arms[a].evidence, self.arms[b].evidence)
+                ratio = banded(ratio, table, "ratio", covered=both)
+                ratio_pu = banded(ratio_pu, table, "ratio", covered=both)
             self._versus[key] = (ratio, ratio_pu, tax, measured)
         return self._versus[key]
 
