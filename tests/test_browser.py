@@ -148,14 +148,15 @@ def test_calculator_updates_live(browser, live_server):  # noqa: F811
     assert _deepep_per_user(page) != second
     assert "transport=efa-gda" in page.url and "model=kimi-k2" in page.url
 
-    # DeepSeek-V3 under vLLM CUDA graphs over GPU-initiated EFA: no proxied host cost, DeepEP wins
-    page.select_option("#f-model", "deepseek-v3")
+    # GLM-4.5 (bf16) at concurrency 1,024 over GPU-initiated EFA: no proxied host cost, and the
+    # one-node replicas run out of KV cache and queue, so DeepEP wins on throughput
+    page.select_option("#f-model", "glm-4.5")
     page.fill("#f-nodes", "2")
     page.select_option("#f-engine", "vllm")
-    page.select_option("#f-cuda_graphs", "true")
+    page.select_option("#f-cuda_graphs", "false")
     page.fill("#f-isl", "1024")
     page.fill("#f-osl", "256")
-    page.fill("#f-concurrency", "64")
+    page.fill("#f-concurrency", "1024")
     page.wait_for_selector("#verdict-cards .card-deepep.lit", timeout=20000)
     assert page.locator("#verdict-cards .card.lit").count() == 1
     page.screenshot(path=str(ARTIFACTS / "calculator-deepep-wins.png"), full_page=True)

@@ -80,7 +80,7 @@ def test_kernel_json_reproduces_the_reference_at_its_own_qps(capsys: pytest.Capt
         return json.loads(out)
 
     at6 = kernel("--max-qps", "6")
-    assert set(at6) == {"dispatch_us", "combine_us", "total_us", "parts_us", "binds"}
+    assert set(at6) == {"dispatch_us", "combine_us", "total_us", "parts_us", "binds", "measurements"}
     assert at6["dispatch_us"]["value"] == 185.4 and at6["dispatch_us"]["tag"] == "measured"
     assert at6["combine_us"]["value"] == 258.2
     assert kernel("--qps", "6") == at6  # the old spelling still works

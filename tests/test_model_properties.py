@@ -95,7 +95,11 @@ def test_per_user_never_rises_with_concurrency(fields: dict[str, Any]) -> None:
     res = compute(r.vary(concurrency=conc))
     for arm in res.arms.values():
         pu = np.asarray(arm.per_user_tok_s.value)
-        assert np.all(np.diff(pu) <= 1e-9 * pu[:-1]), arm.name
+        # a replica may change its one-node layout with the load (the best by aggregate): the
+        # rule holds along each layout's run of rows
+        layout = np.broadcast_to(np.asarray(arm.layout), pu.shape)
+        same = layout[1:] == layout[:-1]
+        assert np.all((np.diff(pu) <= 1e-9 * pu[:-1]) | ~same), arm.name
 
 
 @pytest.mark.parametrize("comms", [1, 8])

@@ -20,6 +20,7 @@ from ..catalog.measured import load_facts
 from ..catalog.model_catalog import load_models, namesake_difference, preset_twin
 from ..catalog.transports import load_transports
 from ..estimate.evaluate import compute, deepep_neighbour_cell, duration, like_with_like, measured_cell_for
+from ..physics.layout import exchange_of
 from ..question.fields import LIMITS
 from ..question.scenario import VARIABLE, resolve
 from .launch import arm_env, launch
@@ -124,9 +125,9 @@ def reasons(result: Any, v: Verdict) -> list[str]:
     if "replica" in result.arms and arm == "replica":
         rep = result.arms["replica"]
         out.append(
-            f"The model fits one node, so independent single-node replicas avoid the network for "
-            f"experts entirely: {tagged(c.aggregate['replica'])} aggregate (model; replicas have no "
-            "measured cell)."
+            f"The model fits one node, so {replica_words(result)} avoid the network for experts "
+            f"entirely: {tagged(c.aggregate['replica'])} aggregate (model; replicas have no measured "
+            f"cell){_replica_choice(result)}."
         )
         if rep.measured_cell is None and (dee.measured_cell or alt.measured_cell):
             out.append("Measured cells exist for the other arms; the replicas are compared on model figures.")
@@ -661,6 +662,36 @@ def _flip_text(label: str, new_code: str, ratio: Q) -> str:
     )
 
 
+def replica_layout(result: Any) -> str:
+    """The exchange each single-node replica runs (allgather, deepep or tp), "" when the arm's
+    choice differs row by row (a sweep) or the result has no replicas."""
+    rep = result.arms.get("replica")
+    layout = getattr(rep, "layout", "")
+    return exchange_of(layout) if isinstance(layout, str) and layout else ""
+
+
+REPLICA_LAYOUT_WORDS = {"deepep": "DeepEP over NVLink", "tp": "tensor parallel", "allgather": "allgather"}
+
+
+def _replica_choice(result: Any) -> str:
+    """Why this layout inside each node: the one-node layout the model rates best."""
+    inner = REPLICA_LAYOUT_WORDS.get(replica_layout(result))
+    if inner is None:
+        return ""
+    return (
+        f"; inside each node the model rates {inner} best of allgather, DeepEP over NVLink and "
+        "tensor parallel"
+    )
+
+
+def replica_words(result: Any) -> str:
+    """`2 single-node replicas of DeepEP over NVLink`: the deployment and the layout each node runs."""
+    n = result.scenario.nodes
+    inner = REPLICA_LAYOUT_WORDS.get(replica_layout(result))
+    count = f"{n} single-node replicas" if isinstance(n, int) else "single-node replicas"
+    return f"{count} of {inner}" if inner else count
+
+
 def engine_flags(result: Any, arm: str) -> dict[str, Any]:
     """Engine arguments, config, environment and the ready launch block for the recommended arm."""
 
@@ -678,11 +709,15 @@ def engine_flags(result: Any, arm: str) -> dict[str, Any]:
             "launch": None,
         }
     spec = r.engine.flags.get(arm) or r.engine.flags[s.alternative]
+    world = r.world
+    inner = replica_layout(result) if arm == "replica" else ""
+    if inner in ("deepep", "tp"):  # each replica runs that arm's engine layout over its own node
+        spec, world = r.engine.flags[inner], r.gpus_per_node
 
     def fill(text: str) -> str:
         if "{deepep_backend}" in text:
             text = _with_backend(text, r.engine, r.transport)
-        return text.replace("{world}", str(r.world)).replace("{gpus_per_node}", str(r.gpus_per_node))
+        return text.replace("{world}", str(world)).replace("{gpus_per_node}", str(r.gpus_per_node))
 
     return {
         "engine": r.engine.name,

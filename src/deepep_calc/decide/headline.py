@@ -14,6 +14,7 @@ from ..base.arrays import first_float
 from ..base.quantity import Q
 from ..catalog.transports import deepep_route
 from ..estimate.evaluate import duration, prompt_ceiling_ms
+from .explain import replica_words
 from .verdict import ARM_LABELS, Comparison, Verdict, pair, tagged, times
 
 
@@ -198,7 +199,7 @@ def _main(result: Any, v: Verdict, contending: dict[str, bool]) -> str:
     if arm == "replica":
         rep = c.aggregate["replica"]
         vs = [f"{ARM_LABELS[n]} {tagged(c.aggregate[n])}" for n in (alt, "deepep") if contending[n]]
-        out = f"Run single-node replicas: {tagged(rep)} aggregate"
+        out = f"Run {replica_words(result)}: {tagged(rep)} aggregate"
         out += f" against {' and '.join(vs)}" if vs else ""
         out += "; no expert traffic leaves a node"
         if d is not None and d.arms == ("deepep", "replica"):

@@ -15,6 +15,7 @@ pass over the same resolved scenario and memo; the formulas themselves live in p
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -30,7 +31,7 @@ from ..fit.build import built_in_table
 from ..fit.evidence import covered
 from ..fit.profile import profile_of
 from ..fit.table import Table
-from ..physics.layout import layout
+from ..physics.layout import REPLICA_LAYOUTS, layout
 from ..physics.memory import Memory, memory
 from ..physics.serving import per_user, serve, tax_ms, usd_per_mtok
 from ..physics.step import decode_step, prefill_step, shared
@@ -64,6 +65,7 @@ class ArmResult:
     splits: Any = True  # routed experts divide evenly over this arm's EP ranks
     why_code: str = ""  # short form of why_not: split, reach, memory or queue ("" when feasible)
     evidence: Any = True  # references cover this arm's combination (its band is the narrower one)
+    layout: Any = ""  # a replica's one-node layout: replica, replica:deepep or replica:tp (per row)
     # the targets, three-valued (`target_status`): meets, misses, or within the band
     slo_status: str | None = None
     ttft_status: str | None = None
@@ -101,6 +103,7 @@ class ArmResult:
             "model_aggregate_tok_s": _opt_json(self.model_aggregate_tok_s),
             "model_step_ms": _opt_json(self.model_step_ms),
             "evidence_covered": _plain_json(self.evidence),
+            **({"layout": _plain_json(self.layout)} if self.layout else {}),
         }
 
 
@@ -109,7 +112,7 @@ def _opt_json(q: Q | None) -> dict[str, Any] | None:
 
 
 def _plain_json(flag: Any) -> Any:
-    return flag if type(flag) is bool else np.asarray(flag).tolist()
+    return flag if type(flag) in (bool, str) else np.asarray(flag).tolist()
 
 
 @dataclass(eq=False)
@@ -324,7 +327,7 @@ def _arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None
     if cell is not None:
         step_ms, pu, aggregate, ttft = _apply_cell(cell, arm, step_ms, pu, aggregate, ttft)
     cost = banded(usd_per_mtok(r, aggregate), table, "aggregate", inverse=True, covered=cov)
-    split = _split_ok(r.model.experts, lay.expert_shard) if arm != "tp" else True
+    split = _split_ok(r.model.experts, lay.expert_shard) if lay.exchange != "tp" else True
     fits = mem.fits
     reach = _reaches(r, arm)
     ceiling = prompt_ceiling_ms(s.ttft_ms)
@@ -378,6 +381,83 @@ def _arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None
         if not r.varied:
             result.ttft_status = target_status(result.ttft_ms, s.ttft_ms, floor=False)
     return result
+
+
+def _replica(r: Resolved, table: Table, memo: dict[Any, Any] | None) -> ArmResult:
+    """The single-node replicas as a deployment: across nodes each node runs the best one-node
+    layout the model rates — attention DP with EP over NCCL's allgather or over DeepEP's NVLink
+    kernels, or tensor parallel — chosen by feasibility, then by the targets the user set, then
+    by the model's aggregate (per row in a sweep).
+
+    On one node the replica is kept to the allgather layout: DeepEP over NVLink and TP are then
+    the cluster's own arms, and a replica running one of them would be that arm under a second
+    name (the verdict's twin rule)."""
+    options = [_arm(r, name, table, memo) for name in REPLICA_LAYOUTS]
+    nodes = r.scenario.nodes
+    if not any(is_array(x) for o in options for x in (o.feasible, o.model_aggregate_tok_s.value)) and not (
+        is_array(nodes)
+    ):
+        # one scenario: plain Python (no NumPy import); the first best wins a tie, as argmax does
+        if nodes <= 1:
+            return replace(options[0], name="replica", layout=options[0].name)
+        best = max(options, key=lambda o: (bool(o.feasible), bool(_meets_targets(o)), _aggregate(o)))
+        return replace(best, name="replica", layout=best.name)
+    across = np.asarray(nodes) > 1
+    scores = [
+        np.asarray(o.feasible, dtype=float) * 2e18
+        + np.asarray(_meets_targets(o), dtype=float) * 1e18
+        + np.asarray(o.model_aggregate_tok_s.value)
+        + (0.0 if k == 0 else np.where(across, 0.0, -np.inf))
+        for k, o in enumerate(options)
+    ]
+    index = np.argmax(np.broadcast_arrays(*scores), axis=0)
+    if np.all(index == index.flat[0]):  # every row took the same layout: that arm, as it is
+        best = options[int(index.flat[0])]
+        return replace(best, name="replica", layout=best.name)
+    picked = _pick_rows(index, options)
+    return replace(picked, name="replica", layout=np.asarray(REPLICA_LAYOUTS)[index])
+
+
+def _meets_targets(o: ArmResult) -> Any:
+    """Whether an option meets the per-user floor and TTFT ceiling the user set (True without)."""
+    ok: Any = True
+    for flag in (o.meets_slo, o.meets_ttft):
+        if flag is not None:
+            ok = ok & flag
+    return ok
+
+
+def _aggregate(o: ArmResult) -> float:
+    return float(o.model_aggregate_tok_s.value)
+
+
+def _pick_rows(index: Any, options: list[Any]) -> Any:
+    """Row by row, the field of the option `index` names (options of one type: arm results,
+    their quantities, memories and step parts)."""
+    first = options[0]
+    if isinstance(first, Q):
+        values = np.broadcast_arrays(*(np.asarray(o.value, dtype=float) for o in options), index)[:-1]
+        source = options[int(index.flat[0])].source  # a sweep's figure has one source: its first row's
+        out = Q(np.choose(index, values), first.unit, min(o.tag for o in options), source)
+        if all(o.banded for o in options):
+            lows = np.broadcast_arrays(*(np.asarray(o.low, dtype=float) for o in options), index)[:-1]
+            highs = np.broadcast_arrays(*(np.asarray(o.high, dtype=float) for o in options), index)[:-1]
+            out = out.with_band(np.choose(index, lows), np.choose(index, highs))
+        return out
+    if isinstance(first, Mapping):
+        return {k: _pick_rows(index, [o[k] for o in options]) for k in first}
+    if dataclasses.is_dataclass(first) and not isinstance(first, type):
+        fields = {
+            f.name: _pick_rows(index, [getattr(o, f.name) for o in options])
+            for f in dataclasses.fields(first)
+        }
+        return replace(first, **fields)
+    if first is None or isinstance(first, str):
+        return (
+            first if all(o == first for o in options) else np.choose(index, [np.asarray(o) for o in options])
+        )
+    values = np.broadcast_arrays(*(np.asarray(o) for o in options), index)[:-1]
+    return np.choose(index, values)
 
 
 TARGET_STATUSES = ("meets", "misses", "within the band")
@@ -557,7 +637,9 @@ def compute(r: Resolved, reuse: Result | None = None, table: Table | None = None
     table = table if table is not None else table_for(r)
     memo = reuse.memo if reuse is not None else {}
     arms = {
-        name: reuse.arms[name] if reuse is not None and name != "deepep" else _arm(r, name, table, memo)
+        name: reuse.arms[name]
+        if reuse is not None and name != "deepep"
+        else (_replica(r, table, memo) if name == "replica" else _arm(r, name, table, memo))
         for name in arms_for(r)
     }
     ratio, ratio_pu, tax, measured = _comparison(arms["deepep"], arms[r.scenario.alternative])

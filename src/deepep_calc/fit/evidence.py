@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..base.arrays import floats, is_array, np, where
+from ..physics.layout import exchange_of
 from ..question.scenario import Resolved
 
 if TYPE_CHECKING:
@@ -23,8 +24,9 @@ UNCOVERED = ":uncovered"  # the suffix of a band kind for combinations no refere
 
 
 def exchange_kind(arm: str) -> str:
-    """The exchange an arm runs: DeepEP, allgather / reduce-scatter (replicas too), or TP."""
-    return "allgather" if arm == "replica" else arm
+    """The exchange an arm runs: DeepEP, allgather / reduce-scatter, or TP (a replica's is its
+    layout's)."""
+    return exchange_of(arm)
 
 
 def evidence_key(r: Resolved, arm: str, nodes: Any = None, graphs: Any = None) -> str:
@@ -36,9 +38,9 @@ def evidence_key(r: Resolved, arm: str, nodes: Any = None, graphs: Any = None) -
     model family), so a single-node replica of a measured engine x model is covered."""
     s = r.scenario
     graphs = s.cuda_graphs if graphs is None else graphs
-    if arm != "deepep":
+    if exchange_kind(arm) != "deepep":
         route = "nccl"
-    elif (s.nodes if nodes is None else nodes) <= 1:
+    elif arm.startswith("replica") or (s.nodes if nodes is None else nodes) <= 1:
         route = "nvlink"
     else:
         route = r.transport.name

@@ -9,6 +9,16 @@ from ..base.arrays import ceil, floats, minimum
 from ..question.scenario import Resolved
 
 ARMS = ("deepep", "allgather", "tp", "replica")
+# A replica is one copy of the model per node; inside its node it runs one of three layouts,
+# named `replica` (attention DP + EP over NCCL's allgather), `replica:deepep` (attention DP +
+# EP over DeepEP's NVLink kernels) and `replica:tp` (tensor parallel over the node).
+REPLICA_LAYOUTS = ("replica", "replica:deepep", "replica:tp")
+_EXCHANGE = {"replica": "allgather", "replica:deepep": "deepep", "replica:tp": "tp"}
+
+
+def exchange_of(arm: str) -> str:
+    """The exchange an arm (or a replica's layout) runs: deepep, allgather or tp."""
+    return _EXCHANGE.get(arm, arm)
 
 
 @dataclass(frozen=True, eq=False)
@@ -28,6 +38,11 @@ class Layout:
     data_parallel: bool  # attention runs data-parallel (each DP group its own sequences)
     dp_ranks: Any = 1.0  # data-parallel attention groups in one serving group
     exchange_split: Any = 1.0  # ranks that share one DP group's tokens for the MoE exchange
+
+    @property
+    def exchange(self) -> str:
+        """deepep, allgather or tp: what this placement's MoE layers exchange over."""
+        return exchange_of(self.arm)
 
 
 def _kv_shard(r: Resolved, tp: Any) -> Any:
@@ -61,7 +76,13 @@ def layout(r: Resolved, arm: str) -> Layout:
         running = minimum(conc, cap)
         kv = _kv_shard(r, world)
         return Layout(arm, world, nodes, gpn, 1.0, world, world, kv, running, running, False, 1.0, 1.0)
-    if arm == "replica":
+    if arm == "replica:tp":
+        running = minimum(ceil(conc / nodes), cap)
+        kv = _kv_shard(r, float(gpn))
+        return Layout(
+            arm, float(gpn), 1.0, gpn, nodes, float(gpn), float(gpn), kv, running, running, False, 1.0, 1.0
+        )
+    if arm in ("replica", "replica:deepep"):
         dp = gpn / min(tp, gpn)
         per_replica = ceil(conc / nodes)
         per_rank = minimum(ceil(per_replica / dp), cap)

@@ -42,7 +42,7 @@ def memory(r: Resolved, lay: Layout, isl: Any, osl: Any) -> Memory:
     kv_per_seq = model_tag(per_seq_bytes / GB, "GB", f"KV cache per sequence, {m.attention.kind}")
     kv = (kv_per_seq * lay.seqs_per_rank).as_("GB")
 
-    if lay.arm == "deepep":
+    if lay.exchange == "deepep":
         scale = m.hidden * m.experts / _BUFFER_REF_HIDDEN_EXPERTS
         buffers = (const("deepep_decode_buffer_mib") * (MIB / GB) * scale).as_("GB")
     else:

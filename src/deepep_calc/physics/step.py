@@ -43,7 +43,7 @@ from ..question.scenario import Resolved
 from .collectives import CollectiveConstants, allgather_rs_us, allgatherv_one_us, allreduce_us
 from .compute import decode_device_us, prefill_device_us
 from .deepep import KernelConstants, KernelShape, kernel_us
-from .layout import Layout, layout
+from .layout import Layout, exchange_of, layout
 
 PARTS = ("engine", "hbm", "compute", "kernels", "moe_comm", "prefill", "proxy")
 
@@ -96,7 +96,7 @@ def kernels_per_step(r: Resolved, arm: str) -> Any:
     )
     dense = const("kernels_dense_mlp").value
     per_step = m.layers * att + m.moe_layers * moe + m.dense_layers * dense + const("kernels_head").value
-    if arm == "tp" or r.attention_tp > 1:
+    if exchange_of(arm) == "tp" or r.attention_tp > 1:
         per_step = per_step + 2.0 * m.layers  # two all-reduce kernels per layer
     return per_step
 
@@ -117,7 +117,7 @@ def exchange_us(
     the kernels and NCCL's collectives cost it (what an engine adds around them: `arm_term_us`)."""
     m, inst, s = r.model, r.instance, r.scenario
     out = _attention_tp_us(r, lay, tokens_per_rank, c)
-    if lay.arm == "deepep":
+    if lay.exchange == "deepep":
         k = kernel_us(
             r.transport,
             inst,
@@ -130,7 +130,7 @@ def exchange_us(
             prefill,
         )
         return (k["total"] * m.moe_layers + out).as_("us")
-    if lay.arm == "tp":
+    if lay.exchange == "tp":
         ar = allreduce_us(lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives)
         return (ar * (2.0 * m.layers)).as_("us")
     if prefill:  # one rank's chunk reaches every other rank
@@ -141,9 +141,10 @@ def exchange_us(
 
 
 def exchange_kind(arm: str) -> str | None:
-    """The engine path an arm's exchange takes: allgather / reduce-scatter (allgather, replica),
-    all-reduce (tp); DeepEP's kernels carry their own costs."""
-    return {"allgather": "allgather", "replica": "allgather", "tp": "tp"}.get(arm)
+    """The engine path an arm's exchange takes: allgather / reduce-scatter (allgather, a replica
+    running it), all-reduce (tp); DeepEP's kernels carry their own costs."""
+    kind = exchange_of(arm)
+    return kind if kind in ("allgather", "tp") else None
 
 
 def arm_term_us(r: Resolved, lay: Layout, c: StepConstants) -> Q | float:
@@ -184,7 +185,7 @@ def proxy_lanes(r: Resolved) -> Any:
 
 def proxied_host_us(r: Resolved, lay: Layout, e: EngineConstants) -> Q:
     """Host cost of a proxied DeepEP exchange per step (eager): zero on other paths."""
-    applies = lay.arm == "deepep" and r.transport.host_proxied
+    applies = lay.exchange == "deepep" and r.transport.host_proxied
     cross = floats(lay.nodes) > 1 if applies else False
     per_layer = (e.proxy_fixed_us + (e.proxy_lane_us / proxy_lanes(r)).as_("us")).as_("us")
     return (per_layer * (r.model.moe_layers * cross)).as_("us", per_layer.source)
@@ -326,7 +327,10 @@ def shared(memo: dict[Any, Any] | None, key: Any, make: Any) -> Any:
 
 
 def _placement(arm: str) -> str:
-    return "ep-dp" if arm in ("deepep", "allgather") else arm
+    """Arms that place the model alike share their HBM / compute times (one memo entry)."""
+    if arm in ("deepep", "allgather"):
+        return "ep-dp"
+    return "replica" if arm == "replica:deepep" else arm
 
 
 def decode_step(r: Resolved, arm: str, c: StepConstants, memo: dict[Any, Any] | None = None) -> Step:

@@ -113,7 +113,8 @@ def _wrap(text: str, width: int = 70) -> str:
 
 
 def arm_name(result: Result, arm: str) -> str:
-    return arm_head(arm, result.resolved.transport.name, result.scenario.nodes)
+    layout = getattr(result.arms.get(arm), "layout", "")
+    return arm_head(arm, result.resolved.transport.name, result.scenario.nodes, layout)
 
 
 # 1. per-user tok/s vs concurrency -------------------------------------------------------------

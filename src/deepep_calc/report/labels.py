@@ -33,7 +33,15 @@ def step_label(part: str) -> str:
     return STEP_LABELS.get(part, part.replace("_", " "))
 
 
-def arm_head(arm: str, transport: str, nodes: int) -> str:
+# What each single-node replica runs inside its node, as a head's suffix (allgather: none).
+REPLICA_SUFFIX = {"replica:deepep": " (DeepEP NVLink)", "replica:tp": " (TP)"}
+
+
+def arm_head(arm: str, transport: str, nodes: int, layout: object = "") -> str:
     """An arm's name as a column head or legend: DeepEP names the path it rides (the
-    transport, NVLink on one node)."""
-    return f"DeepEP ({deepep_route(transport, nodes)})" if arm == "deepep" else ARM_LABELS[arm]
+    transport, NVLink on one node); the replicas name their one-node layout unless it is
+    allgather (or differs row by row)."""
+    if arm == "deepep":
+        return f"DeepEP ({deepep_route(transport, nodes)})"
+    suffix = REPLICA_SUFFIX.get(layout, "") if arm == "replica" and isinstance(layout, str) else ""
+    return ARM_LABELS[arm] + suffix

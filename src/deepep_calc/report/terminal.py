@@ -21,7 +21,7 @@ from ..catalog.transports import deepep_route, kernel_route
 from ..decide.launch import run_blocks
 from ..decide.verdict import ARM_LABELS
 from . import term
-from .labels import step_label
+from .labels import REPLICA_SUFFIX, step_label
 from .view import BAND_LEGEND_SHORT, band_range
 
 TAG_STYLE = term.TAG_STYLE
@@ -79,7 +79,9 @@ def _arms_table(result: Any, v: Any, wide: bool = True, inline_bands: bool = Fal
             if name == "deepep" and not r.transport.host_proxied
             else ("dark_orange" if name == "deepep" else "")
         )
-        label = ("replicas" if name == "replica" else ARM_LABELS[name]) + (
+        layout = getattr(result.arms[name], "layout", "")
+        inner = REPLICA_SUFFIX.get(layout, "") if isinstance(layout, str) else ""
+        label = ("replicas" + inner if name == "replica" else ARM_LABELS[name]) + (
             " ★" if name == v.recommended_arm else ""
         )
         table.add_column(label, style=style, justify="right")

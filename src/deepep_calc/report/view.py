@@ -132,7 +132,8 @@ def dig(obj: Any, path: str) -> Any:
 
 def arm_label(data: dict[str, Any], arm: str) -> str:
     """An arm's column head, from a result's JSON (`labels.arm_head`)."""
-    return arm_head(arm, data["scenario"]["transport"], data["scenario"]["nodes"])
+    layout = data["arms"].get(arm, {}).get("layout", "")
+    return arm_head(arm, data["scenario"]["transport"], data["scenario"]["nodes"], layout)
 
 
 def provenance_rows(data: dict[str, Any]) -> list[dict[str, str]]:

@@ -194,6 +194,11 @@ class ArmOut(BaseModel):
         description="whether references cover this arm's engine x exchange x route x model family x graph "
         "mode; where none does its figures carry the wider band of combinations left out",
     )
+    layout: str | list[str] | None = Field(
+        None,
+        description="the replicas only: the one-node layout each replica runs, the best the model rates "
+        "(replica: EP over allgather, replica:deepep: EP over DeepEP's NVLink kernels, replica:tp: TP)",
+    )
 
 
 class ConfigFileOut(BaseModel):
