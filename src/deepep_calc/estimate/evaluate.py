@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..base.arrays import every_some, floats, is_array, np, where
+from ..base.arrays import every_some, floats, is_array, np
 from ..base.errors import InputError
-from ..base.quantity import Q, Tag
+from ..base.quantity import Q
 from ..catalog.measured import Cell, cells_by_shape, load_cells
 from ..catalog.model_catalog import load_models, preset_twin, resolve_model
 from ..catalog.models import ModelSpec
@@ -36,6 +36,8 @@ from ..physics.serving import per_user, serve, tax_ms, usd_per_mtok
 from ..physics.step import decode_step, prefill_step, shared
 from ..question.fields import PROMPT_TIMEOUT_MS
 from ..question.scenario import Resolved, Scenario
+from .bands import banded
+from .bounds import ArmBounds
 
 ROLE_PRIORITY = {"calibration": 0, "anchor": 1, "cross-check": 2}
 
@@ -64,6 +66,7 @@ class ArmResult:
     splits: Any = True  # routed experts divide evenly over this arm's EP ranks
     why_code: str = ""  # short form of why_not: split, reach, memory or queue ("" when feasible)
     evidence: Any = True  # references cover this arm's combination (its band is the narrower one)
+    bounds: ArmBounds | None = field(default=None, repr=False)  # what bounds the step (read lazily)
 
     def to_json(self) -> dict[str, Any]:
         m = self.memory
@@ -96,6 +99,7 @@ class ArmResult:
             "model_aggregate_tok_s": _opt_json(self.model_aggregate_tok_s),
             "model_step_ms": _opt_json(self.model_step_ms),
             "evidence_covered": _plain_json(self.evidence),
+            **(self.bounds.to_json() if self.bounds is not None else {}),
         }
 
 
@@ -342,6 +346,7 @@ def _arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None
         splits=_plain(split),
         why_code=why_code,
         evidence=cov,
+        bounds=ArmBounds(r, arm, c, step, memo if memo is not None else {}, table, cov, mem.max_concurrency),
     )
     if s.slo_tok_s is not None:
         result.meets_slo = _plain(result.per_user_tok_s.value >= s.slo_tok_s)
@@ -359,31 +364,6 @@ def _ttft_steps(r: Resolved, c: Any) -> Q:
     if every:
         return g
     return Q(np.where(graphs, g.value, e.value), "steps", min(e.tag, g.tag), e.source)
-
-
-def banded(q: Q, table: Table, kind: str, inverse: bool = False, covered: Any = True) -> Q:
-    """The figure with the band of its kind (modelled figures only; measured ones have none).
-
-    A band (low, high) bounds model / reference over the cross-validated misses of that kind
-    (whatif/validate.py); `covered` False (or per row) takes the wider band of combinations no
-    reference covered. For a figure that is the inverse of the banded kind (per-user rate from
-    the step, cost from the aggregate) the factors swap and invert.
-    """
-    if q.tag == Tag.MEASURED:
-        return q
-    near, far = table.band(kind), table.band(kind, covered=False)
-    if near is None:
-        return q
-    if covered is True or far is None:
-        lo, hi = near
-    elif covered is False:
-        lo, hi = far
-    else:  # per row
-        lo, hi = where(covered, near[0], far[0]), where(covered, near[1], far[1])
-    if inverse:  # model / reference: the truth lies in value / hi .. value / lo
-        lo, hi = 1.0 / hi, 1.0 / lo
-    value = floats(q.value)
-    return q.with_band(value / hi, value / lo)
 
 
 def evidence_covered(r: Resolved, arm: str, table: Table) -> Any:
