@@ -70,7 +70,7 @@ def test_html_inlines_plotly_and_the_figures(html):
     parser = Refs()
     parser.feed(html)
     charts = json.loads(parser.chart_data)
-    assert set(charts) == {"per_user", "breakdown", "memory", "verdict_map"}
+    assert set(charts) == {"per_user", "breakdown", "bound", "memory", "verdict_map"}
     assert all(fig["data"] for fig in charts.values())
 
 
