@@ -254,8 +254,8 @@ def test_html_report_opens_offline_from_disk(browser, tmp_path):
     page, seen = offline_page(browser, {"width": 1300, "height": 1000})
     watch = Watch(page)
     page.goto(path.resolve().as_uri())
-    _poll(page, "document.querySelectorAll('.js-plotly-plot .main-svg').length >= 4")
-    assert page.locator(".js-plotly-plot").count() == 4
+    _poll(page, "document.querySelectorAll('.js-plotly-plot .main-svg').length >= 5")
+    assert page.locator(".js-plotly-plot").count() == 5  # with what bounds each step
     assert _lit(page) == "capacity"
     page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
     assert watch.errors == []

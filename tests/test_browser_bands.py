@@ -58,7 +58,7 @@ def test_arms_table_shows_bands_of_modelled_figures(page) -> None:
     assert re.fullmatch(r"\([\d,.]+–[\d,.]+\)", text), text
     assert _visible_inside(p, "#arms-table .band")
     assert _visible_inside(p, "#band-legend")
-    assert "10th–90th percentile" in p.locator("#band-legend").inner_text()
+    assert "80 % of its out-of-sample misses" in p.locator("#band-legend").inner_text()
 
 
 def test_close_call_ratio_band_matches_the_headline(page) -> None:

@@ -26,7 +26,7 @@ def _texts(page) -> list[str]:
         (
             "transport=efa-uccl",
             [("select", "#f-transport", "efa-uccl")],
-            ["Compared aggregate (like with like)", "609.3", "set aside"],
+            ["Compared aggregate (like with like)", "609.2", "set aside"],
         ),
         (
             "model=deepseek-v3&instance=p5&nodes=1",

@@ -70,7 +70,7 @@ def test_html_inlines_plotly_and_the_figures(html):
     parser = Refs()
     parser.feed(html)
     charts = json.loads(parser.chart_data)
-    assert set(charts) == {"per_user", "breakdown", "memory", "verdict_map"}
+    assert set(charts) == {"per_user", "breakdown", "bound", "memory", "verdict_map"}
     assert all(fig["data"] for fig in charts.values())
 
 
@@ -197,7 +197,7 @@ def test_markdown_shows_bands_and_says_what_they_are(result):
     data = result.to_json()
     agg = data["arms"]["deepep"]["aggregate_tok_s"]
     assert "low" in agg and f"({band_range(agg, 1)})" in md  # the modelled aggregate with its band
-    assert BAND_LEGEND in md and "10th–90th percentile" in BAND_LEGEND
+    assert BAND_LEGEND in md and "80 % of its out-of-sample misses" in BAND_LEGEND
     measured = evaluate(Scenario()).to_json()["arms"]["deepep"]["aggregate_tok_s"]
     assert measured["tag"] == "measured" and band_range(measured, 1) == ""  # a measurement has none
 

@@ -269,7 +269,7 @@ def test_details_carry_charts_provenance_and_model(client):  # noqa: F811
     resp = post(client, "/api/details", {"model": "deepseek-v3", "nodes": 4})
     assert resp.status_code == 200
     d = DetailsResponse.model_validate(resp.json())
-    assert set(d.charts) == {"per_user", "breakdown", "memory", "verdict_map"}
+    assert set(d.charts) == {"per_user", "breakdown", "bound", "memory", "verdict_map"}
     assert d.model.name == "deepseek-v3" and d.model.experts == 256
     assert {r.tag for r in d.provenance} <= {"measured", "derived", "assumed"}
     assert len(d.provenance) > 40

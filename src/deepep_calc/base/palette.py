@@ -29,6 +29,21 @@ BREAKDOWN = {
     "prefill": "#e599f7",
     "proxy": HOST_PROXIED,
 }
+BOUND = {  # the parts of a step along the path that sets it (physics/bounds.py)
+    "launches": "#868e96",
+    "host": "#ced4da",
+    "hbm": "#74c0fc",
+    "compute": "#38d9a9",
+    "kernels": "#ffd8a8",
+    "exchange_latency": "#5c7cfa",
+    "messages": "#9775fa",
+    "wire": "#3bc9db",
+    "nvlink": "#99e9f2",
+    "collective_latency": "#748ffc",
+    "arm_term": "#b197fc",
+    "prefill": "#e599f7",
+    "proxy": HOST_PROXIED,
+}
 MEMORY = {"weights": "#495057", "kv_cache": "#74c0fc", "buffers": "#f59f00", "reserve": "#ced4da"}
 
 

@@ -23,6 +23,7 @@ from ..estimate.evaluate import compute, deepep_neighbour_cell, duration, like_w
 from ..physics.layout import exchange_of
 from ..question.fields import LIMITS
 from ..question.scenario import VARIABLE, resolve
+from .bounds import bound_reasons
 from .launch import arm_env, launch
 from .verdict import (
     ARM_LABELS,
@@ -143,6 +144,7 @@ def reasons(result: Any, v: Verdict) -> list[str]:
             f"DeepEP over {r.transport.name} was measured up to EP{top}; at EP{r.world} its kernel "
             "figures are extrapolated by the model."
         )
+    out += bound_reasons(result, lambda update: deepep_arm_whatif(result, update))
     if dee.measured_cell or alt.measured_cell:
         cells = sorted({x for x in (dee.measured_cell, alt.measured_cell) if x})
         out.append(f"Measured cell(s) {', '.join(cells)} supply the tagged-measured numbers above.")
@@ -486,6 +488,39 @@ def _deepep_only(result: Any, update: dict[str, Any]) -> Any:
     return changed
 
 
+def whatif(result: Any, update: dict[str, Any]) -> Any:
+    """This scenario with one change, computed once per result: a change only DeepEP reads
+    recomputes the DeepEP arm alone (`_deepep_only`); any other is a whole what-if, kept beside
+    those for the explanation's other readers (the flip search, the bound's "what would move it")."""
+    if update.keys() <= _DEEPEP_ONLY:
+        return _deepep_only(result, update)
+    key = tuple(sorted(update.items()))
+    changed = result.whatifs.get(key)
+    if changed is None:
+        changed = result.whatifs[key] = compute(resolve(result.scenario.copy(**update)))
+    return changed
+
+
+def deepep_arm_whatif(result: Any, update: dict[str, Any]) -> Any:
+    """A what-if whose DeepEP arm alone is read (what would move DeepEP's bound): the whole what-if
+    when one is kept already; for the graph mode, which moves neither DeepEP's layout nor its
+    device times, the DeepEP arm alone on this result's memo (kept apart: its other arms are this
+    result's, so no reader of whole what-ifs may take it for one); else the whole what-if."""
+    key = tuple(sorted(update.items()))
+    kept = result.whatifs.get(key)
+    # one by one (no NumPy) the flip search runs the whole what-if after this and reuses it; with
+    # NumPy it batches its candidates, and the DeepEP arm alone is what this costs
+    if kept is not None or not loaded() or not update.keys() <= _DEEPEP_ONLY | {"cuda_graphs"}:
+        return kept if kept is not None else whatif(result, update)
+    if update.keys() <= _DEEPEP_ONLY:
+        return _deepep_only(result, update)
+    arm_key = ("deepep arm", *key)
+    changed = result.whatifs.get(arm_key)
+    if changed is None:
+        changed = result.whatifs[arm_key] = compute(resolve(result.scenario.copy(**update)), reuse=result)
+    return changed
+
+
 def _qp_advisory(result: Any, measured_gain: float) -> str:
     """Raising the QP cap, with the model's effect here beside the one measured elsewhere."""
     s = result.scenario
@@ -578,7 +613,6 @@ def flip_advisory(result: Any, code: str) -> str:
     to floats and never imports NumPy (`base/arrays.py`).
     """
 
-    s = result.scenario
     changes = flip_changes(result)
     full_runs = 0  # candidates that moved every arm, run one by one
     batch = BATCH_WHATIFS and loaded()
@@ -591,7 +625,7 @@ def flip_advisory(result: Any, code: str) -> str:
             batch = False  # these candidates cannot share a pass: one by one from here
         try:
             # a knob only DeepEP reads leaves the other arms (and their measured cells) as they are
-            other = _deepep_only(result, update) if deepep_only else compute(resolve(s.copy(**update)))
+            other = whatif(result, update)
         except CalcError:
             continue
         full_runs += not deepep_only

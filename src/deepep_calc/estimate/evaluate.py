@@ -23,7 +23,7 @@ from typing import Any
 
 from ..base.arrays import every_some, first_float, floats, is_array, np, where
 from ..base.errors import InputError
-from ..base.quantity import Q, Tag
+from ..base.quantity import Q
 from ..catalog.measured import Cell, cells_by_shape, load_cells
 from ..catalog.model_catalog import load_models, preset_twin, resolve_model
 from ..catalog.models import ModelSpec
@@ -37,6 +37,8 @@ from ..physics.serving import per_user, serve, tax_ms, usd_per_mtok
 from ..physics.step import decode_step, prefill_step, shared
 from ..question.fields import PROMPT_TIMEOUT_MS
 from ..question.scenario import Resolved, Scenario
+from .bands import banded
+from .bounds import ArmBounds
 
 ROLE_PRIORITY = {"calibration": 0, "anchor": 1, "cross-check": 2}
 
@@ -69,6 +71,7 @@ class ArmResult:
     # the targets, three-valued (`target_status`): meets, misses, or within the band
     slo_status: str | None = None
     ttft_status: str | None = None
+    bounds: ArmBounds | None = field(default=None, repr=False)  # what bounds the step (read lazily)
 
     def to_json(self) -> dict[str, Any]:
         m = self.memory
@@ -104,6 +107,7 @@ class ArmResult:
             "model_step_ms": _opt_json(self.model_step_ms),
             "evidence_covered": _plain_json(self.evidence),
             **({"layout": _plain_json(self.layout)} if self.layout else {}),
+            **(self.bounds.to_json() if self.bounds is not None else {}),
         }
 
 
@@ -371,6 +375,7 @@ def _arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None
         splits=_plain(split),
         why_code=why_code,
         evidence=cov,
+        bounds=ArmBounds(r, arm, c, step, memo if memo is not None else {}, table, cov, mem.max_concurrency),
     )
     if s.slo_tok_s is not None:
         result.meets_slo = _plain(result.per_user_tok_s.value >= s.slo_tok_s)
@@ -418,6 +423,19 @@ def _replica(r: Resolved, table: Table, memo: dict[Any, Any] | None) -> ArmResul
     return replace(picked, name="replica", layout=np.asarray(REPLICA_LAYOUTS)[index])
 
 
+class PickedRows:
+    """Row by row, any attribute of the option `index` names: a sweep's replica bounds, each
+    row read from the layout that row runs (computed when asked, as the bounds are)."""
+
+    def __init__(self, index: Any, options: list[Any]) -> None:
+        self._index, self._options = index, options
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return _pick_rows(self._index, [getattr(o, name) for o in self._options])
+
+
 def _meets_targets(o: ArmResult) -> Any:
     """Whether an option meets the per-user floor and TTFT ceiling the user set (True without)."""
     ok: Any = True
@@ -444,6 +462,8 @@ def _pick_rows(index: Any, options: list[Any]) -> Any:
             highs = np.broadcast_arrays(*(np.asarray(o.high, dtype=float) for o in options), index)[:-1]
             out = out.with_band(np.choose(index, lows), np.choose(index, highs))
         return out
+    if isinstance(first, ArmBounds):
+        return PickedRows(index, options)
     if isinstance(first, Mapping):
         return {k: _pick_rows(index, [o[k] for o in options]) for k in first}
     if dataclasses.is_dataclass(first) and not isinstance(first, type):
@@ -487,31 +507,6 @@ def _ttft_steps(r: Resolved, c: Any) -> Q:
     if every:
         return g
     return Q(np.where(graphs, g.value, e.value), "steps", min(e.tag, g.tag), e.source)
-
-
-def banded(q: Q, table: Table, kind: str, inverse: bool = False, covered: Any = True) -> Q:
-    """The figure with the band of its kind (modelled figures only; measured ones have none).
-
-    A band (low, high) bounds model / reference over the cross-validated misses of that kind
-    (whatif/validate.py); `covered` False (or per row) takes the wider band of combinations no
-    reference covered. For a figure that is the inverse of the banded kind (per-user rate from
-    the step, cost from the aggregate) the factors swap and invert.
-    """
-    if q.tag == Tag.MEASURED:
-        return q
-    near, far = table.band(kind), table.band(kind, covered=False)
-    if near is None:
-        return q
-    if covered is True or far is None:
-        lo, hi = near
-    elif covered is False:
-        lo, hi = far
-    else:  # per row
-        lo, hi = where(covered, near[0], far[0]), where(covered, near[1], far[1])
-    if inverse:  # model / reference: the truth lies in value / hi .. value / lo
-        lo, hi = 1.0 / hi, 1.0 / lo
-    value = floats(q.value)
-    return q.with_band(value / hi, value / lo)
 
 
 def evidence_covered(r: Resolved, arm: str, table: Table) -> Any:

@@ -155,12 +155,47 @@ def _bytes_per_element() -> float:
     return const("collective_bytes_per_element").scalar
 
 
+def allgather_bus_mb(ranks: Any, tokens_per_rank: Any, hidden: int) -> Any:
+    """Bus MB of an allgather (or reduce-scatter) of every rank's tokens, as nccl-tests counts
+    them: (ranks - 1) chunks of `tokens x hidden` elements, what each rank's busiest link carries."""
+    return (floats(ranks) - 1.0) * floats(tokens_per_rank) * hidden * _bytes_per_element() / 1e6
+
+
+def allreduce_bus_mb(ranks: Any, tokens: Any, hidden: int) -> Any:
+    """Bus MB of an all-reduce of `tokens` activations: 2 (ranks - 1) / ranks of its bytes."""
+    ranks = floats(ranks)
+    return 2.0 * (ranks - 1.0) / ranks * floats(tokens) * hidden * _bytes_per_element() / 1e6
+
+
+def ring_crossings(nodes: Any, gpn: int) -> Any:
+    """Node boundaries one chunk crosses on average in a ring over `nodes` blocks of `gpn` GPUs:
+    it travels every link but the one into its own rank, so every boundary but, for the rank at
+    the start of a block, the one into it: N - 1/gpn (0 inside one node). NCCL spreads its rings
+    over the nodes' NICs, so per GPU the NIC carries this many chunks."""
+    nodes = floats(nodes)
+    return where(nodes > 1.0, nodes - 1.0 / gpn, 0.0 * nodes)
+
+
+def allgather_nic_mb(nodes: Any, gpn: int, tokens_per_rank: Any, hidden: int) -> Any:
+    """MB one GPU's NICs carry per direction in a ring allgather (or reduce-scatter) of every
+    rank's tokens: its chunk times the ring's crossings. Far fewer than the bus bytes, which
+    count every hop, NVLink ones included."""
+    return ring_crossings(nodes, gpn) * floats(tokens_per_rank) * hidden * _bytes_per_element() / 1e6
+
+
+def allreduce_nic_mb(ranks: Any, nodes: Any, gpn: int, tokens: Any, hidden: int) -> Any:
+    """The same for a ring all-reduce of `tokens` activations: a reduce-scatter and an allgather
+    of 1 / ranks of them."""
+    size = floats(tokens) * hidden * _bytes_per_element() / 1e6
+    return 2.0 * ring_crossings(nodes, gpn) * size / floats(ranks)
+
+
 def allgather_rs_us(
     ranks: Any, nodes: Any, gpn: int, tokens_per_rank: Any, hidden: int, c: CollectiveConstants
 ) -> Q:
     """An allgather of every rank's tokens and the reduce-scatter that returns them."""
     ranks = floats(ranks)
-    bus_mb = (ranks - 1.0) * floats(tokens_per_rank) * hidden * _bytes_per_element() / 1e6
+    bus_mb = allgather_bus_mb(ranks, tokens_per_rank, hidden)
     ag = collective_us("allgather", ranks, nodes, gpn, bus_mb, c)
     rs = collective_us("reducescatter", ranks, nodes, gpn, bus_mb, c)
     return (ag + rs).as_("us")
@@ -180,7 +215,7 @@ def allgatherv_one_us(
 def allreduce_us(ranks: Any, nodes: Any, gpn: int, tokens: Any, hidden: int, c: CollectiveConstants) -> Q:
     """An all-reduce of `tokens` activations across `ranks` GPUs."""
     ranks = floats(ranks)
-    bus_mb = 2.0 * (ranks - 1.0) / ranks * floats(tokens) * hidden * _bytes_per_element() / 1e6
+    bus_mb = allreduce_bus_mb(ranks, tokens, hidden)
     return collective_us("allreduce", ranks, nodes, gpn, bus_mb, c)
 
 

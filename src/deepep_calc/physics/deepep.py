@@ -142,6 +142,16 @@ def comms_power(comms: Any, e: float) -> Any:
     return _comms_powers(float(e))[idx]
 
 
+def remote_mb(m: Messages, shape: KernelShape) -> dict[str, Any]:
+    """MB one rank's dispatch and combine put on the scale-out wire: its remote selections (data
+    messages, `m`) times the bytes of one (FP8 token + scales + routing out, BF16 back). The
+    bytes of the `wire` pipe, and of the NIC's busy fraction (`physics/bounds.py`)."""
+    return {
+        "dispatch": m.data * shape.dispatch_bytes_per_token / 1e6,
+        "combine": m.data * shape.combine_bytes_per_token / 1e6,
+    }
+
+
 def scaleout_bw(t: Transport, inst: Instance, gpn: int, comms: Any, prefill: bool = False) -> Q:
     """Scale-out bandwidth per GPU per direction that this transport reaches."""
     line = inst.net_gb_s_per_gpu(gpn)
@@ -190,6 +200,7 @@ def _cross_node_parts(
     leaving the node, the data and signal messages' share of the issue path, the wire, NVLink),
     in us. The total is `local + max(leaving, wire, nvlink, data + signals)`."""
     m = messages(ep, gpn, shape, prefill)
+    mb = remote_mb(m, shape)
     bw = scaleout_bw(t, inst, gpn, comms, prefill)
     bw_comb = (
         Q.measured(t.prefill_combine_gb_s, "GB/s", t.prefill_source)
@@ -200,9 +211,9 @@ def _cross_node_parts(
     scale = k.reference_lanes / issue_lanes(t, comms, qps)
     local = (k.nvlink_alpha_us * k.instance_factor * 0.5).as_("us", k.nvlink_alpha_us.source)
     out = []
-    for per_sel, wire, beta, alpha in (
-        (shape.dispatch_bytes_per_token, bw, k.beta_dispatch_us, k.alpha_dispatch_us),
-        (shape.combine_bytes_per_token, bw_comb, k.beta_combine_us, k.alpha_combine_us),
+    for direction, per_sel, wire, beta, alpha in (
+        ("dispatch", shape.dispatch_bytes_per_token, bw, k.beta_dispatch_us, k.alpha_dispatch_us),
+        ("combine", shape.combine_bytes_per_token, bw_comb, k.beta_combine_us, k.alpha_combine_us),
     ):
         per_msg = (beta * k.instance_factor).as_("us", f"fitted cost per message ({t.name})")
         out.append(
@@ -211,7 +222,7 @@ def _cross_node_parts(
                 "leaving": (alpha * k.instance_factor).as_("us"),
                 "data": (per_msg * (m.data * scale)).as_("us"),
                 "signals": (per_msg * k.signal_ratio * (m.signals * scale)).as_("us"),
-                "wire": Q.derived(m.data * per_sel / 1e6, "MB", "routed bytes").quotient(wire, 1e3, "us"),
+                "wire": Q.derived(mb[direction], "MB", "routed bytes").quotient(wire, 1e3, "us"),
                 "nvlink": Q.derived(m.nvlink_sel * per_sel / 1e6, "MB", "routed bytes").quotient(
                     nvl, 1e3, "us"
                 ),
@@ -266,16 +277,25 @@ def kernel_parts(
     k: KernelConstants,
     prefill: bool = False,
 ) -> dict[str, dict[str, Q]]:
-    """Per direction, the parts one MoE layer's kernel is made of and its total (one scenario:
-    the kernel view and the step's bound read it). `binds` names the pipe that gates."""
-    single = t.fabric == "nvlink" or every_some(floats(ep) <= gpn)[0]
-    if single:
+    """Per direction, the parts one MoE layer's kernel is made of and its total (the kernel
+    view and the step's bound read it; `binding_pipe` names the pipe that gates). A sweep
+    mixing one-node and multi-node rows takes each row's own parts, as `kernel_us` does."""
+    single = floats(ep) <= gpn
+    every, some = every_some(single)
+    if t.fabric == "nvlink" or every:
         parts, total = _nvlink_parts(inst, gpn, ep, shape, k), _nvlink_total
     else:
         parts, total = _cross_node_parts(t, inst, gpn, ep, shape, comms, qps, k, prefill), _total
     out = {}
     for name, p in zip(DIRECTIONS, parts, strict=True):
         out[name] = {**p, "total": total(p)}
+    if some and not every and t.fabric != "nvlink":
+        for name, p in zip(DIRECTIONS, _nvlink_parts(inst, gpn, ep, shape, k), strict=True):
+            one = {**p, "total": _nvlink_total(p)}
+            out[name] = {
+                part: Q(np.where(single, one[part].value, q.value), q.unit, *_weakest_join(q, one[part]))
+                for part, q in out[name].items()
+            }
     return out
 
 

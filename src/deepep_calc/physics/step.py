@@ -28,6 +28,9 @@ so under CUDA graphs only the per-step host cost and the GPU path remain.
 Every count (kernels, bytes, tokens, messages) is computed from the scenario; the engine and
 hardware constants arrive fitted in `StepConstants` (built by `fit/`), so this module never
 resolves a scenario or solves for anything.
+
+Why one module: the paths, their parts and how they combine are one formula; the step's bound
+(`physics/bounds.py`) reads the same parts from it rather than restating them.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from ..catalog.constants import const
 from ..question.scenario import Resolved
 from .collectives import CollectiveConstants, allgather_rs_us, allgatherv_one_us, allreduce_us
 from .compute import decode_device_us, prefill_device_us
-from .deepep import KernelConstants, KernelShape, kernel_us
+from .deepep import KernelConstants, KernelShape, kernel_parts, kernel_us
 from .layout import Layout, exchange_of, layout
 
 PARTS = ("engine", "hbm", "compute", "kernels", "moe_comm", "prefill", "proxy")
@@ -115,21 +118,22 @@ def exchange_us(
 ) -> Q:
     """The MoE exchange of all MoE layers (all-reduces of all layers for TP) of one step, as
     the kernels and NCCL's collectives cost it (what an engine adds around them: `arm_term_us`)."""
-    m, inst, s = r.model, r.instance, r.scenario
+    m = r.model
     out = _attention_tp_us(r, lay, tokens_per_rank, c)
+    if (
+        lay.exchange == "deepep"
+        and memo is not None
+        and _plain(tokens_per_rank, r.scenario.comms, r.scenario.max_qps)
+    ):
+        k = deepep_kernel(r, lay, tokens_per_rank, c, prefill, memo)  # its parts, for the bound too
+        return ((k["dispatch"]["total"] + k["combine"]["total"]).as_("us") * m.moe_layers + out).as_("us")
     if lay.exchange == "deepep":
-        k = kernel_us(
-            r.transport,
-            inst,
-            lay.gpn,
-            lay.ranks,
-            _shape(r, tokens_per_rank),
-            s.comms,
-            s.max_qps,
-            c.kernel,
-            prefill,
+        s = r.scenario
+        shape = _shape(r, tokens_per_rank)
+        total = kernel_us(
+            r.transport, r.instance, lay.gpn, lay.ranks, shape, s.comms, s.max_qps, c.kernel, prefill
         )
-        return (k["total"] * m.moe_layers + out).as_("us")
+        return (total["total"] * m.moe_layers + out).as_("us")
     if lay.exchange == "tp":
         ar = allreduce_us(lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives)
         return (ar * (2.0 * m.layers)).as_("us")
@@ -138,6 +142,37 @@ def exchange_us(
         return (one * float(m.moe_layers) + out).as_("us")
     ag = allgather_rs_us(lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives)
     return (ag * float(m.moe_layers) + out).as_("us")
+
+
+def deepep_kernel(
+    r: Resolved,
+    lay: Layout,
+    tokens_per_rank: Any,
+    c: StepConstants,
+    prefill: bool = False,
+    memo: dict[Any, Any] | None = None,
+) -> dict[str, dict[str, Q]]:
+    """One MoE layer's DeepEP dispatch and combine by part (`deepep.kernel_parts`), computed once
+    per evaluation and token count: the step and its bound (`physics/bounds.py`) read the same
+    parts. A what-if on a DeepEP knob shares the memo, so the knobs are part of the key."""
+    s = r.scenario
+    key = None
+    if memo is not None and _plain(tokens_per_rank, s.comms, s.max_qps):
+        key = ("kernel", r.transport.name, s.comms, s.max_qps, tokens_per_rank, prefill, str(lay.ranks))
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+    shape = _shape(r, tokens_per_rank)
+    t, inst = r.transport, r.instance
+    k = kernel_parts(t, inst, lay.gpn, lay.ranks, shape, s.comms, s.max_qps, c.kernel, prefill)
+    if key is not None:
+        memo[key] = k  # type: ignore[index]
+    return k
+
+
+def _plain(*values: Any) -> bool:
+    """Whether every value is a plain number (one scenario's, hashable), not an array."""
+    return all(type(v) in (float, int) for v in values)
 
 
 def exchange_kind(arm: str) -> str | None:
@@ -225,6 +260,10 @@ class PartsMs(Mapping[str, Q]):
         if q is None:
             q = self._ms[name] = self._us[name].over(1000.0, "ms")
         return q
+
+    def us(self, name: str) -> Q:
+        """One part in us, as the step model computed it (the step's bound reads these)."""
+        return self._us[name]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._us)
@@ -326,11 +365,23 @@ def shared(memo: dict[Any, Any] | None, key: Any, make: Any) -> Any:
     return memo[key]
 
 
-def _placement(arm: str) -> str:
-    """Arms that place the model alike share their HBM / compute times (one memo entry)."""
+def placement(arm: str) -> str:
+    """The memo's key for an arm's placement: DeepEP and allgather place the model alike, and
+    so do a replica over allgather and one over DeepEP's NVLink kernels."""
     if arm in ("deepep", "allgather"):
         return "ep-dp"
     return "replica" if arm == "replica:deepep" else arm
+
+
+def decode_tokens(lay: Layout) -> Any:
+    """Tokens per rank a decode step's exchange carries: a DP rank's sequences (TP: the group's),
+    split over the ranks that share one DP group's tokens."""
+    return (lay.seqs_per_rank if lay.data_parallel else lay.group_tokens) / lay.exchange_split
+
+
+def mixed_tokens(r: Resolved, lay: Layout, tokens: Any, joining: Any) -> Any:
+    """Tokens per rank through the exchange with the joining requests' prompts mixed in."""
+    return tokens + joining * floats(r.scenario.isl) / (lay.dp_ranks * lay.exchange_split)
 
 
 def decode_step(r: Resolved, arm: str, c: StepConstants, memo: dict[Any, Any] | None = None) -> Step:
@@ -338,9 +389,9 @@ def decode_step(r: Resolved, arm: str, c: StepConstants, memo: dict[Any, Any] | 
     s = r.scenario
     lay = shared(memo, ("layout", arm), lambda: layout(r, arm))
     dev = shared(
-        memo, ("decode", _placement(arm)), lambda: decode_device_us(r, lay, s.isl, s.osl, c.expert_efficiency)
+        memo, ("decode", placement(arm)), lambda: decode_device_us(r, lay, s.isl, s.osl, c.expert_efficiency)
     )
-    tokens = (lay.seqs_per_rank if lay.data_parallel else lay.group_tokens) / lay.exchange_split
+    tokens = decode_tokens(lay)
     exchange = exchange_us(r, lay, tokens, c, memo=memo)
     kernels = kernels_per_step(r, arm)
     joining = joining_per_step(r, lay)
@@ -366,10 +417,10 @@ def _mixed_prefill_us(
     exchange (the exchange's fixed latency is paid once by the step)."""
     s = r.scenario
     isl = floats(s.isl)
-    dev = shared(memo, ("prefill", _placement(arm)), lambda: prefill_device_us(r, lay, isl))
+    dev = shared(memo, ("prefill", placement(arm)), lambda: prefill_device_us(r, lay, isl))
     beyond = qmax(dev["compute"] - dev["hbm"], dev["hbm"] * 0.0)
-    mixed_tokens = tokens + joining * isl / (lay.dp_ranks * lay.exchange_split)
-    more = qmax(exchange_us(r, lay, mixed_tokens, c, memo=memo) - exchange, exchange * 0.0)
+    mixed = mixed_tokens(r, lay, tokens, joining)
+    more = qmax(exchange_us(r, lay, mixed, c, memo=memo) - exchange, exchange * 0.0)
     return ((beyond * joining).as_("us") + more).as_(
         "us", "requests joining per step x their compute, plus their tokens' share of the exchange"
     )
@@ -380,6 +431,6 @@ def prefill_step(r: Resolved, arm: str, c: StepConstants, memo: dict[Any, Any] |
     s = r.scenario
     lay = shared(memo, ("layout", arm), lambda: layout(r, arm))
     tokens = floats(s.isl)
-    dev = shared(memo, ("prefill", _placement(arm)), lambda: prefill_device_us(r, lay, tokens))
+    dev = shared(memo, ("prefill", placement(arm)), lambda: prefill_device_us(r, lay, tokens))
     exchange = exchange_us(r, lay, tokens / lay.exchange_split, c, prefill=True, memo=memo)
     return _combine(r, lay, dev, exchange, kernels_per_step(r, arm), c)

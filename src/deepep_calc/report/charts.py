@@ -29,6 +29,8 @@ from ..catalog.measured import Cell, load_cells
 from ..decide.verdict import ARM_LABELS, SYMBOLS, TITLES, classify_codes
 from ..estimate.evaluate import Result, compute
 from ..fit.profile import profile_of
+from ..physics.bounds import BOUNDS, EXCHANGE_CLASSES
+from ..physics.bounds import LABELS as BOUND_LABELS
 from ..question.fields import LIMITS
 from ..question.scenario import Resolved
 from .labels import MEMORY_LABELS, arm_head
@@ -302,6 +304,83 @@ def step_breakdown(result: Result) -> Figure:
     )
     layout = _layout(barmode="stack", xaxis=_axis("", tickangle=0), yaxis=_axis("ms per decode step"))
     return {"data": traces, "layout": layout}
+
+
+def step_bound(result: Result) -> Figure:
+    """Each arm's step along the path that sets it, part by part, its bound outlined and named
+    above the bar; where an eager step's launches outlast the GPU work, the GPU path hidden
+    under them is marked beside it (the model's figures: `physics/bounds.py`)."""
+    arms = [a for a in result.arms if result.arms[a].bounds is not None]
+    proxied = result.resolved.transport.host_proxied
+    x = [_coloured(arm_name(result, a), palette.arm_colour(a, proxied)) for a in arms]
+    bounds = {a: result.arms[a].bounds for a in arms}
+    traces: list[dict[str, Any]] = []
+    for part in BOUNDS:
+        qs = [bounds[a].parts_ms.get(part) for a in arms]
+        if all(q is None for q in qs):
+            continue
+        label = BOUND_LABELS[part]
+        binds = [q is not None and _binds(bounds[a].name, part) for a, q in zip(arms, qs, strict=True)]
+        traces.append(
+            {
+                "type": "bar",
+                "name": label,
+                "x": x,
+                "y": [None if q is None else _num(q.scalar) for q in qs],
+                "marker": {
+                    "color": palette.BOUND[part],
+                    "line": {
+                        "color": [palette.MEASURED_MARK if b else "rgba(0,0,0,0)" for b in binds],
+                        "width": [3 if b else 0 for b in binds],
+                    },
+                },
+                "textposition": "none",
+                "text": [_wrap(_tagline(q)) if q is not None else "" for q in qs],
+                "hovertemplate": f"{label}: %{{y:.2f}} ms<br>%{{text}}<extra></extra>",
+            }
+        )
+    hidden = [(xi, bounds[a].hidden_ms) for xi, a in zip(x, arms, strict=True) if bounds[a].path == "cpu"]
+    if hidden:
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "GPU path, hidden under the launches",
+                "x": [xi for xi, _ in hidden],
+                "y": [_num(q.scalar) for _, q in hidden],
+                "marker": {"symbol": "line-ew-open", "size": 34, "color": "#c92a2a", "line": {"width": 2}},
+                "text": [_wrap(_tagline(q)) for _, q in hidden],
+                "hovertemplate": "GPU path %{y:.2f} ms (hidden)<br>%{text}<extra></extra>",
+            }
+        )
+    annotations = [
+        {
+            "x": xi,
+            "y": _num(bounds[a].step_ms.scalar),
+            "text": f"bound: {bounds[a].label}",
+            "showarrow": False,
+            "yanchor": "bottom",
+            "font": {"size": 11, "color": "#212529"},
+        }
+        for xi, a in zip(x, arms, strict=True)
+    ]
+    top = max((bounds[a].step_ms.scalar for a in arms), default=1.0)
+    layout = _layout(
+        barmode="stack",
+        xaxis=_axis("", tickangle=0),
+        yaxis=_axis("ms per decode step (the model's)", range=[0, top * 1.18]),
+        annotations=annotations,
+        meta={"bounds": {a: bounds[a].name for a in arms}},
+    )
+    return {"data": traces, "layout": layout}
+
+
+def _binds(bound: str, part: str) -> bool:
+    """Whether `part` is the bound or one of the exchange class it competes in."""
+    for members in EXCHANGE_CLASSES.values():
+        if bound in members:
+            return part in members
+    return part == bound
 
 
 def _coloured(text: str, colour: str) -> str:
@@ -586,6 +665,7 @@ def verdict_map(result: Result) -> Figure:
 CHARTS = {
     "per_user": per_user_vs_concurrency,
     "breakdown": step_breakdown,
+    "bound": step_bound,
     "memory": memory_chart,
     "verdict_map": verdict_map,
 }

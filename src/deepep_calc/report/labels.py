@@ -20,6 +20,22 @@ STEP_LABELS: dict[str, str] = {
     "prefill": "mixed-in prefill",
     "proxy": "host proxy",
 }
+BOUND_SHORT: dict[str, str] = {
+    "launches": "host launches",
+    "host": "host step",
+    "hbm": "HBM",
+    "compute": "tensor cores",
+    "kernels": "kernel floors",
+    "exchange_latency": "exchange latency",
+    "messages": "messages",
+    "wire": "wire",
+    "nvlink": "NVLink",
+    "collective_latency": "NCCL latency",
+    "arm_term": "engine terms",
+    "prefill": "prefill",
+    "proxy": "host proxy",
+}
+"""A step's bound in a word or two, for the card's one line (`physics/bounds.LABELS` in full)."""
 MEMORY_LABELS: dict[str, str] = {
     "weights": "weights",
     "kv_cache": "KV cache",

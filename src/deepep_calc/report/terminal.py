@@ -21,6 +21,7 @@ from ..catalog.transports import deepep_route, kernel_route
 from ..decide.launch import run_blocks
 from ..decide.verdict import ARM_LABELS
 from . import term
+from .bound_view import bound_line
 from .labels import REPLICA_SUFFIX, step_label
 from .view import BAND_LEGEND_SHORT, band_range
 
@@ -249,6 +250,9 @@ def print_result(result: Any, console: Console | None = None) -> None:
         _arms_table(result, v, wide, inline_bands=console.width >= term.WIDE),
         _summary(result, v),
     ]
+    bounds = bound_line(result, console.width - 4)
+    if bounds is not None:
+        body.append(bounds)
     if not wide:
         body.append(
             Text(f"(step parts and KV capacity: a terminal of {WIDE}+ columns, or --json)", style="dim")

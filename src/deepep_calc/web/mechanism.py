@@ -209,7 +209,31 @@ def per_operation(base: Result) -> list[dict[str, Any]]:
             "1000 / DeepEP per-user - 1000 / dense per-user",
         ),
         _row("NIC utilisation on the dispatch path", nic_pct, 1),
+        *model_nic_rows(dee),
         _row("Time the fabric sits idle", idle_pct, 1),
+    ]
+
+
+def model_nic_rows(arm: Any) -> list[dict[str, Any]]:
+    """The model's NIC busy share of this scenario, beside the measured one: its wire bytes over
+    the exchange's own time and over the step, each at the instance's line rate per GPU."""
+    b = arm.bounds
+    if b is None:
+        return []
+    return [
+        _row(
+            "NIC busy while the exchange runs, this scenario (model)",
+            b.nic_busy_exchange_pct,
+            2,
+            f"wire bytes {b.wire_mb.scalar:,.1f} MB per step / (exchange time x line rate per GPU); "
+            "the band is the kernels' out-of-sample band",
+        ),
+        _row(
+            "NIC busy over the whole step, this scenario (model)",
+            b.nic_busy_pct,
+            2,
+            "the same bytes / (decode step x line rate per GPU)",
+        ),
     ]
 
 

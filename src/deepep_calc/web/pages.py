@@ -184,6 +184,7 @@ def mechanism_html() -> str:
             per_op=mechanism.per_operation(base),
             kernels=mechanism.kernel_status(),
             base=base.to_json(),
+            nic_measured=nic_utilisation_pct().to_json(),
             chart=per_user_vs_concurrency(base),
         )
     )

@@ -156,6 +156,72 @@ class MemoryDetail(BaseModel):
     headroom: QOut
 
 
+BoundName = Literal[
+    "launches",
+    "host",
+    "hbm",
+    "compute",
+    "kernels",
+    "exchange_latency",
+    "messages",
+    "wire",
+    "nvlink",
+    "collective_latency",
+    "arm_term",
+    "prefill",
+    "proxy",
+]
+
+
+class BoundPartOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: BoundName
+    label: str
+    part_ms: QOut
+
+
+class TakeOverOut(BaseModel):
+    """The smallest load above this one at which another part binds the step (solved on the model)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: BoundName
+    label: str
+    factor: QOut = Field(description="running sequences there / here (mean tokens per rank alike)")
+    running: int = Field(description="running sequences across the cluster there")
+    tokens_per_rank: QOut
+    fits: bool = Field(description="whether that load still fits in HBM")
+
+
+class BoundOut(BaseModel):
+    """What sets the decode step: the largest part on the path that sets it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: BoundName
+    label: str
+    path: Literal["cpu", "gpu"] = Field(description="cpu: eager host launches outlast the GPU work")
+    part_ms: QOut = Field(description="what the bound adds to the step")
+    step_ms: QOut = Field(description="the model's step: the parts below add up to it")
+    hidden_ms: QOut | None = Field(description="the other path, hidden under this one (null under graphs)")
+    parts_ms: dict[BoundName, QOut] = Field(description="the step along its binding path, parts that add")
+    runner_up: BoundPartOut | None
+    takes_over: TakeOverOut | None = Field(description="null: no other part binds within 1,024x the load")
+
+
+class ExchangeBoundOut(BaseModel):
+    """What gates the arm's exchange itself."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["latency", "messages", "bandwidth", "engine"]
+    label: str
+    parts_ms: dict[Literal["latency", "messages", "bandwidth", "engine"], QOut]
+    exchange_ms: QOut = Field(description="the exchange's own duration, joining requests' tokens in")
+    wire_mb: QOut = Field(description="MB per GPU per direction the exchanges put on the scale-out wire")
+
+
 class ArmOut(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -199,6 +265,12 @@ class ArmOut(BaseModel):
         description="the replicas only: the one-node layout each replica runs, the best the model rates "
         "(replica: EP over allgather, replica:deepep: EP over DeepEP's NVLink kernels, replica:tp: TP)",
     )
+    bound: BoundOut | None = None
+    exchange_bound: ExchangeBoundOut | None = None
+    nic_busy_pct: QOut | None = Field(
+        None, description="wire bytes of the step's exchanges / (step x the instance's line rate per GPU)"
+    )
+    nic_busy_exchange_pct: QOut | None = Field(None, description="the same over the exchange's own duration")
 
 
 class ConfigFileOut(BaseModel):

@@ -82,6 +82,24 @@ def sweep_field_options(f: Callable[..., Any]) -> Callable[..., Any]:
     help="also write the rows of combinations that cannot run (efa-gda on p5, ...) with a "
     "skipped_reason and empty metrics",
 )
+@click.option(
+    "--bounds",
+    is_flag=True,
+    help="add what bounds each arm's step, its exchange and its NICs' busy share to -o",
+)
+@click.option(
+    "--bound-map",
+    "bound_map_path",
+    metavar="FILE",
+    help="map of what bounds an arm's step over --x / --y: .html or .png (- for stdout)",
+)
+@click.option(
+    "--bound-arm",
+    type=click.Choice(["deepep", "alternative", "replica"]),
+    default="deepep",
+    show_default=True,
+    help="the arm the bound map shows",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 def sweep_cmd(
     output: str | None,
@@ -91,6 +109,9 @@ def sweep_cmd(
     chunk_rows: int | None,
     precision: int,
     keep_invalid: bool,
+    bounds: bool,
+    bound_map_path: str | None,
+    bound_arm: str,
     as_json: bool,
     **fields: str | None,
 ) -> None:
@@ -105,7 +126,7 @@ def sweep_cmd(
     from ...whatif.sweep.grid import plan_sweep
     from ...whatif.sweep.run import check_precision, run_sweep
 
-    to_stdout = "-" in (output, map_path)
+    to_stdout = "-" in (output, map_path, bound_map_path)
     if to_stdout and as_json:
         raise click.UsageError("-o - / --map - write to stdout; drop --json or name a file")
     check_precision(precision)
@@ -119,6 +140,9 @@ def sweep_cmd(
         chunk_rows=chunk_rows,
         precision=precision,
         keep_invalid=keep_invalid,
+        bounds=bounds,
+        bound_map_path=bound_map_path,
+        bound_arm=bound_arm,
     )
     line = summary.skipped_line()
     if line:
@@ -145,7 +169,7 @@ def sweep_cmd(
     for arm, count in s.recommended.items():
         arms.add_row(arm, f"{count:,}")
     console.print(arms)
-    for label, path in (("rows", s.output), ("verdict map", s.map)):
+    for label, path in (("rows", s.output), ("verdict map", s.map), ("bound map", s.bound_map)):
         if path:
             console.print(Text(f"{label}: {'stdout' if path == '-' else printable(path)}"))
     if not s.output and not s.map:

@@ -67,6 +67,10 @@ STRING_FIELDS = tuple(f for f in FIELDS if f not in INT_FIELDS + FLOAT_FIELDS + 
 ARM_KEYS = ("deepep", "alternative", "replica")
 ARM_METRICS = ("per_user_tok_s", "step_ms", "aggregate_tok_s", "ttft_ms", "usd_per_mtok", "memory_gb_per_gpu")
 RESULT_METRICS = ("ratio_deepep_vs_alternative", "tax_ms_per_token")
+# With --bounds, per arm: what bounds its step and its exchange (codes into physics.bounds'
+# BOUNDS and EXCHANGE_BOUNDS), and how busy its NICs are (per cent, tagged).
+BOUND_CODES = ("bound", "exchange_bound")
+BOUND_METRICS = ("nic_busy_pct", "nic_busy_exchange_pct")
 
 # The value words of --cuda-graphs (and --eager, inverted): the same words in every command
 # (cli.BOOL_WORDS; tests/test_flag_spelling.py checks the two agree).
@@ -387,12 +391,16 @@ def numeric_columns(plan: SweepPlan, block: Block) -> dict[str, Any]:
     return cols
 
 
-def evaluate_chunk(resolved: Resolved, columns: dict[str, np.ndarray]) -> dict[str, Any]:
+def evaluate_chunk(
+    resolved: Resolved, columns: dict[str, np.ndarray], bounds: bool = False
+) -> dict[str, Any]:
     """One vectorised pass: the sweep's metric columns for these rows (arrays or scalars + tags).
 
     Returns column name -> array (or a scalar that holds for every row), and `<column>_tag`
     -> the provenance tag, which is one value for the whole pass. `verdict` and
-    `recommended_arm` are int8 positions in `VERDICT_CODES` and `ARM_NAMES`.
+    `recommended_arm` are int8 positions in `VERDICT_CODES` and `ARM_NAMES`. With `bounds`,
+    each arm's bound and exchange bound (int8 positions in `physics.bounds.BOUNDS` and
+    `EXCHANGE_BOUNDS`) and its NIC busy shares, from the same pass.
     """
 
     # The file holds no bands (low / high), so the pass computes none: the same values, one
@@ -408,6 +416,8 @@ def evaluate_chunk(resolved: Resolved, columns: dict[str, np.ndarray]) -> dict[s
             out[f"{key}_{metric}"] = q.value
             out[f"{key}_{metric}_tag"] = str(q.tag)
         out[f"{key}_feasible"] = np.asarray(arm.feasible, dtype=bool)
+        if bounds and arm.bounds is not None:
+            out.update(_bound_columns(key, arm.bounds))
     for metric in RESULT_METRICS:
         q = getattr(result, metric)
         out[metric] = q.value
@@ -416,6 +426,19 @@ def evaluate_chunk(resolved: Resolved, columns: dict[str, np.ndarray]) -> dict[s
     # them, and names are attached only when a file is written.
     out["verdict"] = np.asarray(codes, dtype=np.int8)
     out["recommended_arm"] = np.asarray(rec, dtype=np.int8)
+    return out
+
+
+def _bound_columns(key: str, b: Any) -> dict[str, Any]:
+    """One arm's bound columns over a pass (`evaluate_chunk` with bounds)."""
+    out: dict[str, Any] = {
+        f"{key}_bound": np.asarray(b.index, dtype=np.int8),
+        f"{key}_exchange_bound": np.asarray(b.exchange_index, dtype=np.int8),
+    }
+    for metric in BOUND_METRICS:
+        q = getattr(b, metric)
+        out[f"{key}_{metric}"] = q.value
+        out[f"{key}_{metric}_tag"] = str(q.tag)
     return out
 
 

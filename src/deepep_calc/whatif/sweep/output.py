@@ -30,10 +30,13 @@ import numpy as np
 from ...base.errors import CalcError
 from ...decide.verdict import ARM_NAMES, VERDICT_CODES
 from ...files.safe_write import Output
+from ...physics.bounds import BOUNDS, EXCHANGE_BOUNDS
 from .grid import (
     ARM_KEYS,
     ARM_METRICS,
     BOOL_FIELDS,
+    BOUND_CODES,
+    BOUND_METRICS,
     CHUNK_ROWS,
     FIELDS,
     FLOAT_FIELDS,
@@ -50,17 +53,19 @@ FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 CSV_CHUNK_ROWS = 25_000
 
 
-def value_columns() -> list[str]:
+def value_columns(bounds: bool = False) -> list[str]:
     """The metric columns that carry a provenance tag, in output order."""
     cols = [f"{arm}_{m}" for arm in ARM_KEYS for m in ARM_METRICS]
-    return [*cols, *RESULT_METRICS]
+    extra = [f"{arm}_{m}" for arm in ARM_KEYS for m in BOUND_METRICS] if bounds else []
+    return [*cols, *RESULT_METRICS, *extra]
 
 
-def columns(keep_invalid: bool = False) -> list[tuple[str, str]]:
+def columns(keep_invalid: bool = False, bounds: bool = False) -> list[tuple[str, str]]:
     """(name, kind) of every output column; kind is str, int, float or bool.
 
-    With `keep_invalid` a last `skipped_reason` column says why a row was not computed (null
-    for the rows that were).
+    With `bounds` (`--bounds`), each arm's bound, exchange bound and NIC busy shares follow the
+    verdict (their tags with the others). With `keep_invalid` a last `skipped_reason` column
+    says why a row was not computed (null for the rows that were).
     """
     out: list[tuple[str, str]] = []
     for name in FIELDS:
@@ -79,13 +84,17 @@ def columns(keep_invalid: bool = False) -> list[tuple[str, str]]:
         out.append((f"{arm}_feasible", "bool"))
     out += [(m, "float") for m in RESULT_METRICS]
     out += [("verdict", "str"), ("recommended_arm", "str")]
-    out += [(f"{c}_tag", "str") for c in value_columns()]
+    if bounds:
+        for arm in ARM_KEYS:
+            out += [(f"{arm}_{c}", "str") for c in BOUND_CODES]
+            out += [(f"{arm}_{m}", "float") for m in BOUND_METRICS]
+    out += [(f"{c}_tag", "str") for c in value_columns(bounds)]
     if keep_invalid:
         out.append(("skipped_reason", "str"))
     return out
 
 
-def chunk_values(chunk: Chunk, keep_invalid: bool = False) -> dict[str, Any]:
+def chunk_values(chunk: Chunk, keep_invalid: bool = False, bounds: bool = False) -> dict[str, Any]:
     """Column -> array over the chunk's rows, or one scalar that holds for all of them.
 
     Codes (verdict, recommended arm) come as (index array, names) pairs for dictionary encoding.
@@ -105,7 +114,7 @@ def chunk_values(chunk: Chunk, keep_invalid: bool = False) -> dict[str, Any]:
             out[name] = r.model.weight_dtype
         else:
             out[name] = getattr(r.scenario, name)
-    for name, _ in columns(keep_invalid):
+    for name, _ in columns(keep_invalid, bounds):
         if name in out:
             continue
         if name == "skipped_reason":
@@ -116,6 +125,10 @@ def chunk_values(chunk: Chunk, keep_invalid: bool = False) -> dict[str, Any]:
             out[name] = (chunk.column(name), VERDICT_CODES)
         elif name == "recommended_arm":
             out[name] = (chunk.column(name), ARM_NAMES)
+        elif name.endswith("_exchange_bound"):
+            out[name] = (chunk.column(name), EXCHANGE_BOUNDS)
+        elif name.endswith("_bound"):
+            out[name] = (chunk.column(name), BOUNDS)
         elif name.endswith("_tag"):
             out[name] = chunk.metrics[name]
         else:
@@ -219,13 +232,19 @@ class TableWriter:
     """
 
     def __init__(
-        self, out: Output, plan: SweepPlan, precision: int | None = None, keep_invalid: bool = False
+        self,
+        out: Output,
+        plan: SweepPlan,
+        precision: int | None = None,
+        keep_invalid: bool = False,
+        bounds: bool = False,
     ) -> None:
         self.out = out
         self.plan = plan
         self.precision = precision  # significant digits of floats (None: every bit)
         self.keep_invalid = keep_invalid
-        self.columns = columns(keep_invalid)
+        self.bounds = bounds  # each arm's bound columns (--bounds)
+        self.columns = columns(keep_invalid, bounds)
         self.pool: Any = None
         self.pending: Any = None
         self.sink: Any = out.temp_path() if out.is_file else _Unclosed(out.stream())
@@ -437,7 +456,7 @@ class ArrowWriter(TableWriter):
         """ "none" (no quotes: smaller, faster) unless some string value needs quoting."""
         texts = [name for name, _ in self.columns]
         texts += [str(v) for name in FIELDS if name not in self.plan.numeric for v in self.plan.axes[name]]
-        texts += [*VERDICT_CODES, *ARM_NAMES]
+        texts += [*VERDICT_CODES, *ARM_NAMES, *BOUNDS, *EXCHANGE_BOUNDS]
         texts += [str(c.skipped) for c in self.plan.skipped]
         texts += [r.model.weight_dtype for c in self.plan.combinations if (r := c.resolved) is not None]
         special = (",", '"', "\n", "\r")
@@ -492,7 +511,7 @@ class ArrowWriter(TableWriter):
         """The chunk as Arrow columns, on the caller's thread: for Parquet all of it (the writer
         thread then only encodes and compresses, the larger share); for a CSV every column text,
         but the share of the float columns left to the writer's thread (`text_late`)."""
-        values = chunk_values(chunk, self.keep_invalid)
+        values = chunk_values(chunk, self.keep_invalid, self.bounds)
         if self.fmt != "csv":
             arrays = [self._array(values[f.name], f.type, chunk.rows) for f in self.schema]
             return self.pa.Table.from_arrays(arrays, schema=self.schema)
@@ -548,7 +567,7 @@ class StdlibCsvWriter(TableWriter):
 
     def _write(self, chunk: Chunk) -> None:
         n = chunk.rows
-        values = chunk_values(chunk, self.keep_invalid)
+        values = chunk_values(chunk, self.keep_invalid, self.bounds)
         cols = []
         for name, kind in self.columns:
             value = _rounded(values[name], kind, self.precision)
@@ -660,10 +679,11 @@ def check_table_target(target: str) -> str:
 
 
 def open_table_writer(
-    out: Output, plan: SweepPlan, precision: int = 6, keep_invalid: bool = False
+    out: Output, plan: SweepPlan, precision: int = 6, keep_invalid: bool = False, bounds: bool = False
 ) -> TableWriter:
     """The writer for this checked output (its format was checked before any row was computed)."""
     fmt = check_table_target(out.given)
+    kwargs = {"precision": precision, "keep_invalid": keep_invalid, "bounds": bounds}
     if have_pyarrow():
-        return ArrowWriter(out, plan, fmt, precision=precision, keep_invalid=keep_invalid)
-    return StdlibCsvWriter(out, plan, precision=precision, keep_invalid=keep_invalid)
+        return ArrowWriter(out, plan, fmt, **kwargs)
+    return StdlibCsvWriter(out, plan, **kwargs)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,8 @@ import numpy as np
 from ...base.errors import InputError
 from ...decide.verdict import ARM_NAMES, VERDICT_CODES
 from ...files.safe_write import check_distinct, check_output, commit, scenario_inputs
-from .grid import SweepPlan, blocks_per_combination, iter_chunks, plan_sweep
+from .bound_map import BoundMapGrid, render_bound_map
+from .grid import SweepPlan, blocks_per_combination, evaluate_chunk, iter_chunks, plan_sweep
 from .output import check_table_target, default_chunk_rows, open_table_writer
 from .verdict_map import MapGrid, check_map_target, render_map
 
@@ -37,6 +39,7 @@ class SweepSummary:
     skipped_rows: int = 0
     skipped_reasons: dict[str, int] = field(default_factory=dict)  # reason -> combinations
     kept_invalid: bool = False
+    bound_map: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -49,6 +52,7 @@ class SweepSummary:
             "recommended_arm": self.recommended,
             "output": self.output,
             "map": self.map,
+            **({"bound_map": self.bound_map} if self.bound_map is not None else {}),
             "varied": self.varied,
             "skipped": {
                 "combinations": self.skipped_combinations,
@@ -90,12 +94,17 @@ def run_sweep(
     progress: bool = True,
     precision: int = 6,
     keep_invalid: bool = False,
+    bounds: bool = False,
+    bound_map_path: str | None = None,
+    bound_arm: str = "deepep",
 ) -> SweepSummary:
     """Evaluate every row; stream them to `output` and fill the verdict map; all-or-nothing files.
 
     Both targets are checked before the first row is computed (format, directory, permissions,
     not an input of the sweep, not one file twice); both files are committed together at the
-    end, or neither (`deepep_calc.files.safe_write`). CSV floats carry `precision` significant digits
+    end, or neither (`deepep_calc.files.safe_write`). `bounds` adds each arm's bound columns to
+    the table; `bound_map_path` draws what bounds `bound_arm`'s step over the same axes (and
+    computes the bounds, whether the table shows them or not). CSV floats carry `precision` significant digits
     (Parquet keeps full doubles). `keep_invalid` writes the skipped combinations' rows too,
     with a `skipped_reason` and null metrics. `chunk_rows`: rows per vectorised pass (memory,
     not results), by default `output.default_chunk_rows` of the output's format.
@@ -119,7 +128,15 @@ def run_sweep(
         map_fmt = check_map_target(map_path)
         map_out = check_output(map_path, "--map", inputs=inputs)
         grid = MapGrid(plan, x or "nodes", y or "concurrency")
-    outputs = check_distinct([table_out, map_out])
+    bound_out = bound_grid = None
+    bound_fmt = "html"
+    if bound_map_path is not None:
+        bound_fmt = check_map_target(bound_map_path)
+        bound_out = check_output(bound_map_path, "--bound-map", inputs=inputs)
+        bound_grid = BoundMapGrid(plan, x or "nodes", y or "concurrency", bound_arm)
+    outputs = check_distinct([table_out, map_out, bound_out])
+    with_bounds = bounds or bound_grid is not None
+    evaluator = partial(evaluate_chunk, bounds=True) if with_bounds else None
     keep = keep_invalid and table_out is not None
     verdicts = np.zeros(len(VERDICT_CODES), dtype=np.int64)
     recommended = np.zeros(len(ARM_NAMES), dtype=np.int64)
@@ -131,13 +148,15 @@ def run_sweep(
     done = 0
     try:
         if table_out is not None:
-            writer = open_table_writer(table_out, plan, precision=precision, keep_invalid=keep)
-        for chunk in iter_chunks(plan, chunk_rows, keep_invalid=keep):
+            writer = open_table_writer(table_out, plan, precision=precision, keep_invalid=keep, bounds=bounds)
+        for chunk in iter_chunks(plan, chunk_rows, evaluator=evaluator, keep_invalid=keep):
             if chunk.skipped is None:
                 verdicts += np.bincount(chunk.column("verdict"), minlength=len(VERDICT_CODES))
                 recommended += np.bincount(chunk.column("recommended_arm"), minlength=len(ARM_NAMES))
                 if grid is not None:
                     grid.add(chunk)
+                if bound_grid is not None:
+                    bound_grid.add(chunk)
             if writer is not None:
                 writer.write(chunk)
             done += chunk.rows
@@ -147,6 +166,8 @@ def run_sweep(
             writer.close()
         if grid is not None and map_out is not None:
             map_out.stage(render_map(grid, map_fmt))
+        if bound_grid is not None and bound_out is not None:
+            bound_out.stage(render_bound_map(bound_grid, bound_fmt))
         commit(outputs)
     except BaseException:
         if writer is not None:
@@ -172,6 +193,7 @@ def run_sweep(
         plan.skipped_rows,
         plan.skipped_reasons(),
         keep,
+        bound_map_path,
     )
 
 
