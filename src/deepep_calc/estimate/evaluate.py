@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..base.arrays import every_some, first_float, floats, is_array, np, where
+from ..base.arrays import every_some, first_float, floats, is_array, np
 from ..base.errors import InputError
 from ..base.quantity import Q
 from ..catalog.measured import Cell, cells_by_shape, load_cells
