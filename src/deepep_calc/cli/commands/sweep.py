@@ -12,7 +12,15 @@ from typing import Any
 import click
 
 from ..completion import LISTS
-from ..options import MODE_FLAGS, SCENARIO_FLAGS, ListOf, emit_json, scenario_from, scenario_options
+from ..options import (
+    MODE_FLAGS,
+    SCENARIO_FLAGS,
+    SIDE_MODE_FLAGS,
+    ListOf,
+    emit_json,
+    scenario_from,
+    scenario_options,
+)
 
 SWEEP_HELP = {
     "model": "presets or config.json paths, comma-separated",
@@ -25,6 +33,14 @@ SWEEP_HELP = {
     "weight_dtype": "weight dtypes, comma-separated",
     "kv_dtype": "KV-cache dtypes, comma-separated",
     "calibration": "calibration profiles, comma-separated",
+    "disagg": "one xPyD split, e.g. 1P3D (lists of splits: --prefill-nodes / --decode-nodes)",
+    "kv_transport": "KV-cache transports, comma-separated",
+    "prefill_arm": "prefill-side arms, comma-separated",
+    "decode_arm": "decode-side arms, comma-separated",
+    "prefill_transport": "prefill-side DeepEP transports, comma-separated",
+    "decode_transport": "decode-side DeepEP transports, comma-separated",
+    "prefill_cuda_graphs": "prefill-side graph modes: true, false or both",
+    "decode_cuda_graphs": "decode-side graph modes: true, false or both",
 }
 NUMERIC_HELP = "list 1,2,4 or range a:b (step 1), a:b:+K (arithmetic), a:b:xK (geometric)"
 
@@ -40,14 +56,14 @@ def sweep_field_options(f: Callable[..., Any]) -> Callable[..., Any]:
     for name, typ, _help, _default in reversed(SCENARIO_FLAGS):
         field = name[2:].replace("-", "_")
         extra: dict[str, Any] = {}
-        if name in MODE_FLAGS:  # bare like evaluate's: --cuda-graphs means true
+        if name in MODE_FLAGS or name in SIDE_MODE_FLAGS:  # bare like evaluate's: --cuda-graphs means true
             extra = {"is_flag": False, "flag_value": "true"}
         f = click.option(
             name,
             field,
             type=ListOf(typ),
             default=None,
-            metavar="[LIST]" if name in MODE_FLAGS else "LIST",
+            metavar="[LIST]" if name in MODE_FLAGS or name in SIDE_MODE_FLAGS else "LIST",
             help=SWEEP_HELP.get(field, NUMERIC_HELP),
             shell_complete=LISTS.get(field),
             **extra,

@@ -85,7 +85,7 @@ def graphs_word(flag_name: str, word: str) -> bool:
     if low in MODE_WORDS:
         return MODE_WORDS[low]
     if low in TRUE_WORDS or low in FALSE_WORDS:
-        return (low in TRUE_WORDS) == (flag_name == "--cuda-graphs")
+        return (low in TRUE_WORDS) == (flag_name != "--eager")  # every mode flag but --eager
     raise InputError(flag_name, word.strip(), BOOL_ALLOWED)
 
 
