@@ -158,6 +158,9 @@ def compute_disagg(r: Resolved, table: Table | None = None) -> DisaggResult:
     id_ = id_.astype(int) if is_array(id_) else int(id_)
     pf = {key: pick([f[key] for f in pfs], ip) for key in pfs[0]}
     df = {key: pick([f[key] for f in dfs], id_) for key in dfs[0]}
+    for flags in (pf, df):
+        for key in ("ok", "fits", "splits"):
+            flags[key] = _flag(flags[key])
     link = {key: pick([lk[key] for lk, _ in pairs], k) for key in pairs[0][0]}
     deps = [dep for _, dep in pairs]
     dep = phys.Deployment(
@@ -263,6 +266,11 @@ def compute_disagg(r: Resolved, table: Table | None = None) -> DisaggResult:
     if scalar:
         _failure_modes(r, spec, result, pf, df)
     return result
+
+
+def _flag(x: Any) -> Any:
+    """A gathered flag as a bool (arrays of them as boolean arrays)."""
+    return np.asarray(x, dtype=float) > 0.5 if is_array(x) else bool(x)
 
 
 def _cost(r: Resolved, aggregate: Q) -> Q:

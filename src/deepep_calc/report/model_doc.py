@@ -115,12 +115,20 @@ def validation_tables() -> str:
     return render_markdown().strip()
 
 
+def disaggregation_tables() -> str:
+    from ..whatif import disagg_refs
+    from ..whatif.validate import GroupCV, Row
+
+    return disagg_refs.render_markdown(disagg_refs.rows(Row), disagg_refs.group_folds(GroupCV)).strip()
+
+
 SECTIONS: dict[str, Callable[[], str]] = {
     "constants": constants_table,
     "transports": transports_table,
     "hardware": hardware_table,
     "engine-fits": engine_fits_table,
     "validation": validation_tables,
+    "disaggregation": disaggregation_tables,
 }
 
 _BLOCK = re.compile(

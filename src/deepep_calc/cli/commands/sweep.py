@@ -256,9 +256,46 @@ def validate_cmd(cross_validated: bool, as_json: bool, as_md: bool, sources: boo
         emit_json(report.to_json())
         return
     if as_md:
+        from ...whatif import disagg_refs
+
         click.echo(render_markdown(report), nl=False)
+        click.echo("\n### Disaggregated deployments (never fitted)\n")
+        click.echo(disagg_refs.render_markdown(report.disaggregated, report.disaggregated_cv), nl=False)
         return
     _print_report(report, sources)
+
+
+def _print_disaggregated(report: Any, c: Any) -> None:
+    """The disaggregated deployments: MAPE per kind of figure over the compared rows, the band
+    out-of-range disaggregated figures carry, and their leave-a-group-out folds."""
+    from rich.text import Text
+
+    from ...report import term
+    from ...whatif import disagg_refs
+
+    rows = report.disaggregated
+    if not rows:
+        return
+    table = term.table(
+        term.id_col("figure"),
+        term.num_col("compared\nrows"),
+        term.num_col("MAPE"),
+        term.num_col("check-only\nrows"),
+        title="Disaggregated deployments (never fitted)",
+    )
+    for kind in ("step", "ttft", "aggregate"):
+        mine = [r for r in rows if r.kind == kind]
+        compared = [abs(r.error) for r in mine if r.in_scope]
+        mape = f"{sum(compared) / len(compared) * 100:.1f} %" if compared else "—"
+        table.add_row(kind, str(len(compared)), mape, str(len(mine) - len(compared)))
+    c.print(table)
+    bands = disagg_refs.bands(rows)
+    if bands:
+        shown = ", ".join(f"{k} {lo:.2f}-{hi:.2f}" for k, (lo, hi) in sorted(bands.items()))
+        c.print(Text(f"band of disaggregated figures outside the references' range: {shown}", style="dim"))
+    for g in report.disaggregated_cv:
+        folds = ", ".join(f"{name} {m * 100:.0f} %" for name, _, m in g.folds)
+        c.print(Text(f"leave one out ({g.by}): {folds}"))
 
 
 def _published(x: float) -> str:
@@ -347,6 +384,7 @@ def _print_report(report: Any, sources: bool = False) -> None:
     for g in report.group_cv:
         folds = ", ".join(f"{name} {m * 100:.0f} %" for name, _, m in g.folds)
         c.print(Text(f"leave one {g.by} out: {folds}"))
+    _print_disaggregated(report, c)
     for name, why in report.not_compared:
         c.print(Text(f"not compared: {name}: {why}", style="dim"))
     c.print(Text("every row: deepep-calc validate --md (or --json)", style="dim"))
