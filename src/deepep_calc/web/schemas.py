@@ -164,7 +164,9 @@ class EvaluateRequest(ScenarioBody):  # type: ignore[misc, valid-type]
         if isinstance(p, int) and isinstance(d, int) and not isinstance(p, bool) and not isinstance(d, bool):
             nodes = out.get("nodes")
             if nodes is not None and nodes != p + d and not isinstance(nodes, bool):
-                raise InputError("--nodes", nodes, f"{p + d} = P + D for a {p}P{d}D split (or leave nodes out)")
+                raise InputError(
+                    "--nodes", nodes, f"{p + d} = P + D for a {p}P{d}D split (or leave nodes out)"
+                )
         return out
 
     def to_scenario(self, **update: Any) -> Scenario:
