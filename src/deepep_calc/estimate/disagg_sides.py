@@ -29,11 +29,10 @@ from ..physics import disagg as phys
 from ..physics import kv_transfer as kv
 from ..physics.layout import Layout, layout
 from ..physics.memory import Memory, memory
-from ..physics.step import prefill_batch_step, prefill_step
+from ..physics.step import decode_step, prefill_batch_step, prefill_step, shared
 from ..question.disagg import Side
 from ..question.fields import DISAGG_FIELDS
 from ..question.scenario import Resolved
-from .evaluate import ArmResult, arm_result
 
 CANDIDATE_ARMS = ("deepep", "allgather", "tp", "replica")
 
@@ -127,7 +126,7 @@ class DecodeArm:
 
     arm: str
     layout: Layout
-    result: ArmResult
+    memory: Memory
     step_ms: Q
     running_limit: Q
     capacity_req_s: Q
@@ -135,32 +134,28 @@ class DecodeArm:
     splits: Any
 
     @property
-    def memory(self) -> Memory:
-        return self.result.memory
-
-    @property
     def fits(self) -> Any:
-        return self.result.fits_memory
+        return self.memory.fits
 
 
 def decode_arm(r_side: Resolved, arm: str, table: Table, memo: dict[Any, Any]) -> DecodeArm:
     """The decode side's figures for one arm (`r_side` from `side_resolved`)."""
     s = r_side.scenario
-    a = arm_result(r_side, arm, table, memo)
-    lay = layout(r_side, arm)
-    step = plain(a.model_step_ms or a.step_ms)
+    lay = shared(memo, ("layout", arm), lambda: layout(r_side, arm))
+    mem = memory(r_side, lay, s.isl, s.osl)
+    step = decode_step(r_side, arm, table.step_constants(r_side), memo).ms
     batch_cap = floats(r_side.max_batch) * floats(lay.dp_ranks) * floats(lay.groups)
-    limit_value = minimum(batch_cap, floats(a.memory.max_concurrency.value))
+    limit_value = minimum(batch_cap, floats(mem.max_concurrency.value))
     limit = Q(
         maximum(limit_value, 0.0),
         "sequences",
-        a.memory.max_concurrency.tag,
+        mem.max_concurrency.tag,
         f"min(max batch per rank {r_side.max_batch_source} x DP ranks, sequences whose KV fits)",
     )
     capacity = phys.decode_capacity_req_s(limit, s.osl, step)
     running = minimum(floats(s.concurrency), limit.value)
     now = phys.decode_capacity_req_s(Q(running, "sequences", limit.tag, limit.source), s.osl, step)
-    return DecodeArm(arm, lay, a, step, limit, capacity, now, splits_evenly(r_side, lay, arm))
+    return DecodeArm(arm, lay, mem, step, limit, capacity, now, splits_evenly(r_side, lay, arm))
 
 
 # Choosing ------------------------------------------------------------------------------------------

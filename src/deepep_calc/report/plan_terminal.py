@@ -170,8 +170,8 @@ def print_best_card(plan: Any, result: Any, console: Console | None = None) -> N
     console = console or Console(highlight=False)
     print_result(result, console)
     b = plan.best
-    if result.verdict.recommended_arm == b.arm:
-        return
+    if getattr(b, "layout", "") or result.verdict.recommended_arm == b.arm:
+        return  # a disaggregated choice: the card above carries both servers' run blocks
     console.print(
         Text(
             f"The card recommends {result.verdict.recommended_arm} for this cluster; the plan chose "

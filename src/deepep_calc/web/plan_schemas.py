@@ -36,6 +36,10 @@ class PlanRequestBody(BaseModel):
     price_per_hour: float | str | None = Field(
         None, description="$ per node-hour for every instance, or 'NAME=P,NAME=P'"
     )
+    layouts: Literal["all", "aggregated", "disaggregated"] = Field(
+        "all", description="aggregated deployments, disaggregated xPyD splits, or both"
+    )
+    disagg: str | None = Field(None, description="search only this prefill / decode split, e.g. 1P3D")
 
 
 class PointOut(BaseModel):
@@ -63,6 +67,8 @@ class PointOut(BaseModel):
     measured_cell: str | None
     card_url: str
     flags: FlagsOut
+    disaggregated: bool = Field(False, description="an xPyD split: arm is its decode side's")
+    layout: str = Field("aggregated", description="'aggregated' or the split, e.g. '1P3D'")
 
 
 class PlanTargets(BaseModel):
@@ -88,6 +94,9 @@ class PlanSpace(BaseModel):
     comms: list[int]
     measured_only: bool
     prices: dict[str, float]
+    layouts: str = "all"
+    disagg: str | None = None
+    disaggregated_note: str = ""
 
 
 class PlanResponse(BaseModel):

@@ -184,7 +184,7 @@ def run_plan(req: PlanRequest, progress: Progress | None = None) -> Plan:
     return Plan(
         req,
         searched,
-        int(main.search.size - searched),
+        int(main.skip_reason.size - searched),
         reasons,
         best,
         frontier,
