@@ -133,3 +133,41 @@ def blocks(flags: dict[str, Any]) -> list[tuple[str, str, str]]:
     if not block:
         return []
     return [(b["caption"], b["lang"], b["text"].rstrip("\n")) for b in block["blocks"]]
+
+
+def page_rows(data: dict[str, Any]) -> dict[str, Any] | None:
+    """What the page and the HTML report draw for a disaggregated scenario (None: aggregated):
+    the deployment's figures, its two sides, where a request's time goes, the balance."""
+    d = data.get("disaggregated")
+    if not d:
+        return None
+    digits = {"ms": 1, "%": 0}
+    sides = []
+    for label, p, q in side_rows(d):
+        sides.append(
+            {
+                "label": label,
+                "cells": [
+                    {"q": c, "digits": digits.get(c["unit"], 1)} if isinstance(c, dict) else {"text": str(c)}
+                    for c in (p, q)
+                ],
+            }
+        )
+    return {
+        "title": (
+            f"{d['layout']}: {d['prefill_nodes']} prefill + {d['decode_nodes']} decode node"
+            f"{'s' if d['nodes'] > 1 else ''}, KV over {d['kv_transport']}"
+        ),
+        "figures": [{"label": label, "q": q, "digits": n} for label, q, n in headline_rows(d)],
+        "sides": sides,
+        "time": time_split(d),
+        "balance": _capital(balance_words(d)),
+        "coverage": _capital(d["coverage"]),
+        "feasible": d["feasible"],
+        "why_not": d["why_not"],
+        "kv_warning": d["kv_warning"],
+    }
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]

@@ -502,3 +502,7 @@ class DetailsResponse(BaseModel):
     provenance: list[ProvenanceRow]
     bands: Bands
     arm_labels: dict[str, str] = Field(description="each arm's column head, as the CLI's card names it")
+    disaggregated: dict[str, Any] | None = Field(
+        None,
+        description="a disaggregated scenario: its figures, sides and time split, as the page draws them",
+    )
