@@ -106,8 +106,11 @@ def _block_flags(search: Search, measured_only: bool) -> tuple[np.ndarray, np.nd
 RATE_PASSES = 4  # ladder, two refinements, final (plan_rate): what a rate plan usually takes
 
 
-def scan(req: PlanRequest, nodes_from: int, nodes_to: int, meter: Meter | None = None) -> Scan:
-    """Evaluate every row between two node counts, at the plan's load."""
+def scan(
+    req: PlanRequest, nodes_from: int, nodes_to: int, meter: Meter | None = None, splits: bool = True
+) -> Scan:
+    """Evaluate every row between two node counts, at the plan's load (`splits`: the xPyD
+    splits too, where the request allows them)."""
     meter = meter or Meter(None)
     families = families_for(req)
     fixed = {} if req.max_batch is None else {"max_batch": req.max_batch}
@@ -130,7 +133,7 @@ def scan(req: PlanRequest, nodes_from: int, nodes_to: int, meter: Meter | None =
     if req.layouts == "disaggregated":
         reason = np.where(reason == "", "aggregated layouts left out (--layouts disaggregated)", reason)
     search.families = families
-    extra = plan_disagg(req, families, nodes_from, nodes_to, fixed)
+    extra = plan_disagg(req, families, nodes_from, nodes_to, fixed) if splits else None
     if extra is not None:
         meter.tick()
         anch, split, reason = _append_disagg(req, search, rows, extra, anch, split, reason)
