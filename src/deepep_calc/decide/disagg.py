@@ -131,6 +131,16 @@ def comparison(result: Any, v: Any) -> dict[str, Any] | None:
     else:
         agg_text, agg_label = "", "no aggregated arm"
     why = _why(d, agg_meets, s)
+    if not bool(d.feasible):  # asked for, and cannot run: no figures of its own to set beside
+        figures.update(
+            line=(
+                f"This disaggregated {layout_words(d)} cannot run: {d.why_not}"
+                + (f"; the {agg_label} on the same {nodes} nodes serves {agg_text}." if agg_text else ".")
+            ),
+            winner="aggregated" if agg_text else None,
+            asked=asked,
+        )
+        return figures
     if disagg_wins:
         winner = "disaggregated"
         head = (
@@ -153,8 +163,6 @@ def comparison(result: Any, v: Any) -> dict[str, Any] | None:
             f"This disaggregated {layout_words(d)} and the {agg_label} on the same {nodes} nodes tie "
             f"within the noise band: {dis_text}, against {agg_text}"
         )
-    if not bool(d.feasible):
-        line += f" (the split cannot run: {d.why_not})"
     figures.update(line=line + ".", winner=winner, asked=asked)
     return figures
 
