@@ -78,7 +78,7 @@ def test_the_api_body_is_generated_from_the_scenario_fields() -> None:
         assert info.default == f.default, f.name
         assert info.description == f.metadata.get("description"), f.name
     assert tuple(ScenarioBody.model_fields) == Scenario.field_names()
-    assert set(EvaluateRequest.model_fields) == {*Scenario.field_names(), "eager", "config_json"}
+    assert set(EvaluateRequest.model_fields) == {*Scenario.field_names(), "eager", "config_json", "disagg"}
     body = EvaluateRequest(nodes=4, slo_tok_s=12.5).to_scenario()
     assert isinstance(body, Scenario) and body == Scenario(nodes=4, slo_tok_s=12.5)
 
