@@ -1,4 +1,4 @@
-"""Planner speed: the default plan answers in < 1 s on this machine (2 cores).
+"""Planner speed: the default plan, xPyD splits included, answers in < 1 s on this machine (2 cores).
 
     .venv/bin/python benchmarks/plan_speed.py              # every case, 7 runs each
     .venv/bin/python benchmarks/plan_speed.py --runs 15 --case default
@@ -19,9 +19,20 @@ from typing import Any
 
 PRICES = "p6-b200=113.93,p6-b300=142.42"  # benchmark-only prices so every instance is searched
 CASES: dict[str, dict[str, Any]] = {
-    # the default plan: every EFA instance x 1-16 nodes x every engine, arm, graph mode, comms
+    # the default plan: every EFA instance x 1-16 nodes x every engine, arm, graph mode, comms,
+    # and every xPyD split of P + D <= 16 nodes (each side's layout, the RDMA KV transports)
     "default": dict(
         model="deepseek-v3", isl=1024, osl=256, concurrency=64, slo_tok_s=20, price_per_hour=PRICES
+    ),
+    # the same plan without the splits (what the default was before disaggregated layouts)
+    "aggregated": dict(
+        model="deepseek-v3",
+        isl=1024,
+        osl=256,
+        concurrency=64,
+        slo_tok_s=20,
+        price_per_hour=PRICES,
+        layouts="aggregated",
     ),
     # a BF16 checkpoint: FP8 weights are searched too (twice the families)
     "bf16-model": dict(model="qwen3-235b-a22b", isl=1024, osl=256, concurrency=128, price_per_hour=PRICES),

@@ -24,8 +24,10 @@ from deepep_calc.whatif.plan.select import dominated_by_any
 FIGURES = ("per_user_tok_s", "aggregate_tok_s", "ttft_ms", "usd_per_mtok", "memory_gb_per_gpu")
 
 # A small space a scalar loop can cover: a BF16 model (so FP8 is searched too), two instances,
-# two engines, up to three nodes.
+# two engines, up to three nodes; aggregated layouts (the xPyD splits have their own brute force,
+# tests/test_plan_disagg.py).
 SMALL = dict(
+    layouts="aggregated",
     model="qwen3-235b-a22b",
     isl=1024,
     osl=256,

@@ -64,7 +64,7 @@ def test_a_converted_scenario_evaluates_as_the_typed_one() -> None:
 def test_field_kinds_are_read_from_the_annotations() -> None:
     assert "nodes" in INT_FIELDS and "max_batch" in INT_FIELDS and "experts" in INT_FIELDS
     assert FLOAT_FIELDS == ("slo_tok_s", "ttft_ms", "price_per_hour")
-    assert BOOL_FIELDS == ("cuda_graphs",)
+    assert BOOL_FIELDS == ("cuda_graphs", "prefill_cuda_graphs", "decode_cuda_graphs")
 
 
 def test_the_api_body_is_generated_from_the_scenario_fields() -> None:
@@ -78,7 +78,7 @@ def test_the_api_body_is_generated_from_the_scenario_fields() -> None:
         assert info.default == f.default, f.name
         assert info.description == f.metadata.get("description"), f.name
     assert tuple(ScenarioBody.model_fields) == Scenario.field_names()
-    assert set(EvaluateRequest.model_fields) == {*Scenario.field_names(), "eager", "config_json"}
+    assert set(EvaluateRequest.model_fields) == {*Scenario.field_names(), "eager", "config_json", "disagg"}
     body = EvaluateRequest(nodes=4, slo_tok_s=12.5).to_scenario()
     assert isinstance(body, Scenario) and body == Scenario(nodes=4, slo_tok_s=12.5)
 

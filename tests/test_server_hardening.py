@@ -410,7 +410,8 @@ def test_the_file_watch_sees_opens_in_other_threads(watch, sentinel):
 
 EVALUATE_TEXT_FIELDS = [
     "model", "instance", "engine", "transport", "alternative", "weight_dtype", "kv_dtype", "calibration",
-    "config_json",
+    "config_json", "disagg", "kv_transport", "prefill_arm", "decode_arm", "prefill_transport",
+    "decode_transport",
 ]  # fmt: skip
 
 

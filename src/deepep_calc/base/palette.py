@@ -44,6 +44,14 @@ BOUND = {  # the parts of a step along the path that sets it (physics/bounds.py)
     "prefill": "#e599f7",
     "proxy": HOST_PROXIED,
 }
+# where a disaggregated request's time goes (the mechanism page's timeline)
+REQUEST_TIME = {
+    "queue": "#ced4da",
+    "prefill": "#e599f7",
+    "transfer": "#f59f00",
+    "first_decode": "#74c0fc",
+    "decode": "#5c7cfa",
+}
 MEMORY = {"weights": "#495057", "kv_cache": "#74c0fc", "buffers": "#f59f00", "reserve": "#ced4da"}
 
 

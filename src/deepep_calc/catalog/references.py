@@ -49,6 +49,46 @@ class ServingRef(Record):
 
 
 @row
+class DisaggRef(Record):
+    """One published run of a disaggregated deployment: both sides' layouts, the KV transport,
+    the load, and what was measured on it (any of TPOT, TTFT and output tok/s)."""
+
+    id: str
+    title: str
+    source: str
+    trust: Literal["measured", "assumed"]
+    group: str  # runs of one sweep (one kit, one arm, one ISL): a cross-validation fold
+    use: Literal["compare", "check"] = "compare"
+    use_note: str = ""
+    model: str
+    instance: str
+    engine: str
+    prefill_nodes: Annotated[int, Gt(0)]
+    decode_nodes: Annotated[int, Gt(0)]
+    prefill_arm: Arm
+    decode_arm: Arm
+    prefill_transport: str = "nvlink"
+    decode_transport: str = "nvlink"
+    prefill_cuda_graphs: bool
+    decode_cuda_graphs: bool
+    graphs_note: str = ""
+    attention_tp: Annotated[int, Gt(0)] = 1
+    kv_transport: str
+    kv_note: str = ""
+    isl: Annotated[int, Gt(0)]
+    osl: Annotated[int, Gt(0)]
+    concurrency: Annotated[int, Gt(0)]
+    concurrency_note: str = ""
+    tpot_ms: Annotated[float, Gt(0)] | None = None
+    ttft_ms: Annotated[float, Gt(0)] | None = None
+    output_tok_s: Annotated[float, Gt(0)] | None = None
+
+    def __post_init__(self) -> None:
+        if self.tpot_ms is None and self.ttft_ms is None and self.output_tok_s is None:
+            raise ValueError("a disaggregated reference needs a measured TPOT, TTFT or output tok/s")
+
+
+@row
 class NotCompared(Record):
     reference: str
     why: str
@@ -57,6 +97,12 @@ class NotCompared(Record):
 @cache
 def load_serving_refs() -> dict[str, ServingRef]:
     return validate_rows("references.toml", "serving", ServingRef)
+
+
+@cache
+def load_disagg_refs() -> dict[str, DisaggRef]:
+    """The disaggregated deployments (references.toml's last section)."""
+    return validate_rows("references.toml", "disagg", DisaggRef)
 
 
 @cache

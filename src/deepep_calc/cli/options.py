@@ -56,7 +56,7 @@ class GraphMode(click.ParamType):
         if low in MODE_WORDS:
             return MODE_WORDS[low]
         if low in TRUE_WORDS or low in FALSE_WORDS:
-            return (low in TRUE_WORDS) == (self.flag == "--cuda-graphs")
+            return (low in TRUE_WORDS) == (self.flag != "--eager")  # every mode flag but --eager
         raise InputError(self.flag, str(value).strip(), BOOL_ALLOWED)
 
 
@@ -132,14 +132,50 @@ SCENARIO_FLAGS: tuple[tuple[str, Any, str, Any], ...] = (
     ("--ttft-ms", click.FLOAT, "time-to-first-token ceiling (ms)", None),
     ("--price-per-hour", click.FLOAT, "$ per node-hour (default: catalog price)", None),
     ("--calibration", click.STRING, "calibration profile written by `deepep-calc calibrate`", None),
+    (
+        "--disagg",
+        click.STRING,
+        "disaggregated prefill / decode as xPyD, e.g. 1P3D (= --prefill-nodes 1 --decode-nodes 3)",
+        None,
+    ),
+    ("--prefill-nodes", click.INT, "disaggregated: nodes that only prefill", None),
+    ("--decode-nodes", click.INT, "disaggregated: nodes that only decode", None),
+    (
+        "--kv-transport",
+        click.STRING,
+        "disaggregated: KV-cache transport, nixl-libfabric, mooncake-efa, nixl-ucx or tcp "
+        "[default: the engine's]",
+        None,
+    ),
+    ("--prefill-arm", click.STRING, "disaggregated: deepep, allgather, tp or replica [default: best]", None),
+    ("--decode-arm", click.STRING, "disaggregated: deepep, allgather, tp or replica [default: best]", None),
+    ("--prefill-transport", click.STRING, "disaggregated: the prefill side's DeepEP transport", None),
+    ("--decode-transport", click.STRING, "disaggregated: the decode side's DeepEP transport", None),
+    (
+        "--prefill-cuda-graphs",
+        GraphMode("--prefill-cuda-graphs"),
+        "disaggregated: the prefill side's graph mode [default: as --cuda-graphs]",
+        None,
+    ),
+    (
+        "--decode-cuda-graphs",
+        GraphMode("--decode-cuda-graphs"),
+        "disaggregated: the decode side's graph mode [default: as --cuda-graphs]",
+        None,
+    ),
 )
 MODE_FLAGS = ("--cuda-graphs", "--eager")
+SIDE_MODE_FLAGS = ("--prefill-cuda-graphs", "--decode-cuda-graphs")
 
 
 def scenario_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """Declare the scenario flags (the CLI contract of DESIGN.md) on a command."""
     opts = [
-        _mode_opt(name, help_) if name in MODE_FLAGS else _opt(name, typ, help_, default)
+        _mode_opt(name, help_)
+        if name in MODE_FLAGS
+        else _mode_opt(name, help_, typ)
+        if name in SIDE_MODE_FLAGS
+        else _opt(name, typ, help_, default)
         for name, typ, help_, default in SCENARIO_FLAGS
     ]
     for opt in reversed(opts):
@@ -170,9 +206,47 @@ def scenario_from(kwargs: dict[str, Any]) -> Scenario:
     from ..question.scenario import Scenario
 
     graphs = graph_mode(kwargs.pop("cuda_graphs", None), kwargs.pop("eager", None))
+    split = kwargs.pop("disagg", None)
     fields = {k: kwargs.pop(k) for k in list(kwargs) if k in SCENARIO_KEYS}
     fields["cuda_graphs"] = graphs
+    if split is not None:
+        disagg_fields(split, fields)
+    else:
+        check_nodes(fields)
     return Scenario(**{k: v for k, v in fields.items() if v is not None or k in ("gpus_per_node",)})
+
+
+def disagg_fields(split: str, fields: dict[str, Any]) -> None:
+    """`--disagg 1P3D` into the prefill and decode node counts, refusing a contradiction with
+    --prefill-nodes / --decode-nodes, and a --nodes other than P + D."""
+    from ..base.errors import InputError
+    from ..question.disagg import parse_disagg
+
+    p, d = parse_disagg(split)
+    for name, value in (("prefill_nodes", p), ("decode_nodes", d)):
+        given = fields.get(name)
+        if given is not None and given != value:
+            flag = f"--{name.replace('_', '-')}"
+            raise InputError(
+                flag, given, f"{value}, as --disagg {split.strip()} says (or give only one of the two)"
+            )
+        fields[name] = value
+    check_nodes(fields)
+
+
+def check_nodes(fields: dict[str, Any]) -> None:
+    """A --nodes typed beside a disaggregated split must be P + D (the cluster's node count)."""
+    p, d = fields.get("prefill_nodes"), fields.get("decode_nodes")
+    nodes = fields.get("nodes")
+    if p is None or d is None or nodes is None or not isinstance(p, int) or not isinstance(d, int):
+        return
+    ctx = click.get_current_context(silent=True)
+    typed = ctx is not None and ctx.get_parameter_source("nodes") == click.core.ParameterSource.COMMANDLINE
+    if typed and nodes != p + d:
+        from ..base.errors import InputError
+
+        raise InputError("--nodes", nodes, f"{p + d} = P + D for a {p}P{d}D split (or leave --nodes out)")
+    fields["nodes"] = p + d
 
 
 SOURCES_HELP = "number every row's source and list the sources under the table"

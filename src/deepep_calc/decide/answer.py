@@ -14,8 +14,10 @@ import contextvars
 from typing import Any
 
 from ..base.arrays import first
-from ..estimate.evaluate import Result, check_splittable, compute
+from ..estimate.disagg import compute_with_disagg
+from ..estimate.evaluate import Result, check_splittable
 from ..question.scenario import Scenario, resolve
+from . import disagg
 from .explain import (
     advisories,
     assumed_mode_note,
@@ -38,7 +40,7 @@ def evaluate(scenario: Scenario | None = None, /, **fields: Any) -> Result:
         scenario = scenario.copy(**fields)
     r = resolve(scenario)
     check_splittable(r)
-    result = compute(r)
+    result = compute_with_disagg(r)
     result.verdict = decide(result)
     return result
 
@@ -81,7 +83,7 @@ def decide(result: Any, lazy: bool = True) -> Verdict:
             "fixes": [f.to_json() for f in fixes],
             "headline": headline(result, v, contending, fixes, told),
             "reasons": reasons(result, v),
-            "flags": engine_flags(result, arm),
+            "flags": _with_disaggregated(engine_flags(result, arm), result),
             "blurb": mechanism(result, v),
         }
 
@@ -93,17 +95,28 @@ def decide(result: Any, lazy: bool = True) -> Verdict:
     return v
 
 
-def _advise(result: Any, v: Verdict, fixes: list[Any]) -> tuple[list[str], str]:
-    """The advisories and the robustness line of a verdict (the what-if passes)."""
+def _with_disaggregated(flags: dict[str, Any], result: Any) -> dict[str, Any]:
+    """The run block, plus both servers' and the router's for a disaggregated scenario."""
+    block = disagg.launch_blocks(result)
+    if block is not None:
+        flags["disaggregated"] = block
+    return flags
+
+
+def _advise(result: Any, v: Verdict, fixes: list[Any]) -> tuple[list[str], str, Any]:
+    """The advisories, the robustness line and the disaggregation line of a verdict (the
+    what-if passes)."""
     out = advisories(result, v, fixes)
+    out += disagg.advisories(result)
+    line = disagg.comparison(result, v)
     flip = flip_advisory(result, v.code) if v.status != "nothing_fits" else ""
     if flip:
         out.append(flip)
         change = flip.split(" would flip", 1)[0]
-        return out, f"fragile: {change} alone flips it (the last advisory)."
+        return out, f"fragile: {change} alone flips it (the last advisory).", line
     if v.status == "nothing_fits":
-        return out, "untested: nothing fits as asked"
+        return out, "untested: nothing fits as asked", line
     robust = "robust: no single change of transport, comms, graphs, concurrency or nodes flips it"
     if v.close_call:  # robust to what-ifs, yet within the model's error: say both, not just one
         robust += ", though the call itself is within the model's error band (headline)"
-    return out, robust
+    return out, robust, line

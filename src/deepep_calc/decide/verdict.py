@@ -239,12 +239,14 @@ class Verdict:
     fixes: _Settled = _Settled(list, "words")  # type: ignore[assignment]  # list[dict[str, Any]]
     deciding: Deciding | None = None
     blurb: _Settled = _Settled(str, "words")  # type: ignore[assignment]  # str: the reason that says why
+    # disaggregated against aggregated on the same nodes (decide/disagg.py): the card's extra line
+    disaggregation: _Settled = _Settled(lambda: None)  # type: ignore[assignment]  # dict | None
 
     # The pending stages: the words (a dict of the words fields) and the advice (advisories,
     # robustness). Each runs once; `settle` sets the values first, then clears the step, so a
     # reader on another thread sees the pending step or the values.
     _pending_words: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
-    _pending: Callable[[], tuple[list[str], str]] | None = field(default=None, repr=False, compare=False)
+    _pending: Callable[[], tuple[Any, ...]] | None = field(default=None, repr=False, compare=False)
 
     def settle(self, stage: str = "advice") -> None:
         """Run the pending stages up to `stage` ("words" or "advice"), once (see `_Settled`)."""
@@ -258,9 +260,11 @@ class Verdict:
         pending = self.__dict__.get("_pending")
         if pending is None:
             return
-        advisories, robustness = pending()
-        self.__dict__["_advisories"] = advisories
-        self.__dict__["_robustness"] = robustness
+        advice = pending()
+        self.__dict__["_advisories"] = advice[0]
+        self.__dict__["_robustness"] = advice[1]
+        if len(advice) > 2:
+            self.__dict__["_disaggregation"] = advice[2]
         self._pending = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -294,6 +298,7 @@ class Verdict:
             "fixes": list(self.fixes),
             "deciding": self.deciding.to_json() if self.deciding is not None else None,
             "blurb": self.blurb,
+            "disaggregation": self.disaggregation,
         }
 
 

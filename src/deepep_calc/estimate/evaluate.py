@@ -136,6 +136,9 @@ class Result:
     whatifs: dict[Any, Result] = field(default_factory=dict, repr=False)
     table: Table | None = field(default=None, repr=False)  # the constants the arms were computed with
     _versus: dict[tuple[str, str], tuple[Q, Q, Q, bool]] = field(default_factory=dict, repr=False)
+    # a disaggregated scenario's deployment (estimate/disagg.py): its two sides and the KV
+    # transfer between them, beside the aggregated arms of the same nodes (None: aggregated)
+    disaggregated: Any = None
 
     @property
     def model(self) -> ModelSpec:
@@ -173,6 +176,7 @@ class Result:
             "ratio_per_user": self.ratio_per_user.to_json(),
             "tax_ms_per_token": self.tax_ms_per_token.to_json(),
             "notes": list(self.notes),
+            "disaggregated": None if self.disaggregated is None else self.disaggregated.to_json(),
         }
 
 
@@ -301,6 +305,11 @@ def deepep_neighbour_cell(r: Resolved) -> Cell | None:
 
 
 # Arms ---------------------------------------------------------------------------------------
+
+
+def arm_result(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None) -> ArmResult:
+    """One arm of one scenario, as `compute` makes it (a disaggregated side asks for each arm)."""
+    return _arm(r, arm, table, memo)
 
 
 def _split_ok(experts: int, ranks: Any) -> Any:

@@ -81,17 +81,26 @@ def matmul_flops(r: Resolved, lay: Layout, tokens: Any, group_tokens: Any) -> An
     return replicated + routed
 
 
-def prefill_device_us(r: Resolved, lay: Layout, tokens: Any) -> dict[str, Q]:
+def prefill_device_us(
+    r: Resolved, lay: Layout, tokens: Any, prompts: Any = 1.0, group_tokens: Any = None
+) -> dict[str, Q]:
     """Tensor-core time of a prefill chunk of `tokens` on one rank (matmuls + causal attention).
 
     The chunk's own rank runs its attention and replicated weights; its routed selections
-    spread over the expert shards like any other tokens."""
+    spread over the expert shards like any other tokens. `prompts` prompts of `tokens` each in
+    one forward (a disaggregated prefill server batches them) multiply the matmuls and the
+    attention, not the weight read; `group_tokens`: the prompt tokens of every busy rank whose
+    selections reach this rank's experts (default: this rank's own)."""
     m = r.model
     a = m.attention
     head_dim = a.head_dim or (a.qk_nope_head_dim + a.qk_rope_head_dim)
     full_layers = m.layers - a.linear_layers
     attn_flops = 2.0 * full_layers * a.heads * head_dim * (tokens * tokens)  # QK^T and PV, causal
-    flops = matmul_flops(r, lay, tokens, tokens) + attn_flops / lay.replicated_shard
+    if prompts is not None and not (type(prompts) is float and prompts == 1.0):
+        attn_flops = attn_flops * prompts
+        tokens = tokens * prompts
+    group = tokens if group_tokens is None else group_tokens
+    flops = matmul_flops(r, lay, tokens, group) + attn_flops / lay.replicated_shard
     tag = Q.derived if m.verified else Q.assumed
     compute = tag(flops / 1e12, "TFLOP", "prefill FLOPs").quotient(_flop_rate(r), 1e6, "us")
     wb = weight_bytes(m)

@@ -434,3 +434,22 @@ def prefill_step(r: Resolved, arm: str, c: StepConstants, memo: dict[Any, Any] |
     dev = shared(memo, ("prefill", placement(arm)), lambda: prefill_device_us(r, lay, tokens))
     exchange = exchange_us(r, lay, tokens / lay.exchange_split, c, prefill=True, memo=memo)
     return _combine(r, lay, dev, exchange, kernels_per_step(r, arm), c)
+
+
+def prefill_batch_step(
+    r: Resolved, arm: str, c: StepConstants, prompts: Any, memo: dict[Any, Any] | None = None
+) -> Step:
+    """One forward of a prefill-only server with every DP rank busy (a disaggregated prefill
+    side at capacity): each rank prefills `prompts` prompts of ISL tokens together. Matmuls and
+    attention grow with the prompts, the weights are read once; a rank's experts also run the
+    selections of every other busy rank of its group; the exchange carries every rank's tokens
+    (DeepEP's high-throughput kernels; a full allgather for the dense arms)."""
+    s = r.scenario
+    lay = shared(memo, ("layout", arm), lambda: layout(r, arm))
+    isl = floats(s.isl)
+    n = floats(prompts)
+    rank_tokens = n * isl
+    dev = prefill_device_us(r, lay, isl, prompts=n, group_tokens=rank_tokens * lay.dp_ranks)
+    per_rank = rank_tokens / lay.exchange_split
+    exchange = exchange_us(r, lay, per_rank, c, prefill=lay.arm == "deepep", memo=memo)
+    return _combine(r, lay, dev, exchange, kernels_per_step(r, arm), c)

@@ -30,6 +30,17 @@ DEFAULTS: dict[str, Any] = {
     "ttft_ms": None,
     "price_per_hour": None,
     "max_batch": None,
+    # a disaggregated deployment (question/disagg.py): None = aggregated, every side's layout
+    # chosen by the model where not given
+    "prefill_nodes": None,
+    "decode_nodes": None,
+    "kv_transport": None,
+    "prefill_arm": None,
+    "decode_arm": None,
+    "prefill_transport": None,
+    "decode_transport": None,
+    "prefill_cuda_graphs": None,
+    "decode_cuda_graphs": None,
 }
 
 # Beyond these the model has nothing trustworthy to say (and the numbers would overflow
@@ -43,6 +54,8 @@ LIMITS = {
     "isl": 10_000_000,
     "osl": 10_000_000,
     "max_batch": 65_536,
+    "prefill_nodes": 1024,  # P + D is at most `nodes`' limit too
+    "decode_nodes": 1024,
 }
 OVERRIDE_LIMIT = 1_000_000  # structural what-ifs (--experts, --topk, --hidden, --moe-layers)
 FLOAT_LIMIT = 1e12  # SLO, TTFT and price: positive and below this
@@ -80,4 +93,16 @@ FIELDS = (
     "hidden",
     "moe_layers",
     "kv_dtype",
+    "prefill_nodes",
+    "decode_nodes",
+    "kv_transport",
+    "prefill_arm",
+    "decode_arm",
+    "prefill_transport",
+    "decode_transport",
+    "prefill_cuda_graphs",
+    "decode_cuda_graphs",
 )
+
+# The fields that describe a disaggregated deployment (all None: an aggregated one).
+DISAGG_FIELDS = FIELDS[FIELDS.index("prefill_nodes") :]

@@ -5,7 +5,11 @@ takes). `resolve()` turns it into catalog objects and checks every value, raisin
 `InputError` that names the CLI flag, the value and what is allowed.
 
 This is the heavy half (numpy, the catalogs); `fields.py` holds the light half
-(defaults, limits, field names) that `--help` needs.
+(defaults, limits, field names) that `--help` needs. A disaggregated deployment's fields are
+checked in `disagg.py`, which `resolve()` calls.
+
+Why one module: the dataclass, its type checks and `resolve()`'s value checks describe one
+question; apart, a field and its check would drift.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from ..catalog.hardware import Instance, get_instance
 from ..catalog.model_catalog import resolve_model
 from ..catalog.models import DTYPES, ModelSpec
 from ..catalog.transports import Transport, get_transport
+from .disagg import resolve_disagg
 from .fields import DEFAULTS, FIELDS, FLOAT_LIMIT, LIMITS, OVERRIDE_LIMIT
 
 
@@ -72,6 +77,15 @@ class Scenario(Record):
     hidden: int | None = _f(None, "override: hidden size")
     moe_layers: int | None = _f(None, "override: MoE layer count")
     kv_dtype: str | None = _f(None, "override: KV-cache dtype")
+    prefill_nodes: int | None = _f(None, "disaggregated: nodes that only prefill (with decode_nodes)")
+    decode_nodes: int | None = _f(None, "disaggregated: nodes that only decode (with prefill_nodes)")
+    kv_transport: str | None = _f(None, "disaggregated: KV-cache transport (default: the engine's)")
+    prefill_arm: str | None = _f(None, "disaggregated: prefill side's arm (default: the model's best)")
+    decode_arm: str | None = _f(None, "disaggregated: decode side's arm (default: the model's best)")
+    prefill_transport: str | None = _f(None, "disaggregated: prefill side's DeepEP transport")
+    decode_transport: str | None = _f(None, "disaggregated: decode side's DeepEP transport")
+    prefill_cuda_graphs: bool | None = _f(None, "disaggregated: prefill side's graph mode")
+    decode_cuda_graphs: bool | None = _f(None, "disaggregated: decode side's graph mode")
 
     def __post_init__(self) -> None:
         _check_types(self)
@@ -155,7 +169,8 @@ class Resolved:
     max_batch: int = 256  # sequences per DP rank the engine runs at once
     max_batch_source: str = ""
     attention_tp: int = 1  # attention tensor-parallel degree inside each DP group (references)
-    disaggregated: bool = False  # prefill runs on other nodes (references): no mixed prefill
+    disaggregated: bool = False  # prefill runs on other nodes: no mixed prefill (a decode side)
+    disagg: Any = None  # question.disagg.DisaggSpec of a disaggregated scenario (None: aggregated)
 
     @property
     def world(self) -> Any:
@@ -317,6 +332,9 @@ def resolve(scenario: Scenario) -> Resolved:
             f"a transport available on {instance.name}: "
             + ", ".join(t for t in _transports_for(instance.name)),
         )
+    spec = resolve_disagg(s, instance, engine, transport)
+    if spec is not None and s.nodes != spec.nodes:
+        s = s.copy(nodes=spec.nodes)  # the cluster is P + D nodes; the aggregated arms run on all
     check_transport_reach(transport, s.nodes, instance.name)
     model = _apply_overrides(model, s)
     check_context(model, s.isl, s.osl)
@@ -325,7 +343,7 @@ def resolve(scenario: Scenario) -> Resolved:
         batch, batch_source = s.max_batch, "--max-batch"
     else:
         batch, batch_source = engine.max_batch_per_rank, engine.max_batch_source
-    return Resolved(s, model, instance, engine, transport, gpn, profile, batch, batch_source)
+    return Resolved(s, model, instance, engine, transport, gpn, profile, batch, batch_source, disagg=spec)
 
 
 # Models that exist only in memory for the current evaluation (a config.json the web page

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..decide.launch import run_blocks
 from ..estimate.evaluate import Result
-from . import view
+from . import disagg_view, view
 
 
 def _cell(text: Any) -> str:
@@ -56,6 +56,8 @@ def render_markdown(result: Result) -> str:
     out += ["## Why", "", *[f"- {line}" for line in v["reasons"]], ""]
     out += ["## Advisories", "", *([f"- {line}" for line in v["advisories"]] or ["- none"]), ""]
     out += [_sentence(f"Verdict is {v['robustness']}"), ""]
+    if v.get("disaggregation"):
+        out += [v["disaggregation"]["line"], ""]
 
     head = [view.arm_label(data, a) + (" ★" if a == v["recommended_arm"] else "") for a in arms]
     out += ["## The arms", "", "| | " + " | ".join(head) + " |", "|---|" + "---:|" * len(arms)]
@@ -78,9 +80,27 @@ def render_markdown(result: Result) -> str:
     ]
     out += ["", view.BAND_LEGEND, ""]
 
+    dv = details.get("disaggregated")
+    if dv:
+        out += [f"## Disaggregated prefill / decode: {dv['title']}", ""]
+        if not dv["feasible"]:
+            out += [_sentence(f"The split cannot run: {dv['why_not']}"), ""]
+        out += ["| figure | |", "|---|---:|"]
+        out += [f"| {r['label']} | {_q(r['q'], r['digits'])} |" for r in dv["figures"]]
+        out += ["", "| | prefill side | decode side |", "|---|---:|---:|"]
+        for r in dv["sides"]:
+            cells = [_q(c["q"], c["digits"]) if "q" in c else _cell(c["text"]) for c in r["cells"]]
+            out.append(f"| {r['label']} | " + " | ".join(cells) + " |")
+        out += ["", "Where one request's time goes:", ""]
+        out += [
+            f"- {t['label']}: {view.fmt(t['ms'], 0)} ms ({t['share'] * 100:.1f} %) [{t['tag']}]"
+            for t in dv["time"]
+        ]
+        out += ["", _sentence(f"{dv['balance']}. {dv['coverage']}"), ""]
+
     flags = v["flags"]
     out += [f"## Run it ({flags['engine']}, {flags['arm'] or 'nothing fits as asked'})", ""]
-    blocks = run_blocks(flags)
+    blocks = [*run_blocks(flags), *disagg_view.blocks(flags)]
     if not blocks:
         out += ["Nothing runs as asked: apply one of the changes in the headline and evaluate again.", ""]
     for caption, lang, text in blocks:

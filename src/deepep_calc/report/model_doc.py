@@ -199,6 +199,13 @@ def validation_tables() -> str:
     return render_markdown().strip()
 
 
+def disaggregation_tables() -> str:
+    from ..whatif import disagg_refs
+    from ..whatif.validate import GroupCV, Row
+
+    return disagg_refs.render_markdown(disagg_refs.rows(Row), disagg_refs.group_folds(GroupCV)).strip()
+
+
 SECTIONS: dict[str, Callable[[], str]] = {
     "constants": constants_table,
     "transports": transports_table,
@@ -206,6 +213,7 @@ SECTIONS: dict[str, Callable[[], str]] = {
     "engine-fits": engine_fits_table,
     "anchors": anchors_table,
     "validation": validation_tables,
+    "disaggregation": disaggregation_tables,
 }
 
 _BLOCK = re.compile(

@@ -100,7 +100,11 @@ def frontier_figure(plan: Any) -> dict[str, Any]:
                 marker={
                     "color": [_colour(p.arm, p.config["transport"]) for p in plan.frontier],
                     "size": 10,
-                    "symbol": ["circle" if p.meets_targets else "circle-open" for p in plan.frontier],
+                    "symbol": [  # a disaggregated (xPyD) point is a diamond
+                        ("diamond" if getattr(p, "layout", "") else "circle")
+                        + ("" if p.meets_targets else "-open")
+                        for p in plan.frontier
+                    ],
                     "line": {"color": "#212529", "width": 1},
                 },
             )

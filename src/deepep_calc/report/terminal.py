@@ -20,7 +20,7 @@ from ..catalog.hardware import get_instance
 from ..catalog.transports import deepep_route, kernel_route
 from ..decide.launch import run_blocks
 from ..decide.verdict import ARM_LABELS
-from . import term
+from . import disagg_view, term
 from .bound_view import bound_line
 from .labels import REPLICA_SUFFIX, step_label
 from .view import BAND_LEGEND_SHORT, band_range
@@ -257,6 +257,10 @@ def print_result(result: Any, console: Console | None = None) -> None:
         body.append(
             Text(f"(step parts and KV capacity: a terminal of {WIDE}+ columns, or --json)", style="dim")
         )
+    if v.disaggregation:
+        body.append(term.sentence(v.disaggregation["line"], style="bold"))
+    if result.disaggregated is not None:
+        body += _disagg_section(result.to_json()["disaggregated"])
     body += [Text("Why", style="bold"), _bullets(v.reasons)]
     if v.advisories:
         body += [Text("Advisories", style="bold"), _bullets(v.advisories)]
@@ -268,6 +272,56 @@ def print_result(result: Any, console: Console | None = None) -> None:
         body.append(Text(BAND_LEGEND_SHORT, style="dim"))
     console.print(Panel(Group(*body), title=head, title_align="left"))
     print_run_block(v.flags, console)
+
+
+def _disagg_section(d: dict[str, Any]) -> list[Any]:
+    """The disaggregated deployment: its figures, its two sides, where a request's time goes."""
+    out: list[Any] = [
+        Text(
+            f"Disaggregated {d['layout']}: {d['prefill_nodes']} prefill + {d['decode_nodes']} decode "
+            f"node(s), KV over {d['kv_transport']} ({d['kv_transport_label']})",
+            style="bold",
+        )
+    ]
+    figures = Table(show_header=False, box=None, pad_edge=False, expand=False)
+    figures.add_column("")
+    figures.add_column("", justify="right")
+    for label, q, digits in disagg_view.headline_rows(d):
+        qq = Q(q["value"] if q["value"] is not None else float("nan"), q["unit"], _tag(q), q["source"])
+        if "low" in q:
+            qq = qq.with_band(q["low"], q["high"])
+        figures.add_row(label, banded_text(qq, digits, True))
+    out.append(figures)
+    sides = Table(show_header=True, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, expand=False)
+    sides.add_column("")
+    sides.add_column("prefill side", justify="right")
+    sides.add_column("decode side", justify="right")
+    for label, p, q in disagg_view.side_rows(d):
+        sides.add_row(label, _cell(p), _cell(q))
+    out.append(sides)
+    split = " · ".join(
+        f"{r['label']} {r['ms']:,.0f} ms ({r['share']:.1%})" for r in disagg_view.time_split(d) if r["ms"] > 0
+    )
+    out.append(Text(f"A request's time: {split}", style="dim"))
+    words = disagg_view.balance_words(d)
+    coverage = d["coverage"][:1].upper() + d["coverage"][1:]
+    out.append(Text(f"{words[:1].upper()}{words[1:]}. {coverage}.", style="dim"))
+    if not d["feasible"]:
+        out.append(Text(f"The split cannot run: {d['why_not']}", style="red"))
+    return out
+
+
+def _tag(q: dict[str, Any]) -> Any:
+    from ..base.quantity import Tag
+
+    return Tag.parse(q["tag"])
+
+
+def _cell(value: Any) -> Text:
+    if isinstance(value, dict):
+        q = Q(value["value"] if value["value"] is not None else float("nan"), value["unit"], _tag(value), "")
+        return qtext(q, 2 if q.unit == "ms" else 0 if q.unit == "%" else 1)
+    return Text(str(value))
 
 
 def print_run_block(flags: dict[str, Any], console: Console) -> None:
@@ -287,6 +341,17 @@ def print_run_block(flags: dict[str, Any], console: Console) -> None:
     for caption, lang, text in run_blocks(flags):
         console.print(Text(f"# {caption}", style="dim"))
         console.print(Text(f"```{lang}\n{text}\n```"), soft_wrap=True)
+    split = flags.get("disaggregated")
+    if split:
+        console.print(
+            Text(
+                f"Run it disaggregated ({split['layout']}, KV over {split['kv_transport']}): each block",
+                style="bold",
+            )
+        )
+        for caption, lang, text in disagg_view.blocks(flags):
+            console.print(Text(f"# {caption}", style="dim"))
+            console.print(Text(f"```{lang}\n{text}\n```"), soft_wrap=True)
 
 
 def print_calibration(console: Console | None = None) -> None:

@@ -28,6 +28,7 @@ from ..decide.launch import run_blocks
 from ..decide.verdict import ARM_LABELS, SYMBOLS, TITLES
 from ..physics.params import count_params
 from ..question.fields import DEFAULTS
+from . import disagg_view
 from .labels import arm_head, step_label
 
 # (label, path inside one arm's JSON, decimals)
@@ -300,10 +301,12 @@ def scenario_summary(data: dict[str, Any]) -> str:
     route = deepep_route(s["transport"], s["nodes"])
     if s["nodes"] > 1:  # EP_NUM_COMMS sets the proxy's lanes: it means nothing on one node
         route += f" with EP_NUM_COMMS={s['comms']}"
+    split = data.get("disaggregated")
+    tail = f", disaggregated {split['layout']} (KV over {split['kv_transport']})" if split else ""
     return (
         f"{s['model_resolved']} ({s['weight_dtype']}) on {s['nodes']}x {s['instance']} "
         f"({s['nodes'] * s['gpus_per_node']} GPUs), {s['engine']} {graphs}, DeepEP over {route}, "
-        f"concurrency {s['concurrency']}, ISL {s['isl']} / OSL {s['osl']}"
+        f"concurrency {s['concurrency']}, ISL {s['isl']} / OSL {s['osl']}{tail}"
     )
 
 
@@ -439,7 +442,7 @@ def model_summary(result: Any) -> dict[str, Any]:
 def flag_lines(flags: dict[str, Any]) -> list[str]:
     """The run block as plain lines: each pasteable part fenced on its own (see `run_blocks`)."""
 
-    blocks = run_blocks(flags)
+    blocks = [*run_blocks(flags), *disagg_view.blocks(flags)]
     if not blocks:
         return ["# nothing runs as asked: apply one of the changes in the headline and evaluate again"]
     lines: list[str] = []
@@ -449,9 +452,10 @@ def flag_lines(flags: dict[str, Any]) -> list[str]:
 
 
 def run_block_parts(flags: dict[str, Any]) -> list[dict[str, str]]:
-    """The run block for templates: caption, language and text of each part."""
-
-    return [{"caption": c, "lang": lang, "text": text} for c, lang, text in run_blocks(flags)]
+    """The run block for templates: caption, language and text of each part (a disaggregated
+    scenario's servers and router after the aggregated arm's)."""
+    parts = [*run_blocks(flags), *disagg_view.blocks(flags)]
+    return [{"caption": c, "lang": lang, "text": text} for c, lang, text in parts]
 
 
 def transport_initiation() -> dict[str, bool]:
@@ -486,4 +490,18 @@ def page_details(result: Any, uploaded: bool = False) -> dict[str, Any]:
         "provenance": provenance_rows(data),
         "bands": band_strings(data),
         "arm_labels": {arm: arm_label(data, arm) for arm in data["arms"]},
+        "disaggregated": _with_bands(disagg_view.page_rows(data)),
     }
+
+
+def _with_bands(dv: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The disaggregated rows with each figure's band string, as the page shows it."""
+    if dv is None:
+        return None
+    for r in dv["figures"]:
+        r["band"] = band_range(r["q"], r["digits"])
+    for r in dv["sides"]:
+        for c in r["cells"]:
+            if "q" in c:
+                c["band"] = band_range(c["q"], c["digits"])
+    return dv

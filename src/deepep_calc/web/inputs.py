@@ -29,7 +29,21 @@ from .schemas import EvaluateRequest
 UPLOAD_PREFIX = "upload:"
 CONFIG_ORIGIN = "uploaded config.json"
 
-TEXT_FIELDS = ("model", "instance", "engine", "transport", "alternative", "weight_dtype", "kv_dtype")
+TEXT_FIELDS = (
+    "model",
+    "instance",
+    "engine",
+    "transport",
+    "alternative",
+    "weight_dtype",
+    "kv_dtype",
+    "kv_transport",
+    "prefill_arm",
+    "decode_arm",
+    "prefill_transport",
+    "decode_transport",
+)
+SIDE_MODES = ("prefill_cuda_graphs", "decode_cuda_graphs")  # blank: as the decode mode
 TRUE = ("on", "true", "1", "yes")
 
 _EXPECT = {
@@ -133,6 +147,13 @@ def request_from_form(form: Mapping[str, Any], upload: str | None = None) -> Eva
     eager = str(form.get("eager") or "").strip().lower()
     if eager:  # the CLI's spelling, e.g. in a hand-written link
         data["cuda_graphs"] = eager not in TRUE
+    for name in SIDE_MODES:
+        text = str(form.get(name) or "").strip().lower()
+        if text:
+            data[name] = text in TRUE
+    split = str(form.get("disagg") or "").strip()
+    if split:
+        data["disagg"] = split
     config = upload if upload and upload.strip() else str(form.get("config_text") or "")
     if config.strip():
         data["config_json"] = config

@@ -292,3 +292,71 @@ def kernel_status() -> dict[str, Any]:
         "native_vs_proxy_dispatch": (nd / pd).as_("x").to_json(),
         "native_vs_proxy_combine": (nc / pc).as_("x").to_json(),
     }
+
+
+# a disaggregated request ---------------------------------------------------------------------
+
+TIMELINE_W, TIMELINE_H, TIMELINE_PAD = 760, 34, 8
+
+
+def disagg_scenario(values: dict[str, str] | None = None) -> Scenario:
+    """The scenario the disaggregated section draws: the page's query (as the calculator reads
+    it), split 1P1D when it names no split; with no query, the calibration scenario as 1P1D."""
+    if not values:
+        return Scenario(prefill_nodes=1, decode_nodes=1)
+    from .inputs import prepare, request_from_form
+
+    fields = dict(values)
+    if not any(fields.get(k) for k in ("disagg", "prefill_nodes", "decode_nodes")):
+        fields["disagg"] = "1P1D"
+    scenario, _ = prepare(request_from_form(fields))
+    return scenario
+
+
+def disagg_timeline(result: Result) -> dict[str, Any]:
+    """Where one request's time goes, drawn to scale twice: up to its first token, and whole.
+
+    The parts and their figures are the model's for this scenario (`estimate/disagg.py`), so
+    the bars move with every input; the geometry is computed here, the template only places it.
+    """
+    from ..report import disagg_view
+
+    data = result.to_json()
+    d = data["disaggregated"]
+    parts = [{**p, "colour": palette.REQUEST_TIME[p["key"]]} for p in disagg_view.time_split(d)]
+    first = [p for p in parts if p["key"] != "decode"]
+    bars = []
+    for title, shown in (("to the first token", first), ("the whole request", parts)):
+        total = sum(p["ms"] for p in shown) or 1.0
+        x = float(TIMELINE_PAD)
+        segments = []
+        for p in shown:
+            w = (TIMELINE_W - 2 * TIMELINE_PAD) * p["ms"] / total
+            segments.append(
+                {**p, "x": x, "w": w, "colour": palette.REQUEST_TIME[p["key"]], "share_here": p["ms"] / total}
+            )
+            x += w
+        bars.append({"title": title, "total_ms": total, "segments": segments})
+    return {
+        "width": TIMELINE_W,
+        "height": TIMELINE_H,
+        "bars": bars,
+        "layout": d["layout"],
+        "summary": (
+            f"{data['scenario']['model_resolved']} on {d['nodes']}x {data['scenario']['instance']}, "
+            f"{d['prefill_nodes']} prefill + {d['decode_nodes']} decode node(s), "
+            f"KV over {d['kv_transport']}, "
+            f"concurrency {data['scenario']['concurrency']}, ISL {d['isl']:,} / OSL {d['osl']:,}"
+        ),
+        "parts": parts,
+        "ttft": d["ttft_ms"],
+        "tpot": d["tpot_ms"],
+        "kv_bytes": disagg_view.megabytes(d["kv_bytes_per_request"]),
+        "kv_block": d["kv_block_bytes"],
+        "kv_pair": d["kv_node_pair_gb_s"],
+        "stream": d["kv_stream"],
+        "stream_source": d["kv_stream_source"],
+        "balance": disagg_view.balance_words(d),
+        "line": (data["verdict"]["disaggregation"] or {}).get("line", ""),
+        "query": "",
+    }

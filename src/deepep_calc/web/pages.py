@@ -18,10 +18,12 @@ from ..base.errors import CalcError, FileInputError
 from ..catalog.engines import load_engines
 from ..catalog.hardware import load_instances
 from ..catalog.hf import MAX_CONFIG_BYTES
+from ..catalog.kv_transports import load_kv_transports
 from ..catalog.model_catalog import preset_names
 from ..catalog.models import DTYPES
 from ..catalog.transports import load_transports
 from ..estimate.evaluate import Result
+from ..question.disagg import SIDE_ARMS
 from ..question.fields import DEFAULTS
 from ..report import view
 from .api import details_of
@@ -30,6 +32,13 @@ from .inputs import CONFIG_ORIGIN, api_message, input_name, request_from_form, r
 from .mechanism import nic_utilisation_pct
 
 router = APIRouter(include_in_schema=False)
+
+
+def _escape(text: str) -> str:
+    import html
+
+    return html.escape(text)
+
 
 # Inputs on the page, by section: (name, label, kind, help). Names are the Scenario fields.
 MODEL_FIELDS = [
@@ -59,7 +68,19 @@ WORKLOAD_FIELDS = [
     ("ttft_ms", "TTFT ceiling", "float", "ms to the first token"),
     ("price_per_hour", "Price per node-hour", "float", "$; blank = catalog price"),
 ]
-INPUTS = {name for group in (MODEL_FIELDS, TOPOLOGY_FIELDS, WORKLOAD_FIELDS) for name, *_ in group} | {
+DISAGG_FIELDS = [  # a disaggregated deployment (blank: aggregated); each side's layout (blank: best)
+    ("disagg", "Split (xPyD)", "text", "e.g. 1P3D: 1 prefill, 3 decode nodes; blank = aggregated"),
+    ("kv_transport", "KV transport", "kv_transport", "prefill to decode; blank = the engine's"),
+    ("prefill_arm", "Prefill arm", "side_arm", "blank = the model's best"),
+    ("decode_arm", "Decode arm", "side_arm", "blank = the model's best"),
+    ("prefill_transport", "Prefill DeepEP transport", "side_transport", "blank = as above"),
+    ("decode_transport", "Decode DeepEP transport", "side_transport", "blank = as above"),
+    ("prefill_cuda_graphs", "Prefill mode", "side_graphs", "blank = the decode mode"),
+    ("decode_cuda_graphs", "Decode-side mode", "side_graphs", "blank = the decode mode"),
+]
+INPUTS = {
+    name for group in (MODEL_FIELDS, TOPOLOGY_FIELDS, WORKLOAD_FIELDS, DISAGG_FIELDS) for name, *_ in group
+} | {
     "model",
     "config_json",
 }
@@ -86,6 +107,11 @@ def options() -> dict[str, Any]:
         "alternative": [("allgather", "allgather / reduce-scatter"), ("tp", "tensor parallel")],
         "dtype": list(DTYPES),
         "graphs": [("false", "eager"), ("true", "CUDA graphs")],
+        "kv_transport": [("", "the engine's default")]
+        + [(n, f"{n}{'' if k.rdma else ' (no RDMA on EFA)'}") for n, k in load_kv_transports().items()],
+        "side_arm": [("", "the model's best")] + [(a, a) for a in SIDE_ARMS],
+        "side_transport": [("", "as the DeepEP transport")] + [(n, n) for n in transports],
+        "side_graphs": [("", "as the decode mode"), ("false", "eager"), ("true", "CUDA graphs")],
     }
 
 
@@ -95,6 +121,7 @@ def _defaults() -> dict[str, str]:
         for k, v in DEFAULTS.items()
     }
     out["config_text"] = ""
+    out["disagg"] = ""
     return out
 
 
@@ -121,7 +148,12 @@ def calculator_context(
     ctx: dict[str, Any] = {
         "values": shown,
         "options": options(),
-        "groups": {"model": MODEL_FIELDS, "topology": TOPOLOGY_FIELDS, "workload": WORKLOAD_FIELDS},
+        "groups": {
+            "model": MODEL_FIELDS,
+            "topology": TOPOLOGY_FIELDS,
+            "workload": WORKLOAD_FIELDS,
+            "disagg": DISAGG_FIELDS,
+        },
         "field_error": {field: api_message(error)} if error is not None and field in INPUTS else {},
         "form_error": api_message(error) if error is not None and field not in INPUTS else "",
         "layout": {**view.page_layout(), "defaults": _defaults()},
@@ -168,12 +200,27 @@ async def calculator_post(request: Request) -> HTMLResponse:
     return render_calculator({k: v for k, v in form.items() if isinstance(v, str)}, upload)
 
 
+def mechanism_html(values: dict[str, str] | None = None) -> str:
+    """The mechanism page; its disaggregated section is drawn from the query's scenario."""
+    if not values:
+        return _mechanism_default()
+    return _mechanism_page(values)
+
+
 @cache
-def mechanism_html() -> str:
+def _mechanism_default() -> str:
+    return _mechanism_page(None)
+
+
+def _mechanism_page(values: dict[str, str] | None) -> str:
+    from ..decide.answer import evaluate
     from ..report.charts import per_user_vs_concurrency
     from . import mechanism
 
     base = mechanism.calibration_result()
+    split = evaluate(mechanism.disagg_scenario(values))
+    timeline = mechanism.disagg_timeline(split)
+    timeline["query"] = "&".join(f"{k}={v}" for k, v in (values or {}).items())
     return (
         view.templates()
         .get_template("mechanism.html")
@@ -186,13 +233,18 @@ def mechanism_html() -> str:
             base=base.to_json(),
             nic_measured=nic_utilisation_pct().to_json(),
             chart=per_user_vs_concurrency(base),
+            timeline=timeline,
         )
     )
 
 
 @router.get("/mechanism", response_class=HTMLResponse)
-async def mechanism_page() -> HTMLResponse:
-    return HTMLResponse(mechanism_html())
+async def mechanism_page(request: Request) -> HTMLResponse:
+    values = {k: v for k, v in request.query_params.items() if isinstance(v, str)}
+    try:
+        return HTMLResponse(mechanism_html(values))
+    except CalcError as err:
+        return HTMLResponse(f"<p>{_escape(api_message(err))}</p>", status_code=422)
 
 
 @router.get("/static/plotly.min.js")

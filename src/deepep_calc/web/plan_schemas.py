@@ -39,6 +39,10 @@ class PlanRequestBody(BaseModel):
     price_kinds: list[str] | str | None = Field(
         None, description="'all', or the price kinds ranked together (default: like with like)"
     )
+    layouts: Literal["all", "aggregated", "disaggregated"] = Field(
+        "all", description="aggregated deployments, disaggregated xPyD splits, or both"
+    )
+    disagg: str | None = Field(None, description="search only this prefill / decode split, e.g. 1P3D")
 
 
 class PointOut(BaseModel):
@@ -76,6 +80,8 @@ class PointOut(BaseModel):
         default_factory=dict,
         description="each target set (slo_tok_s, ttft_ms): meets, misses, or within the band of the figure",
     )
+    disaggregated: bool = Field(False, description="an xPyD split: arm is its decode side's")
+    layout: str = Field("aggregated", description="'aggregated' or the split, e.g. '1P3D'")
 
 
 class PlanTargets(BaseModel):
@@ -102,6 +108,9 @@ class PlanSpace(BaseModel):
     measured_only: bool
     prices: dict[str, float]
     price_kinds: list[str] = Field(default_factory=list, description="kinds ranked together on purpose")
+    layouts: str = "all"
+    disagg: str | None = None
+    disaggregated_note: str = ""
 
 
 class PriceKinds(BaseModel):
@@ -112,7 +121,6 @@ class PriceKinds(BaseModel):
     ranked: list[str]
     mixed_on_purpose: bool
     by_instance: dict[str, str | None]
-
 
 class PlanResponse(BaseModel):
     """Exactly what `deepep-calc plan --json` prints."""

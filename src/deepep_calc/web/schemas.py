@@ -31,7 +31,19 @@ EVALUATE_INT_LIMITS = {
     **LIMITS,
     **dict.fromkeys(("experts", "topk", "hidden", "moe_layers"), OVERRIDE_LIMIT),
 }
-NON_EMPTY = ("model", "instance", "engine", "transport", "weight_dtype", "kv_dtype")
+NON_EMPTY = (
+    "model",
+    "instance",
+    "engine",
+    "transport",
+    "weight_dtype",
+    "kv_dtype",
+    "kv_transport",
+    "prefill_arm",
+    "decode_arm",
+    "prefill_transport",
+    "decode_transport",
+)
 
 
 def _constrain(prop: dict[str, Any], kind: str, **limits: Any) -> None:
@@ -105,6 +117,9 @@ class EvaluateRequest(ScenarioBody):  # type: ignore[misc, valid-type]
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_evaluate_limits)
 
     eager: bool | None = Field(None, description="CLI --eager (true) / --cuda-graphs (false)")
+    disagg: str | None = Field(
+        None, description="CLI --disagg: xPyD, e.g. 1P3D (= prefill_nodes 1, decode_nodes 3)"
+    )
     config_json: dict[str, Any] | str | None = Field(
         None,
         description="a Hugging Face config.json (object, or its text) to use instead of a preset",
@@ -126,8 +141,36 @@ class EvaluateRequest(ScenarioBody):  # type: ignore[misc, valid-type]
             )
         return {**data, "cuda_graphs": not eager}
 
+    @model_validator(mode="before")
+    @classmethod
+    def _disagg_split(cls, data: Any) -> Any:
+        """`disagg` is the CLI's xPyD spelling of prefill_nodes and decode_nodes; a nodes sent
+        beside a split must be P + D (left out, it is)."""
+        if not isinstance(data, dict):
+            return data
+        from ..question.disagg import parse_disagg
+
+        out = dict(data)
+        if out.get("disagg") is not None:
+            p, d = parse_disagg(out["disagg"])
+            for name, value in (("prefill_nodes", p), ("decode_nodes", d)):
+                given = out.get(name)
+                if given is not None and given != value:
+                    raise InputError(
+                        f"--{name.replace('_', '-')}", given, f"{value}, as disagg {out['disagg']} says"
+                    )
+                out[name] = value
+        p, d = out.get("prefill_nodes"), out.get("decode_nodes")
+        if isinstance(p, int) and isinstance(d, int) and not isinstance(p, bool) and not isinstance(d, bool):
+            nodes = out.get("nodes")
+            if nodes is not None and nodes != p + d and not isinstance(nodes, bool):
+                raise InputError(
+                    "--nodes", nodes, f"{p + d} = P + D for a {p}P{d}D split (or leave nodes out)"
+                )
+        return out
+
     def to_scenario(self, **update: Any) -> Scenario:
-        fields = self.model_dump(exclude={"eager", "config_json"})
+        fields = self.model_dump(exclude={"eager", "config_json", "disagg"})
         fields.update(update)
         return Scenario(**fields)
 
@@ -303,6 +346,9 @@ class FlagsOut(BaseModel):
     cuda_graphs: str
     requires: str
     launch: LaunchOut | None = None
+    disaggregated: dict[str, Any] | None = Field(
+        None, description="a disaggregated scenario: both servers' and the router's launch blocks"
+    )
 
 
 class ComparedOut(BaseModel):
@@ -368,6 +414,9 @@ class VerdictOut(BaseModel):
     fixes: list[FixOut] = Field(default_factory=list)
     deciding: DecidingOut | None = None
     blurb: str = Field("", description="the one reason that says why (the page's lit card shows it)")
+    disaggregation: dict[str, Any] | None = Field(
+        None, description="disaggregated against aggregated on the same nodes: the line and its figures"
+    )
 
 
 class ScenarioOut(ScenarioBody):  # type: ignore[misc, valid-type]
@@ -389,6 +438,9 @@ class EvaluateResponse(BaseModel):
     ratio_per_user: QOut
     tax_ms_per_token: QOut
     notes: list[str]
+    disaggregated: dict[str, Any] | None = Field(
+        None, description="a disaggregated scenario: both sides, the KV transfer and the deployment's figures"
+    )
 
 
 class ErrorOut(BaseModel):
@@ -600,3 +652,7 @@ class DetailsResponse(BaseModel):
     provenance: list[ProvenanceRow]
     bands: Bands
     arm_labels: dict[str, str] = Field(description="each arm's column head, as the CLI's card names it")
+    disaggregated: dict[str, Any] | None = Field(
+        None,
+        description="a disaggregated scenario: its figures, sides and time split, as the page draws them",
+    )

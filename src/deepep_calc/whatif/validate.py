@@ -47,6 +47,7 @@ from ..fit.kernels import KernelRow, fit_rows, kernel_rows, nvlink_rows, shape_o
 from ..fit.observations import Obs, observations, pairs, reference_models
 from ..fit.table import Table
 from ..physics.deepep import kernel_us
+from . import disagg_refs
 
 KINDS = ("kernel", "step", "aggregate", "ttft", "ratio")
 BAND_LEVEL = 0.8  # central coverage of a band: the 10th-90th percentile of what would be measured
@@ -195,6 +196,10 @@ class Report:
     group_cv: list[GroupCV] = field(default_factory=list)
     not_compared: list[tuple[str, str]] = field(default_factory=list)
     cross_validated: bool = False
+    # disaggregated deployments (whatif/disagg_refs.py): compared apart, never fitted, outside
+    # the bands above; their own band is the wider band of out-of-range disaggregated figures
+    disaggregated: list[Row] = field(default_factory=list)
+    disaggregated_cv: list[GroupCV] = field(default_factory=list)
 
     def kinds(self) -> dict[str, dict[str, Any]]:
         """Per kind: rows, in-sample MAPE and (cross-validated) held-out MAPE, in-scope rows only."""
@@ -288,6 +293,14 @@ class Report:
             "rows": [r.to_json() for r in self.rows],
             "ab": [r.to_json() for r in self.ab],
             "not_compared": [{"reference": k, "why": v} for k, v in self.not_compared],
+            "disaggregated": {
+                "rows": [r.to_json() for r in self.disaggregated],
+                "group_cv": [g.to_json() for g in self.disaggregated_cv],
+                "bands": {
+                    k: {"low": lo, "high": hi}
+                    for k, (lo, hi) in disagg_refs.bands(self.disaggregated).items()
+                },
+            },
         }
 
 
@@ -462,6 +475,9 @@ def validate(cross_validated: bool = False) -> Report:
     if cross_validated:
         report.group_cv = _group_cv(krows, obs)
     report.not_compared = [(n.reference, n.why) for n in not_compared()]
+    report.disaggregated = disagg_refs.rows(Row, table)
+    if cross_validated:
+        report.disaggregated_cv = disagg_refs.group_folds(GroupCV)
     return report
 
 

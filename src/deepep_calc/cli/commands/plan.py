@@ -65,6 +65,14 @@ def register(app: click.Group) -> None:
     help="price kinds ranked together (on-demand, capacity-block, quote) [default: like with like: "
     "on-demand when one is searched]",
 )
+@click.option(
+    "--layouts",
+    type=click.Choice(["all", "aggregated", "disaggregated"]),
+    default="all",
+    show_default=True,
+    help="aggregated deployments, disaggregated prefill / decode splits (xPyD), or both",
+)
+@click.option("--disagg", metavar="xPyD", help="search only this prefill / decode split, e.g. 1P3D")
 @click.option("--json", "as_json", is_flag=True, help="print the plan as one JSON object")
 @click.option(
     "--html", "html_path", metavar="FILE", help="write a self-contained HTML page with the frontier"

@@ -12,7 +12,15 @@ from typing import Any
 import click
 
 from ..completion import LISTS
-from ..options import MODE_FLAGS, SCENARIO_FLAGS, ListOf, emit_json, scenario_from, scenario_options
+from ..options import (
+    MODE_FLAGS,
+    SCENARIO_FLAGS,
+    SIDE_MODE_FLAGS,
+    ListOf,
+    emit_json,
+    scenario_from,
+    scenario_options,
+)
 
 SWEEP_HELP = {
     "model": "presets or config.json paths, comma-separated",
@@ -25,6 +33,14 @@ SWEEP_HELP = {
     "weight_dtype": "weight dtypes, comma-separated",
     "kv_dtype": "KV-cache dtypes, comma-separated",
     "calibration": "calibration profiles, comma-separated",
+    "disagg": "one xPyD split, e.g. 1P3D (lists of splits: --prefill-nodes / --decode-nodes)",
+    "kv_transport": "KV-cache transports, comma-separated",
+    "prefill_arm": "prefill-side arms, comma-separated",
+    "decode_arm": "decode-side arms, comma-separated",
+    "prefill_transport": "prefill-side DeepEP transports, comma-separated",
+    "decode_transport": "decode-side DeepEP transports, comma-separated",
+    "prefill_cuda_graphs": "prefill-side graph modes: true, false or both",
+    "decode_cuda_graphs": "decode-side graph modes: true, false or both",
 }
 NUMERIC_HELP = "list 1,2,4 or range a:b (step 1), a:b:+K (arithmetic), a:b:xK (geometric)"
 
@@ -40,14 +56,14 @@ def sweep_field_options(f: Callable[..., Any]) -> Callable[..., Any]:
     for name, typ, _help, _default in reversed(SCENARIO_FLAGS):
         field = name[2:].replace("-", "_")
         extra: dict[str, Any] = {}
-        if name in MODE_FLAGS:  # bare like evaluate's: --cuda-graphs means true
+        if name in MODE_FLAGS or name in SIDE_MODE_FLAGS:  # bare like evaluate's: --cuda-graphs means true
             extra = {"is_flag": False, "flag_value": "true"}
         f = click.option(
             name,
             field,
             type=ListOf(typ),
             default=None,
-            metavar="[LIST]" if name in MODE_FLAGS else "LIST",
+            metavar="[LIST]" if name in MODE_FLAGS or name in SIDE_MODE_FLAGS else "LIST",
             help=SWEEP_HELP.get(field, NUMERIC_HELP),
             shell_complete=LISTS.get(field),
             **extra,
@@ -268,9 +284,46 @@ def validate_cmd(cross_validated: bool, as_json: bool, as_md: bool, sources: boo
         emit_json(report.to_json())
         return
     if as_md:
+        from ...whatif import disagg_refs
+
         click.echo(render_markdown(report), nl=False)
+        click.echo("\n### Disaggregated deployments (never fitted)\n")
+        click.echo(disagg_refs.render_markdown(report.disaggregated, report.disaggregated_cv), nl=False)
         return
     _print_report(report, sources)
+
+
+def _print_disaggregated(report: Any, c: Any) -> None:
+    """The disaggregated deployments: MAPE per kind of figure over the compared rows, the band
+    out-of-range disaggregated figures carry, and their leave-a-group-out folds."""
+    from rich.text import Text
+
+    from ...report import term
+    from ...whatif import disagg_refs
+
+    rows = report.disaggregated
+    if not rows:
+        return
+    table = term.table(
+        term.id_col("figure"),
+        term.num_col("compared\nrows"),
+        term.num_col("MAPE"),
+        term.num_col("check-only\nrows"),
+        title="Disaggregated deployments (never fitted)",
+    )
+    for kind in ("step", "ttft", "aggregate"):
+        mine = [r for r in rows if r.kind == kind]
+        compared = [abs(r.error) for r in mine if r.in_scope]
+        mape = f"{sum(compared) / len(compared) * 100:.1f} %" if compared else "—"
+        table.add_row(kind, str(len(compared)), mape, str(len(mine) - len(compared)))
+    c.print(table)
+    bands = disagg_refs.bands(rows)
+    if bands:
+        shown = ", ".join(f"{k} {lo:.2f}-{hi:.2f}" for k, (lo, hi) in sorted(bands.items()))
+        c.print(Text(f"band of disaggregated figures outside the references' range: {shown}", style="dim"))
+    for g in report.disaggregated_cv:
+        folds = ", ".join(f"{name} {m * 100:.0f} %" for name, _, m in g.folds)
+        c.print(Text(f"leave one out ({g.by}): {folds}"))
 
 
 def _published(x: float) -> str:
@@ -359,6 +412,7 @@ def _print_report(report: Any, sources: bool = False) -> None:
     for g in report.group_cv:
         folds = ", ".join(f"{name} {m * 100:.0f} %" for name, _, m in g.folds)
         c.print(Text(f"leave one {g.by} out: {folds}"))
+    _print_disaggregated(report, c)
     for name, why in report.not_compared:
         c.print(Text(f"not compared: {name}: {why}", style="dim"))
     c.print(Text("every row: deepep-calc validate --md (or --json)", style="dim"))

@@ -148,13 +148,43 @@
     fill("advisories", listItems(vt.advisories, "none"));
     fill("robustness", sentence(vt.robustness));
     fill("flags-title", ["(" + v.flags.engine + ", " + (v.flags.arm || "nothing fits as asked") + ")"]);
-    var blocks = v.flags.launch ? v.flags.launch.blocks : [];
+    var line = document.getElementById("disagg-line");
+    if (line) { line.textContent = v.disaggregation ? v.disaggregation.line : ""; line.hidden = !v.disaggregation; }
+    var blocks = (v.flags.launch ? v.flags.launch.blocks : []).concat(
+      v.flags.disaggregated ? v.flags.disaggregated.blocks : []);
     fill("flags", blocks.length ? blocks.map(function (b) {
       return h("figure", { "class": "run-block" }, [
         h("figcaption", { "class": "muted" }, [b.caption]),
         h("pre", { "class": "flags", "data-lang": b.lang }, [b.text.replace(/\n+$/, "")])
       ]);
     }) : [h("p", { "class": "muted" }, ["Nothing runs as asked: apply one of the changes in the headline and evaluate again."])]);
+  }
+
+  // the disaggregated section (report/disagg_view.py:page_rows, _macros.html:disagg_panel)
+  function renderDisagg(details) {
+    var section = document.getElementById("disagg-section");
+    if (!section) return;
+    var dv = details ? details.disaggregated : null;
+    section.hidden = !dv;
+    if (!dv) { fill("disagg-body", []); return; }
+    var nodes = [h("p", { "class": "disagg-title" }, [h("strong", null, [dv.title])])];
+    if (!dv.feasible) nodes.push(h("p", { "class": "field-error" }, ["The split cannot run: " + dv.why_not]));
+    nodes.push(h("table", { "class": "arms disagg-figures" }, [h("tbody", null, dv.figures.map(function (r) {
+      return h("tr", null, [h("th", { scope: "row" }, [r.label]), h("td", null, [num(r.q, r.digits, r.band)])]);
+    }))]));
+    var head = h("thead", null, [h("tr", null, [h("th", { scope: "col" }), h("th", { scope: "col" }, ["prefill side"]), h("th", { scope: "col" }, ["decode side"])])]);
+    nodes.push(h("table", { "class": "arms disagg-sides" }, [head, h("tbody", null, dv.sides.map(function (r) {
+      return h("tr", null, [h("th", { scope: "row" }, [r.label])].concat(r.cells.map(function (c) {
+        return h("td", null, [c.q ? num(c.q, c.digits, c.band) : c.text]);
+      })));
+    }))]));
+    nodes.push(h("p", { "class": "muted" }, ["Where one request's time goes:"]));
+    nodes.push(h("ul", { "class": "disagg-time" }, dv.time.map(function (t) {
+      return h("li", null, [h("span", { "class": "part-" + t.key }, [t.label]), ": " + fmt(t.ms, 0) + " ms (" + fmt(t.share * 100, 1) + " %) ",
+        h("span", { "class": "tag tag-" + t.tag, title: t.tag + ": " + t.source }, [t.tag])]);
+    })));
+    nodes.push(h("p", { "class": "muted" }, [dv.balance + ". " + dv.coverage + "."]));
+    fill("disagg-body", nodes);
   }
 
   function renderArms(data, bands, labels) {
@@ -261,6 +291,7 @@
       var kind = input.getAttribute("data-kind");
       var raw = input.value.trim();
       if (kind === "bool") { data[input.name] = raw === "true"; return; }
+      if (kind === "optbool") { if (raw !== "") data[input.name] = raw === "true"; return; }
       if (raw === "") return;
       if (kind === "int" || kind === "float") { var n = Number(raw); data[input.name] = isFinite(n) ? n : raw; }
       else data[input.name] = raw;
@@ -305,6 +336,7 @@
         renderVerdict(pair[0], pair[1]);
         renderArms(pair[0], pair[1] ? pair[1].bands : null, pair[1] ? pair[1].arm_labels : null);
         if (pair[1]) renderDetails(pair[1]);
+        renderDisagg(pair[1]);
         syncUrl(data);
         updates += 1;
         document.body.setAttribute("data-updates", String(updates));

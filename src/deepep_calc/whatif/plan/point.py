@@ -16,8 +16,10 @@ import numpy as np
 from ...base.quantity import Q, Tag
 from ...catalog.hardware import PRICE_KIND_WORDS
 from ...catalog.transports import deepep_route, load_transports
+from ...decide.disagg import launch_blocks
 from ...decide.explain import engine_flags
 from ...decide.verdict import ARM_LABELS
+from ...estimate.disagg import compute_with_disagg, covered
 from ...estimate.evaluate import ArmResult, compute
 from ...question.fields import DEFAULTS
 from ...question.scenario import Scenario, resolve
@@ -48,6 +50,7 @@ class Point:
     max_request_rate: Q | None = None
     measured_cell: str | None = None
     flags: dict[str, Any] = field(default_factory=dict)
+    layout: str = ""  # an xPyD split ("1P3D"), "" for an aggregated configuration
     # each target the plan sets, three-valued: meets, misses, or within the band (the figure's
     # band spans the target, so the model cannot tell)
     target_status: dict[str, str] = field(default_factory=dict)
@@ -111,6 +114,8 @@ class Point:
             target_status=dict(self.target_status),
             chosen_over=self.chosen_over,
             price_kind=self.price_kind,
+            disaggregated=bool(self.layout),
+            layout=self.layout or "aggregated",
         )
         return out
 
@@ -127,9 +132,28 @@ def arm_text(arm: str, transport: str, comms: int, nodes: int) -> str:
 def label_of(config: dict[str, Any], arm: str) -> str:
     """One line naming a configuration: `2x p5en vllm CUDA graphs, DeepEP efa-gda`."""
     c = config
+    if arm == "disagg":
+        return disagg_label(c)
     dtype = f" {c['weight_dtype']}" if c.get("weight_dtype") else ""
     head = f"{c['nodes']}x {c['instance']} {c['engine']} {mode_name(c['cuda_graphs'])}{dtype}"
     return f"{head}, {arm_text(arm, c['transport'], c['comms'], c['nodes'])}"
+
+
+def disagg_label(c: dict[str, Any]) -> str:
+    """`3x p5en vllm CUDA graphs, 1P2D: prefill TP / decode DeepEP efa-gda, KV mooncake-efa`
+    (a side's graph mode is named where it differs from the decode side's)."""
+    dtype = f" {c['weight_dtype']}" if c.get("weight_dtype") else ""
+    head = f"{c['nodes']}x {c['instance']} {c['engine']} {mode_name(c['decode_cuda_graphs'])}{dtype}"
+    sides = []
+    for role in ("prefill", "decode"):
+        arm = c[f"{role}_arm"]
+        transport = c[f"{role}_transport"] or c["transport"]
+        what = "TP" if arm == "tp" else arm_text(arm, transport, c["comms"], c[f"{role}_nodes"])
+        if c[f"{role}_cuda_graphs"] != c["decode_cuda_graphs"]:
+            what += f" {mode_name(c[f'{role}_cuda_graphs'])}"
+        sides.append(f"{role} {what}")
+    split = f"{c['prefill_nodes']}P{c['decode_nodes']}D"
+    return f"{head}, {split}: {' / '.join(sides)}, KV {c['kv_transport']}"
 
 
 def run_flags(result: Any, arm: str) -> dict[str, Any]:
@@ -173,6 +197,10 @@ class Builder:
         req, s = self.req, self.scan
         config = config_of(req, s.search, s.rows, i)
         arm = ARMS[int(s.rows["arm"][i])]
+        if arm == "disagg":
+            p = self._disagg_point(i, config)
+            self.cache[i] = p
+            return p
         r = resolve(Scenario(**config))
         result = compute(r)
         a: ArmResult = result.arms[arm]
@@ -237,6 +265,52 @@ class Builder:
         self.cache[i] = p
         return p
 
+    def _disagg_point(self, i: int, config: dict[str, Any]) -> Point:
+        """A disaggregated row re-evaluated with the scalar model: `evaluate`'s own figures."""
+        r = resolve(Scenario(**config))
+        result = compute_with_disagg(r)
+        d = result.disaggregated
+        figures = {name: getattr(d, name) for name in POINT_FIGURES}
+        inside, coverage = covered(r, d.spec)
+        notes = [f"disaggregated {d.label}: {coverage}"]
+        if not inside:
+            notes.append("its evidence is assumed: no measured reference ran this split as a whole")
+        if d.kv.warning:
+            notes.append(d.kv.warning)
+        price = r.instance.price(config["price_per_hour"])
+        notes.append(
+            f"price: {price.source}" if config["price_per_hour"] is None else "price: the one you gave"
+        )
+        nodes = float(config["nodes"])
+        per_hour = (price * nodes).as_("$/h", f"nodes x price per node-hour; {price.source}")
+        per_node = (d.aggregate_tok_s / nodes).as_("tok/s/node", "aggregate / nodes")
+        flags = {
+            "engine": config["engine"],
+            "arm": "disagg",
+            "args": [],
+            "config": {},
+            "env": {},
+            "cuda_graphs": "",
+            "requires": "",
+            "launch": None,
+            "disaggregated": launch_blocks(result),
+        }
+        return Point(
+            config=config,
+            arm=config["decode_arm"],  # the contract's arm: the decode side's (`layout` marks it)
+            figures=figures,
+            meets_targets=bool(self.ok[i]),
+            usd_per_hour=per_hour,
+            aggregate_per_node=per_node,
+            evidence="anchored" if inside else "assumed",
+            notes=notes,
+            label=label_of(config, "disagg"),
+            misses=self.miss_text(i),
+            sustainable=None,
+            flags=flags,
+            layout=d.label,
+        )
+
     def light(self, i: int) -> Point:
         """A Point from the vectorised row alone (for chart clouds: no scalar re-evaluation)."""
         if i in self.cache:
@@ -286,7 +360,8 @@ class Builder:
         if m["ttft_ms"][i] > 0:
             out.append(f"TTFT {c.ttft_ms[i]:,.0f} ms, above the {req.ttft_ms:g} ms ceiling")
         if np.isnan(c.usd_per_hour[i]):
-            out.append(f"no price for {self.scan.search.block_of(i).family.instance.name}: cannot be costed")
+            family = self.scan.families[int(self.scan.rows["family"][i])]
+            out.append(f"no price for {family.instance.name}: cannot be costed")
         elif m["budget_per_hour"][i] > 0:
             out.append(f"costs {c.usd_per_hour[i]:,.2f} $/h, above the {req.budget_per_hour:g} $/h budget")
         return out

@@ -16,6 +16,7 @@ from ...question.fields import DEFAULTS, LIMITS
 from .space import COMMS
 
 DEFAULT_MAX_NODES = 16
+LAYOUTS = ("all", "aggregated", "disaggregated")
 MAX_RATE = 1_000_000.0  # requests / s: beyond this the question is not a serving deployment
 
 
@@ -50,6 +51,8 @@ class PlanRequest:
     measured_only: bool = False
     prices: tuple[tuple[str, float], ...] = ()  # --price-per-hour, per instance
     price_kinds: tuple[str, ...] = ()  # --price-kinds: the kinds ranked together; () = like with like
+    layouts: str = "all"  # all, aggregated or disaggregated (xPyD splits, whatif/plan/disagg.py)
+    disagg: tuple[int, int] | None = None  # --disagg: search only this split
 
     def targets_json(self) -> dict[str, Any]:
         return {
@@ -73,6 +76,13 @@ class PlanRequest:
             "measured_only": self.measured_only,
             "prices": dict(self.prices),
             "price_kinds": list(self.price_kinds),
+            "layouts": self.layouts,
+            "disagg": None if self.disagg is None else f"{self.disagg[0]}P{self.disagg[1]}D",
+            "disaggregated_note": (
+                "xPyD splits with P + D within the node limit are searched for a concurrency"
+                if self.request_rate is None
+                else "request-rate plans search aggregated layouts only"
+            ),
         }
 
 
@@ -173,6 +183,8 @@ def plan_request(
     measured_only: bool = False,
     price_per_hour: str | float | Mapping[str, float] | None = None,
     price_kinds: str | Iterable[str] | None = None,
+    layouts: str | None = None,
+    disagg: str | None = None,
 ) -> PlanRequest:
     """Check every input of a plan (the CLI's flags, the API's body) before any work."""
     if concurrency is None and request_rate is None:
@@ -187,6 +199,31 @@ def plan_request(
     insts = _names("--instances", instances, load_instances(), default_instances())
     engs = _names("--engines", engines, load_engines(), default_engines())
     resolve_model(model)  # an unknown preset or a bad config.json fails here, naming --model
+    max_nodes = _whole("--max-nodes", max_nodes, LIMITS["nodes"])
+    shape = "all" if layouts is None else str(layouts).strip().lower()
+    if shape not in LAYOUTS:
+        raise InputError("--layouts", layouts, f"one of {', '.join(LAYOUTS)}")
+    split = None
+    if disagg is not None:
+        from ...question.disagg import parse_disagg
+
+        split = parse_disagg(disagg)
+        if sum(split) > max_nodes:
+            raise InputError(
+                "--disagg",
+                str(disagg).strip(),
+                f"P + D within --max-nodes {max_nodes} (this split needs {sum(split)}: raise --max-nodes)",
+            )
+        if shape == "aggregated":
+            raise InputError("--disagg", str(disagg).strip(), "no split with --layouts aggregated")
+    if shape != "aggregated" and max_nodes < 2 and shape == "disaggregated":
+        raise InputError(
+            "--max-nodes", max_nodes, "at least 2 for disaggregated layouts (one prefill, one decode)"
+        )
+    if shape == "disaggregated" and request_rate is not None:
+        raise InputError(
+            "--layouts", shape, "all or aggregated with --request-rate (rate plans search aggregated layouts)"
+        )
     return PlanRequest(
         model=model,
         isl=_whole("--isl", isl, LIMITS["isl"]),
@@ -197,12 +234,14 @@ def plan_request(
         ttft_ms=_positive("--ttft-ms", ttft_ms),
         budget_per_hour=_positive("--budget-per-hour", budget_per_hour),
         instances=insts,
-        max_nodes=_whole("--max-nodes", max_nodes, LIMITS["nodes"]),
+        max_nodes=max_nodes,
         max_batch=None if max_batch is None else _whole("--max-batch", max_batch, LIMITS["max_batch"]),
         engines=engs,
         measured_only=bool(measured_only),
         prices=_prices(price_per_hour, insts),
         price_kinds=_kinds(price_kinds),
+        layouts=shape,
+        disagg=split,
     )
 
 

@@ -22,6 +22,7 @@ from ...physics.layout import layout
 from ...question.fields import DEFAULTS
 from ...question.scenario import Scenario, resolve
 from . import select as sel
+from .disagg import PlanDisagg, plan_disagg
 from .evidence import anchored
 from .rate import RateSolution, solve
 from .request import PlanRequest
@@ -131,8 +132,11 @@ def _block_flags(
 RATE_PASSES = 4  # ladder, two refinements, final (plan_rate): what a rate plan usually takes
 
 
-def scan(req: PlanRequest, nodes_from: int, nodes_to: int, meter: Meter | None = None) -> Scan:
-    """Evaluate every row between two node counts, at the plan's load."""
+def scan(
+    req: PlanRequest, nodes_from: int, nodes_to: int, meter: Meter | None = None, splits: bool = True
+) -> Scan:
+    """Evaluate every row between two node counts, at the plan's load (`splits`: the xPyD
+    splits too, where the request allows them)."""
     meter = meter or Meter(None)
     families = families_for(req)
     fixed = {} if req.max_batch is None else {"max_batch": req.max_batch}
@@ -152,8 +156,15 @@ def scan(req: PlanRequest, nodes_from: int, nodes_to: int, meter: Meter | None =
         search.evaluate(float(req.concurrency), tick)
     rows = search.row_arrays()
     _patch_measured_cells(req, search, families, rows, rate)
+    if req.layouts == "disaggregated":
+        reason = np.where(reason == "", "aggregated layouts left out (--layouts disaggregated)", reason)
+    search.families = families
+    extra = plan_disagg(req, families, nodes_from, nodes_to, fixed) if splits else None
+    if extra is not None:
+        meter.tick()
+        anch, split, reason = _append_disagg(req, search, rows, extra, anch, split, reason)
     v = search.table.values
-    n = search.size
+    n = search.size + (0 if search.disagg is None else search.disagg.size)
     cols = sel.Columns(
         per_user=v["per_user_tok_s"],
         usd_per_mtok=v["usd_per_mtok"],
@@ -174,8 +185,52 @@ def scan(req: PlanRequest, nodes_from: int, nodes_to: int, meter: Meter | None =
     return Scan(search, families, rows, cols, rate, reason)
 
 
+def _append_disagg(
+    req: PlanRequest,
+    search: Search,
+    rows: dict[str, np.ndarray],
+    d: PlanDisagg,
+    anch: np.ndarray,
+    split: np.ndarray,
+    reason: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Put the disaggregated rows after the aggregated ones: the table's columns, the rows'
+    categorical columns and the flags (never anchored: no measured reference pins a split's
+    kernels and serving at once; `--measured-only` leaves them out)."""
+    t = search.table
+    n = d.size
+    for m in t.values:
+        t.values[m] = np.concatenate([t.values[m], d.values[m]])
+        t.tags[m] = np.concatenate([t.tags[m], d.tags[m]])
+        t.low[m] = np.concatenate([t.low[m], np.full(n, np.nan)])
+        t.high[m] = np.concatenate([t.high[m], np.full(n, np.nan)])
+    t.feasible = np.concatenate([t.feasible, d.feasible])  # type: ignore[list-item]
+    t.fits = np.concatenate([t.fits, d.fits])  # type: ignore[list-item]
+    t.usable_gb = np.concatenate([t.usable_gb, d.usable_gb])  # type: ignore[list-item]
+    t.concurrency = np.concatenate([t.concurrency, np.full(n, float(req.concurrency))])  # type: ignore[list-item]
+    fams = search.families
+    price = np.array([np.nan if f.price is None else f.price for f in fams])[d.family]
+    rows["arm"] = np.concatenate([rows["arm"], np.full(n, ARMS.index("disagg"), dtype=np.int8)])
+    rows["family"] = np.concatenate([rows["family"], d.family.astype(np.int32)])
+    rows["price"] = np.concatenate([rows["price"], price])
+    rows["nodes"] = np.concatenate([rows["nodes"], d.prefill_nodes + d.decode_nodes])
+    rows["graphs"] = np.concatenate([rows["graphs"], d.dec["graphs"].astype(float)])
+    rows["comms"] = np.concatenate([rows["comms"], d.comms])
+    search.disagg = d
+    more = np.full(
+        n, "outside the measured evidence (--measured-only)" if req.measured_only else "", dtype=object
+    )
+    return (
+        np.concatenate([anch, np.zeros(n, dtype=bool)]),
+        np.concatenate([split, np.ones(n, dtype=bool)]),
+        np.concatenate([reason, more]),
+    )
+
+
 def config_of(req: PlanRequest, search: Search, rows: dict[str, np.ndarray], i: int) -> dict[str, Any]:
     """The scenario of row i, in `evaluate`'s field names (feed it to `Scenario(**config)`)."""
+    if search.disagg is not None and i >= search.size:
+        return search.disagg.config(req, search.families, i - search.size)
     b = search.block_of(i)
     fam = b.family
     conc = search.table.concurrency

@@ -209,7 +209,7 @@ def run_plan(req: PlanRequest, progress: Progress | None = None) -> Plan:
     return Plan(
         req,
         searched,
-        int(main.search.size - searched),
+        int(main.skip_reason.size - searched),
         reasons,
         best,
         frontier,
@@ -234,7 +234,8 @@ def _misses(
     # Structural changes: more nodes, an instance that had no price, leaving --measured-only.
     if req.max_nodes < EXTEND_NODES_TO:
         upper = min(max(req.max_nodes * 4, req.max_nodes + 1), EXTEND_NODES_TO)
-        more = scan(req, req.max_nodes + 1, upper, meter)
+        # aggregated layouts only: splits of up to 64 nodes would multiply this scan's time
+        more = scan(req, req.max_nodes + 1, upper, meter, splits=req.layouts == "disaggregated")
         m2 = sel.shortfalls(more.cols, goals(req))
         j = sel.best(more.cols, sel.meets(more.cols, m2))
         if j is not None:

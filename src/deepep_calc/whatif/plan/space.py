@@ -38,7 +38,7 @@ from ...physics.serving import running_sequences
 from ...question.fields import DEFAULTS, LIMITS
 from ...question.scenario import Resolved, Scenario, resolve
 
-ARMS = ("deepep", "allgather", "tp", "replica")
+ARMS = ("deepep", "allgather", "tp", "replica", "disagg")  # disagg: an xPyD split (plan/disagg.py)
 COMMS = (1, 2, 4, 8)  # the measured range of the NCCL-GIN proxy's bandwidth curve
 METRICS = ("per_user_tok_s", "aggregate_tok_s", "ttft_ms", "usd_per_mtok", "memory_gb_per_gpu", "step_ms")
 
@@ -215,6 +215,8 @@ class Search:
             start += b.rows
         self.size = start
         self.table = Table()
+        self.families: list[Family] = []  # set by the scan (the disaggregated rows' configs)
+        self.disagg: Any = None  # plan/disagg.PlanDisagg: rows after `size`, or None
         self._starts = np.fromiter((b.start for b in self.blocks), dtype=np.int64, count=len(self.blocks))
 
     def _empty_table(self) -> None:

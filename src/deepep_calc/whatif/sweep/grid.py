@@ -42,7 +42,9 @@ import numpy as np
 
 from ...base.errors import CalcError, InputError
 from ...decide.verdict import classify_indices
-from ...estimate.evaluate import check_splittable, compute, table_for
+from ...estimate.disagg import compute_with_disagg
+from ...estimate.evaluate import check_splittable, table_for
+from ...physics.disagg import LIMITS as LIMIT_NAMES
 from ...question.fields import DEFAULTS
 from ...question.scenario import (
     ALTERNATIVES,
@@ -71,6 +73,9 @@ RESULT_METRICS = ("ratio_deepep_vs_alternative", "tax_ms_per_token")
 # BOUNDS and EXCHANGE_BOUNDS), and how busy its NICs are (per cent, tagged).
 BOUND_CODES = ("bound", "exchange_bound")
 BOUND_METRICS = ("nic_busy_pct", "nic_busy_exchange_pct")
+# a disaggregated combination's deployment (estimate/disagg.py), written only when a sweep has one
+DISAGG_METRICS = ("ttft_ms", "tpot_ms", "per_user_tok_s", "aggregate_tok_s", "usd_per_mtok", "kv_transfer_ms")
+DISAGG_LABELS = ("prefill_arm", "decode_arm", "bottleneck")  # code columns: (index, names)
 
 # The value words of --cuda-graphs (and --eager, inverted): the same words in every command
 # (cli.BOOL_WORDS; tests/test_flag_spelling.py checks the two agree).
@@ -89,7 +94,7 @@ def graphs_word(flag_name: str, word: str) -> bool:
     if low in MODE_WORDS:
         return MODE_WORDS[low]
     if low in TRUE_WORDS or low in FALSE_WORDS:
-        return (low in TRUE_WORDS) == (flag_name == "--cuda-graphs")
+        return (low in TRUE_WORDS) == (flag_name != "--eager")  # every mode flag but --eager
     raise InputError(flag_name, word.strip(), BOOL_ALLOWED)
 
 
@@ -231,6 +236,11 @@ class SweepPlan:
     def varied(self) -> tuple[str, ...]:
         return tuple(f for f in FIELDS if len(self.axes[f]) > 1)
 
+    @property
+    def disaggregated(self) -> bool:
+        """Some combination is a disaggregated deployment (its rows get the disagg_ columns)."""
+        return any(c.resolved is not None and c.resolved.disagg is not None for c in self.combinations)
+
 
 def _graph_modes(raw: Mapping[str, str | None]) -> dict[str, str | None]:
     """Fold `--eager LIST` into `cuda_graphs` (the same words, inverted), refusing a contradiction."""
@@ -249,6 +259,32 @@ def _graph_modes(raw: Mapping[str, str | None]) -> dict[str, str | None]:
     return raw
 
 
+def _disagg_split(raw: Mapping[str, str | None]) -> dict[str, str | None]:
+    """`--disagg xPyD` (one split) into prefill / decode node counts; a disaggregated sweep's
+    cluster is P + D nodes, so --nodes is refused beside it."""
+    from ...question.disagg import parse_disagg
+
+    raw = dict(raw)
+    split = raw.pop("disagg", None)
+    if split is not None:
+        if "," in str(split):
+            raise InputError(
+                "--disagg", split, "one xPyD split (for a grid: --prefill-nodes LIST --decode-nodes LIST)"
+            )
+        p, d = parse_disagg(split)
+        for name, value in (("prefill_nodes", p), ("decode_nodes", d)):
+            if raw.get(name) is not None and str(raw[name]).strip() != str(value):
+                raise InputError(flag(name), raw[name], f"{value}, as --disagg {split} says (or give one)")
+            raw[name] = str(value)
+    if (raw.get("prefill_nodes") is not None or raw.get("decode_nodes") is not None) and raw.get(
+        "nodes"
+    ) is not None:
+        raise InputError(
+            "--nodes", raw["nodes"], "no --nodes in a disaggregated sweep: each row's cluster is P + D nodes"
+        )
+    return raw
+
+
 def _reason(exc: CalcError) -> str:
     """A skip reason: the error line without the value-by-value wording of a refusal."""
     if isinstance(exc, InputError) and exc.value is not None:
@@ -262,7 +298,7 @@ def plan_sweep(raw: Mapping[str, str | None]) -> SweepPlan:
     A combination invalid by construction is skipped (and counted); a value is refused only
     when no combination that uses it is valid, with the error of its first combination.
     """
-    raw = _graph_modes(raw)
+    raw = _disagg_split(_graph_modes(raw))
     unknown = [k for k in raw if k not in FIELDS]
     if unknown:
         raise InputError("sweep field", unknown[0], f"one of {', '.join(FIELDS)}")
@@ -406,7 +442,9 @@ def evaluate_chunk(
     # The file holds no bands (low / high), so the pass computes none: the same values, one
     # array operation fewer per figure.
     table = replace(table_for(resolved), bands={})
-    result = compute(resolved.vary(**columns), table=table)
+    if resolved.disagg is not None:  # the cluster is P + D nodes, whatever the nodes axis holds
+        columns = {k: v for k, v in columns.items() if k != "nodes"}
+    result = compute_with_disagg(resolved.vary(**columns), table=table)
     codes, rec = classify_indices(result)
     out: dict[str, Any] = {}
     for key, arm_name in zip(ARM_KEYS, ("deepep", result.alternative, "replica"), strict=True):
@@ -426,6 +464,16 @@ def evaluate_chunk(
     # them, and names are attached only when a file is written.
     out["verdict"] = np.asarray(codes, dtype=np.int8)
     out["recommended_arm"] = np.asarray(rec, dtype=np.int8)
+    d = result.disaggregated
+    if d is not None:
+        for metric in DISAGG_METRICS:
+            q = d.transfer_ms if metric == "kv_transfer_ms" else getattr(d, metric)
+            out[f"disagg_{metric}"] = q.value
+            out[f"disagg_{metric}_tag"] = str(q.tag)
+        out["disagg_feasible"] = np.asarray(d.feasible, dtype=bool)
+        out["disagg_prefill_arm"] = (np.asarray(d.prefill.index), d.prefill.arms)
+        out["disagg_decode_arm"] = (np.asarray(d.decode.index), d.decode.arms)
+        out["disagg_bottleneck"] = (np.asarray(d.deployment.limit), LIMIT_NAMES)
     return out
 
 

@@ -38,6 +38,8 @@ from .grid import (
     BOUND_CODES,
     BOUND_METRICS,
     CHUNK_ROWS,
+    DISAGG_LABELS,
+    DISAGG_METRICS,
     FIELDS,
     FLOAT_FIELDS,
     INT_FIELDS,
@@ -53,14 +55,15 @@ FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 CSV_CHUNK_ROWS = 25_000
 
 
-def value_columns(bounds: bool = False) -> list[str]:
+def value_columns(bounds: bool = False, disagg: bool = False) -> list[str]:
     """The metric columns that carry a provenance tag, in output order."""
     cols = [f"{arm}_{m}" for arm in ARM_KEYS for m in ARM_METRICS]
     extra = [f"{arm}_{m}" for arm in ARM_KEYS for m in BOUND_METRICS] if bounds else []
-    return [*cols, *RESULT_METRICS, *extra]
+    split = [f"disagg_{m}" for m in DISAGG_METRICS] if disagg else []
+    return [*cols, *RESULT_METRICS, *extra, *split]
 
 
-def columns(keep_invalid: bool = False, bounds: bool = False) -> list[tuple[str, str]]:
+def columns(keep_invalid: bool = False, bounds: bool = False, disagg: bool = False) -> list[tuple[str, str]]:
     """(name, kind) of every output column; kind is str, int, float or bool.
 
     With `bounds` (`--bounds`), each arm's bound, exchange bound and NIC busy shares follow the
@@ -88,13 +91,18 @@ def columns(keep_invalid: bool = False, bounds: bool = False) -> list[tuple[str,
         for arm in ARM_KEYS:
             out += [(f"{arm}_{c}", "str") for c in BOUND_CODES]
             out += [(f"{arm}_{m}", "float") for m in BOUND_METRICS]
-    out += [(f"{c}_tag", "str") for c in value_columns(bounds)]
+    if disagg:  # a disaggregated deployment's figures (aggregated rows leave them empty)
+        out += [(f"disagg_{m}", "float") for m in DISAGG_METRICS]
+        out += [("disagg_feasible", "bool"), *((f"disagg_{m}", "str") for m in DISAGG_LABELS)]
+    out += [(f"{c}_tag", "str") for c in value_columns(bounds, disagg)]
     if keep_invalid:
         out.append(("skipped_reason", "str"))
     return out
 
 
-def chunk_values(chunk: Chunk, keep_invalid: bool = False, bounds: bool = False) -> dict[str, Any]:
+def chunk_values(
+    chunk: Chunk, keep_invalid: bool = False, bounds: bool = False, disagg: bool = False
+) -> dict[str, Any]:
     """Column -> array over the chunk's rows, or one scalar that holds for all of them.
 
     Codes (verdict, recommended arm) come as (index array, names) pairs for dictionary encoding.
@@ -103,23 +111,27 @@ def chunk_values(chunk: Chunk, keep_invalid: bool = False, bounds: bool = False)
     r = chunk.combination.resolved
     out: dict[str, Any] = {}
     for name in FIELDS:
-        if name in chunk.numeric:
+        if name == "nodes" and r is not None and r.disagg is not None:
+            out[name] = int(r.scenario.nodes)  # P + D, whatever the nodes axis holds
+        elif name in chunk.numeric:
             arr = chunk.column(name)  # a field held at one value is a scalar in the pass
             out[name] = arr.astype(bool) if name in BOOL_FIELDS else arr.astype(np.int64)
         elif r is None:
             out[name] = chunk.combination.fields.get(name)
         elif name == "gpus_per_node":
             out[name] = r.gpus_per_node
+        elif name in ("prefill_cuda_graphs", "decode_cuda_graphs") and r.disagg is not None:
+            out[name] = r.disagg.side(name.split("_", 1)[0]).cuda_graphs
         elif name == "weight_dtype":
             out[name] = r.model.weight_dtype
         else:
             out[name] = getattr(r.scenario, name)
-    for name, _ in columns(keep_invalid, bounds):
+    for name, _ in columns(keep_invalid, bounds, disagg):
         if name in out:
             continue
         if name == "skipped_reason":
             out[name] = chunk.skipped
-        elif r is None:
+        elif r is None or (name.startswith("disagg_") and name not in chunk.metrics):
             out[name] = None
         elif name == "verdict":
             out[name] = (chunk.column(name), VERDICT_CODES)
@@ -131,6 +143,9 @@ def chunk_values(chunk: Chunk, keep_invalid: bool = False, bounds: bool = False)
             out[name] = (chunk.column(name), BOUNDS)
         elif name.endswith("_tag"):
             out[name] = chunk.metrics[name]
+        elif isinstance(chunk.metrics.get(name), tuple):  # (indices, names): a code column
+            idx, names = chunk.metrics[name]
+            out[name] = (np.broadcast_to(idx, chunk.block.shape).reshape(-1), names)
         else:
             out[name] = chunk.column(name)
     return out
@@ -244,7 +259,8 @@ class TableWriter:
         self.precision = precision  # significant digits of floats (None: every bit)
         self.keep_invalid = keep_invalid
         self.bounds = bounds  # each arm's bound columns (--bounds)
-        self.columns = columns(keep_invalid, bounds)
+        self.disagg = plan.disaggregated
+        self.columns = columns(keep_invalid, bounds, self.disagg)
         self.pool: Any = None
         self.pending: Any = None
         self.sink: Any = out.temp_path() if out.is_file else _Unclosed(out.stream())
@@ -511,7 +527,7 @@ class ArrowWriter(TableWriter):
         """The chunk as Arrow columns, on the caller's thread: for Parquet all of it (the writer
         thread then only encodes and compresses, the larger share); for a CSV every column text,
         but the share of the float columns left to the writer's thread (`text_late`)."""
-        values = chunk_values(chunk, self.keep_invalid, self.bounds)
+        values = chunk_values(chunk, self.keep_invalid, self.bounds, self.disagg)
         if self.fmt != "csv":
             arrays = [self._array(values[f.name], f.type, chunk.rows) for f in self.schema]
             return self.pa.Table.from_arrays(arrays, schema=self.schema)
@@ -567,7 +583,7 @@ class StdlibCsvWriter(TableWriter):
 
     def _write(self, chunk: Chunk) -> None:
         n = chunk.rows
-        values = chunk_values(chunk, self.keep_invalid, self.bounds)
+        values = chunk_values(chunk, self.keep_invalid, self.bounds, self.disagg)
         cols = []
         for name, kind in self.columns:
             value = _rounded(values[name], kind, self.precision)

@@ -1,0 +1,381 @@
+"""Words and launch lines for disaggregated prefill / decode.
+
+- `comparison()`: the verdict card's extra line. For an aggregated scenario, whether the best
+  split of the same nodes into prefill and decode servers would beat the recommended arm; for a
+  disaggregated one, whether the aggregated arm on the same nodes beats it. Both figures are
+  quoted with their bands; "beats" is the verdict's rule (targets first, then the aggregate by
+  more than the noise band).
+- `advisories()`: the failure modes the facts record for KV transfer over EFA (a UCX backend,
+  a silent TCP fallback, queue-depth limits at high load), each with the model's figures.
+- `launch_blocks()`: both servers' command lines (each side's arm, plus the engine's KV
+  connector flags) and the router / proxy that sends each request to a prefill server and then
+  to a decode server, with the EFA environment; what the facts do not pin is said in comments.
+
+The figures come from `estimate/disagg.py`; nothing here computes one.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import replace
+from types import SimpleNamespace
+from typing import Any
+
+from ..base.quantity import Q
+from ..catalog.constants import const
+from ..catalog.engines import ArmFlags
+from ..estimate.disagg import DisaggResult, best_split
+from ..question.fields import DISAGG_FIELDS
+from .launch import launch
+from .verdict import ARM_LABELS, NO_ARM, tagged
+
+BOTTLENECK_WORDS = {
+    "clients": "the load itself (every request is in flight, none waits)",
+    "prefill": "the prefill side's capacity",
+    "decode": "the decode side's running limit",
+    "transfer": "the KV links' capacity",
+}
+
+
+def banded_words(q: Q, digits: int = 0) -> str:
+    """`1,364 tok/s (1,226-1,400) [assumed]`: a figure, its band when modelled, its tag."""
+    value = q.scalar
+    text = "n/a" if value != value else f"{value:,.{digits}f}"
+    band = ""
+    if q.banded:
+        lo, hi = float(q.low), float(q.high)  # type: ignore[arg-type]
+        band = f" ({lo:,.{digits}f}–{hi:,.{digits}f})"
+    unit = "" if q.unit in ("x", "1") else f" {q.unit}"
+    return f"{text}{unit}{band} [{q.tag}]"
+
+
+def layout_words(d: DisaggResult) -> str:
+    """`1P3D (prefill: tensor parallel, decode: DeepEP over efa-proxy), KV over nixl-libfabric`."""
+    parts = []
+    for side in (d.prefill, d.decode):
+        arm = str(side.arm)
+        label = ARM_LABELS.get(arm, arm)
+        if arm == "deepep":
+            route = side.side.transport.name if side.nodes > 1 else "NVLink"
+            label = f"DeepEP over {route}"
+        parts.append(f"{side.role}: {label}")
+    return f"{d.label} ({', '.join(parts)}), KV over {d.kv.name}"
+
+
+def _meets(d: Any) -> bool:
+    return bool(d.feasible) and d.meets_slo is not False and d.meets_ttft is not False
+
+
+def _beats(a_meets: bool, a: Q, b_meets: bool, b: Q) -> bool:
+    if a_meets != b_meets:
+        return a_meets
+    return a.scalar > b.scalar * (1.0 + float(const("noise_band").value))
+
+
+def comparison(result: Any, v: Any) -> dict[str, Any] | None:
+    """The disaggregated-against-aggregated line of the card, or None when there is nothing
+    to say (one node; no split runs; an aggregated scenario whose split does not win)."""
+    arm_name = v.recommended_arm
+    agg = result.arms.get(arm_name) if arm_name != NO_ARM else None
+    d = result.disaggregated
+    asked = d is not None
+    if d is None:
+        if agg is None:
+            return None
+        d = best_split(result.resolved)
+        if d is None or not bool(d.feasible):
+            return None
+    agg_meets = (
+        agg is not None and bool(agg.feasible) and agg.meets_slo is not False and agg.meets_ttft is not False
+    )
+    agg_q = (agg.model_aggregate_tok_s or agg.aggregate_tok_s) if agg is not None else None
+    s = result.scenario
+    nodes = d.nodes
+    disagg_wins = bool(d.feasible) and (
+        agg_q is None or _beats(_meets(d), d.aggregate_tok_s, agg_meets, agg_q)
+    )
+    agg_wins = (
+        agg_q is not None and agg is not None and _beats(agg_meets, agg_q, _meets(d), d.aggregate_tok_s)
+    )
+    if not asked and not disagg_wins:
+        return None
+    figures: dict[str, Any] = {
+        "layout": d.label,
+        "disaggregated": {
+            "aggregate_tok_s": d.aggregate_tok_s.to_json(),
+            "ttft_ms": d.ttft_ms.to_json(),
+            "per_user_tok_s": d.per_user_tok_s.to_json(),
+            "usd_per_mtok": d.usd_per_mtok.to_json(),
+            "feasible": bool(d.feasible),
+        },
+        "aggregated": None,
+        "ask": {"prefill_nodes": d.spec.prefill.nodes, "decode_nodes": d.spec.decode.nodes},
+    }
+    dis_text = (
+        f"{banded_words(d.aggregate_tok_s)} aggregate, TTFT {banded_words(d.ttft_ms)}, "
+        f"{banded_words(d.per_user_tok_s, 1)} per user"
+    )
+    if agg is not None and agg_q is not None:
+        figures["aggregated"] = {
+            "arm": arm_name,
+            "aggregate_tok_s": agg_q.to_json(),
+            "ttft_ms": agg.ttft_ms.to_json(),
+            "per_user_tok_s": agg.per_user_tok_s.to_json(),
+            "usd_per_mtok": agg.usd_per_mtok.to_json(),
+        }
+        agg_text = (
+            f"{banded_words(agg_q)} aggregate, TTFT {banded_words(agg.ttft_ms)}, "
+            f"{banded_words(agg.per_user_tok_s, 1)} per user"
+        )
+        agg_label = f"aggregated {ARM_LABELS[arm_name]}"
+    else:
+        agg_text, agg_label = "", "no aggregated arm"
+    why = _why(d, agg_meets, s)
+    if not bool(d.feasible):  # asked for, and cannot run: no figures of its own to set beside
+        figures.update(
+            line=(
+                f"This disaggregated {layout_words(d)} cannot run: {d.why_not}"
+                + (f"; the {agg_label} on the same {nodes} nodes serves {agg_text}." if agg_text else ".")
+            ),
+            winner="aggregated" if agg_text else None,
+            asked=asked,
+        )
+        return figures
+    if disagg_wins:
+        winner = "disaggregated"
+        head = (
+            f"Disaggregated {layout_words(d)} would beat {agg_label} on the same {nodes} nodes"
+            if not asked
+            else f"This disaggregated {layout_words(d)} beats {agg_label} on the same {nodes} nodes"
+        )
+        line = f"{head}{why}: {dis_text}" + (f", against {agg_text}" if agg_text else "")
+        if not asked:
+            line += f" (ask for it: --disagg {d.label})"
+    elif agg_wins:
+        winner = "aggregated"
+        line = (
+            f"The {agg_label} on the same {nodes} nodes beats this disaggregated "
+            f"{layout_words(d)}{_why(d, agg_meets, s, reverse=True)}: {agg_text}, against {dis_text}"
+        )
+    else:
+        winner = "tie"
+        line = (
+            f"This disaggregated {layout_words(d)} and the {agg_label} on the same {nodes} nodes tie "
+            f"within the noise band: {dis_text}, against {agg_text}"
+        )
+    figures.update(line=line + ".", winner=winner, asked=asked)
+    return figures
+
+
+def _why(d: DisaggResult, agg_meets: bool, s: Any, reverse: bool = False) -> str:
+    """Which target decided it, when one did."""
+    d_meets = _meets(d)
+    if d_meets == agg_meets or (s.slo_tok_s is None and s.ttft_ms is None):
+        return ""
+    if reverse:
+        return " (it meets the targets, the split does not)" if agg_meets else ""
+    return " (it meets the targets, the aggregated arm does not)" if d_meets else ""
+
+
+def advisories(result: Any) -> list[str]:
+    """The failure modes of KV transfer over EFA, with the model's figures for this scenario."""
+    d: DisaggResult | None = result.disaggregated
+    if d is None:
+        return []
+    out: list[str] = []
+    if d.kv.warning:
+        out.append(f"{d.kv.warning}. Here it moves each request's KV in {tagged(d.exposed_ms, 0)}.")
+    tcp = d.tcp_fallback
+    if tcp:
+        head = (
+            "An image without the NCCL OFI plugin (aws-ofi-nccl), or a Mooncake wheel built without "
+            "EFA, falls back to TCP without an error"
+        )
+        check = "Check the transfer library's log for the EFA / LIBFABRIC path before benchmarking."
+        if tcp["transfer_ms"].scalar > 1.5 * d.exposed_ms.scalar:
+            out.append(
+                f"{head}: the KV would then take {tagged(tcp['transfer_ms'], 0)} per request instead "
+                f"of {tagged(d.exposed_ms, 0)}, TTFT {tagged(tcp['ttft_ms'], 0)} instead of "
+                f"{tagged(_plain(d.ttft_ms), 0)}. {check}"
+            )
+        else:
+            out.append(
+                f"{head}. Here the engine's KV blocks of {d.block_bytes.scalar / 1024:,.0f} KiB keep "
+                f"{d.kv.name} near TCP's speed ({tagged(d.node_pair_gb_s)} per node pair at that block); "
+                f"the gap opens with larger blocks (~14 vs ~400 GB/s at large transfers). {check}"
+            )
+    if d.load_limit is not None and d.in_flight_tokens is not None:
+        out.append(
+            f"At {tagged(d.in_flight_tokens, 0)} of prompt KV in flight (ISL x concurrency) this load "
+            f"reaches one where KV transfers over EFA were seen to fail: {d.load_limit.source}. "
+            f"Raise the transfer library's queue depths, or lower the concurrency per prefill server."
+        )
+    if d.inside_references is False:
+        out.append(f"Disaggregated figures: {d.coverage_note}.")
+    side, idle = d.idle()
+    if bool(d.feasible) and idle.scalar > 0.5:
+        room = "is idle" if side == "prefill" else "leaves unused"
+        what = "of the time" if side == "prefill" else "of its running limit"
+        out.append(
+            f"The {side} side {room} {idle.scalar:.0%} {what} [{idle.tag}]: "
+            f"{BOTTLENECK_WORDS[str(d.bottleneck)]} sets the throughput; the two sides' capacities "
+            f"balance at about {d.balance.scalar:.2f} prefill nodes per decode node [{d.balance.tag}]."
+        )
+    return out
+
+
+def _plain(q: Q) -> Q:
+    return Q(q.value, q.unit, q.tag, q.source)
+
+
+# Launch ------------------------------------------------------------------------------------------
+
+
+def _side_result(result: Any, d: DisaggResult, role: str) -> Any:
+    """A stand-in result for one side, as `engine_flags` and `launch` read one."""
+    side = d.spec.side(role)
+    r = result.resolved
+    s = result.scenario.copy(
+        nodes=side.nodes,
+        transport=side.transport.name,
+        cuda_graphs=side.cuda_graphs,
+        **dict.fromkeys(DISAGG_FIELDS),
+    )
+    rs = replace(r, scenario=s, transport=side.transport, disagg=None, disaggregated=role == "decode")
+    return SimpleNamespace(resolved=rs, scenario=s, model=r.model)
+
+
+def _kept(arg: str) -> str:
+    """An option whose value must reach the shell quoted (a JSON object): `launch` splits each
+    argument with shlex, so the value is quoted twice to come out quoted once."""
+    parts = shlex.split(arg)
+    if len(parts) != 2 or shlex.quote(parts[1]) == parts[1]:
+        return arg
+    return f"{parts[0]} {shlex.quote(shlex.quote(parts[1]))}"
+
+
+def _servers(d: DisaggResult, role: str) -> int:
+    """Servers one side runs: one per node for replicas, else one spanning its nodes."""
+    side = getattr(d, role)
+    return side.nodes if str(side.arm) == "replica" else 1
+
+
+def _comments(notes: list[str], width: int = 78) -> list[str]:
+    """Notes as shell comments (a comment pastes harmlessly)."""
+    import textwrap
+
+    return [
+        line
+        for n in notes
+        for line in textwrap.wrap(
+            n, width, initial_indent="# ", subsequent_indent="#   ", break_on_hyphens=False
+        )
+    ]
+
+
+def _continued(parts: list[str]) -> str:
+    """A command with one option (and its values) per line, backslash-continued."""
+    head = 3 if len(parts) > 2 and parts[1] == "-m" else 1  # `python3 -m module` stays whole
+    out = [" ".join(parts[:head])]
+    for part in parts[head:]:
+        if part.startswith("-") and len(part) > 1 and not part[1:2].isdigit():
+            out.append(part)
+        else:
+            out[-1] += f" {part}"
+    return " \\\n  ".join(out)
+
+
+def launch_blocks(result: Any) -> dict[str, Any] | None:
+    """Both servers' launch lines and the router's, for a disaggregated scenario (else None)."""
+    from .explain import engine_flags
+
+    d: DisaggResult | None = result.disaggregated
+    if d is None:
+        return None
+    ekv = d.spec.engine_kv
+    connector = ekv.connectors[d.kv.name]
+    engine = result.resolved.engine.name
+    kv_env = dict(ekv.env_nixl if d.kv.library == "nixl" else ekv.env_mooncake) if d.kv.rdma else {}
+
+    def fill(text: str) -> str:
+        return text.replace("{connector}", connector).replace("{backend}", d.kv.backend)
+
+    blocks: list[dict[str, str]] = []
+    sides: dict[str, Any] = {}
+    hosts: dict[str, list[str]] = {}
+    for role in ("prefill", "decode"):
+        side_res = _side_result(result, d, role)
+        arm = str(getattr(d, role).arm)
+        base = engine_flags(side_res, arm)
+        extra_args = [_kept(fill(a)) for a in (ekv.prefill_args if role == "prefill" else ekv.decode_args)]
+        extra_config = {
+            k: fill(v) for k, v in (ekv.prefill_config if role == "prefill" else ekv.decode_config).items()
+        }
+        spec = ArmFlags(
+            env={**base["env"], **kv_env},
+            config={**base["config"], **extra_config},
+            args=[*base["args"], *extra_args],
+        )
+        block = launch(side_res, arm, spec, lambda x: x)
+        for b in block["blocks"]:  # a flow mapping the engine's YAML writer would quote
+            if b["lang"] == "yaml":
+                for value in extra_config.values():
+                    if value.startswith("{"):
+                        b["text"] = b["text"].replace(f'"{value}"', value)
+        servers = _servers(d, role)
+        var = role.upper()
+        hosts[role] = [f"${{{var}_{i + 1}:?address of {role} server {i + 1}}}" for i in range(servers)]
+        side_nodes = d.spec.side(role).nodes
+        caption = (
+            f"{role} server: {side_nodes} node{'s' if side_nodes > 1 else ''}, {ARM_LABELS.get(arm, arm)}"
+        )
+        if servers > 1:
+            caption += f" ({servers} servers, one per node)"
+        for b in block["blocks"]:
+            blocks.append({**b, "caption": f"{caption}: {b['caption']}"})
+        sides[role] = {**base, "args": spec.args, "config": spec.config, "env": spec.env, "launch": block}
+    router_cmd = _router(ekv, hosts)
+    notes = [f"unsure: {u}" for u in ekv.unsure]
+    if any(d.spec.side(role).nodes > _servers(d, role) for role in ("prefill", "decode")):
+        notes.append("HEAD_IP in each server's block is the first node of that side")
+    notes.append(f"{engine}: KV over {d.kv.name} ({d.kv.label}); connector {connector}")
+    if d.kv.warning:
+        notes.append(d.kv.warning)
+    router_text = "\n".join([*_comments(notes), router_cmd])
+    router_config = None
+    if ekv.router_config:
+        text = (
+            ekv.router_config.replace("{prefill_servers}", str(len(hosts["prefill"])))
+            .replace("{decode_servers}", str(len(hosts["decode"])))
+            .replace("{prefill_list}", ", ".join(f'"{h}:8000"' for h in hosts["prefill"]))
+            .replace("{decode_list}", ", ".join(f'"{h}:8000"' for h in hosts["decode"]))
+        )
+        router_config = {"name": "disagg_config.yaml", "text": text}
+        blocks.append({"caption": "router: save as disagg_config.yaml", "lang": "yaml", "text": text})
+    blocks.append(
+        {"caption": "router / proxy: one entry point for clients", "lang": "sh", "text": router_text}
+    )
+    return {
+        "layout": d.label,
+        "kv_transport": d.kv.name,
+        "connector": connector,
+        "prefill": sides["prefill"],
+        "decode": sides["decode"],
+        "router": {"command": router_text, "config_file": router_config, "notes": notes},
+        "blocks": blocks,
+    }
+
+
+def _router(ekv: Any, hosts: dict[str, list[str]]) -> str:
+    ports = {"prefill": ekv.prefill_args, "decode": ekv.decode_args}
+    port_of = {}
+    for role, args in ports.items():
+        port = next((a.split()[1] for a in args if a.startswith("--port ")), "8000")
+        port_of[role] = port
+    text = (
+        ekv.router.replace("{prefill_hosts}", " ".join(f'"{h}"' for h in hosts["prefill"]))
+        .replace("{decode_hosts}", " ".join(f'"{h}"' for h in hosts["decode"]))
+        .replace("{prefill_urls}", " ".join(f'"http://{h}:{port_of["prefill"]}"' for h in hosts["prefill"]))
+        .replace("{decode_urls}", " ".join(f'"http://{h}:{port_of["decode"]}"' for h in hosts["decode"]))
+    )
+    return _continued(shlex.split(text, posix=False))
