@@ -24,6 +24,7 @@ from deepep_calc.catalog.model_catalog import resolve_model
 from deepep_calc.catalog.models import DTYPES
 from deepep_calc.decide.explain import engine_flags
 from deepep_calc.estimate.evaluate import compute
+from deepep_calc.physics.layout import exchange_of
 from deepep_calc.question.scenario import resolve
 from deepep_calc.whatif.plan.search import plan_request, run_plan
 
@@ -63,6 +64,10 @@ def expected_weights(model: str, dtype: str | None, engine: str) -> tuple[str, s
 def check_launch(flags: dict[str, Any], config: dict[str, Any], arm: str) -> None:
     """The printed launch of `arm` says exactly what `config` chose."""
     r = resolve(Scenario(**config))
+    if arm == "replica":  # each replica launches its one-node layout's command on its own node
+        inner = exchange_of(compute(r).arms["replica"].layout)
+        if inner != "allgather":
+            arm, config = inner, {**config, "nodes": 1}
     launch = flags["launch"]
     command, exports = launch["command"], launch["exports"]
     tokens = _tokens(command)
@@ -188,6 +193,9 @@ def test_every_plan_point_launches_its_own_configuration(fields: dict[str, Any])
     points = [p for p in [plan.best, *plan.frontier, *plan.frontier_per_node, *plan.nearest_misses] if p]
     assert points
     for p in points:
+        if p.layout:  # an xPyD split: both servers and the router, in their own block
+            assert p.flags["launch"] is None and p.flags["disaggregated"], p.layout
+            continue
         check_launch(p.flags, p.config, p.arm)
 
 

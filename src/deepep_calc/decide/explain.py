@@ -699,7 +699,7 @@ def _flip_text(label: str, new_code: str, ratio: Q) -> str:
 def replica_layout(result: Any) -> str:
     """The exchange each single-node replica runs (allgather, deepep or tp), "" when the arm's
     choice differs row by row (a sweep) or the result has no replicas."""
-    rep = result.arms.get("replica")
+    rep = getattr(result, "arms", {}).get("replica")  # a disaggregated side's stand-in has none
     layout = getattr(rep, "layout", "")
     return exchange_of(layout) if isinstance(layout, str) and layout else ""
 

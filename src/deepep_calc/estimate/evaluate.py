@@ -308,7 +308,9 @@ def deepep_neighbour_cell(r: Resolved) -> Cell | None:
 
 
 def arm_result(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None) -> ArmResult:
-    """One arm of one scenario, as `compute` makes it (a disaggregated side asks for each arm)."""
+    """One arm of one scenario, as `compute` makes it (a disaggregated side asks for each arm),
+    except that `replica` is its allgather layout here: the aggregated arm takes the best of the
+    three one-node layouts (`_replica`), a disaggregated side does not choose among them yet."""
     return _arm(r, arm, table, memo)
 
 
