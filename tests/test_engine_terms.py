@@ -2,7 +2,8 @@
 every fitted constant says what it rests on.
 
 vLLM's allgather-reducescatter path is the only one a dense run measures ([U926], [NIXL]); its
-term must not reach SGLang or TensorRT-LLM, nor the DeepEP arm of vLLM itself.
+term must not reach SGLang or TensorRT-LLM, nor the DeepEP arm of vLLM itself, nor vLLM's
+tensor-parallel replicas.
 """
 
 from __future__ import annotations
@@ -44,12 +45,16 @@ def test_the_vllm_term_changes_no_other_engines_figure(scenario: Scenario) -> No
     assert shipped == bare
 
 
-def test_it_moves_vllms_allgather_and_replicas_not_its_deepep_arm() -> None:
+def test_it_moves_vllms_allgather_not_its_deepep_arm_nor_tensor_parallel_replicas() -> None:
+    """The term is the allgather-reducescatter path's: replicas pay it only when their one-node
+    layout is allgather; tensor-parallel replicas (the layout DeepSeek-V3 picks here) do not."""
     r = resolve(Scenario(model="deepseek-v3", nodes=2, engine="vllm", cuda_graphs=True, transport="efa-uccl"))
     with_term, without = compute(r), compute(r, table=_without_terms())
-    for arm in ("allgather", "replica"):
-        assert with_term.arms[arm].step_ms.scalar > without.arms[arm].step_ms.scalar
+    assert with_term.arms["allgather"].step_ms.scalar > without.arms["allgather"].step_ms.scalar
     assert with_term.arms["deepep"].step_ms.scalar == without.arms["deepep"].step_ms.scalar
+    rep, rep_bare = with_term.arms["replica"], without.arms["replica"]
+    assert rep.layout == rep_bare.layout == "replica:tp"
+    assert rep.step_ms.scalar == rep_bare.step_ms.scalar
 
 
 def test_every_fitted_constant_names_its_anchors() -> None:
