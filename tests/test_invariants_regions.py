@@ -5,9 +5,10 @@
 at one region:
 
 * `deepep_scenarios`: GPU-initiated transports (EFA-GDA, IBGDA) under vLLM's CUDA graphs at
-  DeepSeek scale, 16 or more requests, short prompts and long outputs: vLLM's allgather path adds
-  its own cost per layer and per token around NCCL's collectives ([U926], [NIXL]), so there
-  DeepEP beats it and the single-node replicas that run it too;
+  DeepSeek scale on four nodes, large batches (768 or more requests), short prompts and long
+  outputs: vLLM's allgather path adds its own cost per layer and per token around NCCL's
+  collectives ([U926], [NIXL]), so DeepEP beats it, and a batch that large leaves each
+  single-node replica (tensor parallel, its best one-node layout) short of KV cache;
 * `capacity_scenarios`: a model (in its checkpoint dtype or BF16) whose weights alone exceed
   one node's usable HBM, so no replica fits;
 * `dense_scenarios`: Qwen3-30B-A3B on TRT-LLM eager over the host proxy, around the
@@ -55,20 +56,19 @@ def examples(n: int) -> settings:
 
 @st.composite
 def deepep_scenarios(draw: st.DrawFn) -> Scenario:
-    """DeepSeek-scale MoE, vLLM with CUDA graphs, a GPU-initiated transport across 2-8 nodes."""
-    transport, instance = draw(
-        st.sampled_from([("efa-gda", "p5en"), ("efa-gda", "p6-b200"), ("ib-ibgda", "ib-h200")])
-    )
+    """DeepSeek-scale MoE, vLLM with CUDA graphs, a GPU-initiated transport on four H200 nodes,
+    a batch too large for one node's KV cache."""
+    transport, instance = draw(st.sampled_from([("efa-gda", "p5en"), ("ib-ibgda", "ib-h200")]))
     return Scenario(
         model=draw(st.sampled_from(["deepseek-v3", "deepseek-r1"])),
         instance=instance,
         transport=transport,
         engine="vllm",
         cuda_graphs=True,
-        nodes=draw(st.sampled_from([2, 4, 8])),
-        concurrency=draw(st.integers(16, 256)),
-        isl=draw(st.integers(64, 512)),
-        osl=draw(st.integers(256, 2048)),
+        nodes=4,
+        concurrency=draw(st.integers(768, 3072)),
+        isl=draw(st.integers(64, 256)),
+        osl=draw(st.integers(512, 2048)),
     )
 
 
