@@ -54,14 +54,16 @@ def test_the_card_names_the_layout() -> None:
     assert "2 single-node replicas of tensor parallel" in reasons
 
 
-def test_a_sweep_chooses_row_by_row_as_single_runs_do() -> None:
-    """Arrays of concurrency: each row's layout and figures are the scalar run's."""
-    levels = [8, 64, 256]
-    resolved = resolve(Scenario(**DSV3_VLLM, nodes=2))
+@pytest.mark.parametrize("nodes", [2, 4])
+def test_a_sweep_chooses_row_by_row_as_single_runs_do(nodes: int) -> None:
+    """Arrays of concurrency: each row's layout and figures are the scalar run's, large batches
+    included (where two layouts' aggregates, tens of thousands of tok/s, differ by a few)."""
+    levels = [8, 64, 256, 1024, 4096]
+    resolved = resolve(Scenario(**DSV3_VLLM, nodes=nodes))
     swept = compute(resolved.vary(concurrency=np.asarray(levels, dtype=float)))
     rep = swept.arms["replica"]
     for i, c in enumerate(levels):
-        one = evaluate(Scenario(**DSV3_VLLM, nodes=2, concurrency=c)).arms["replica"]
+        one = evaluate(Scenario(**DSV3_VLLM, nodes=nodes, concurrency=c)).arms["replica"]
         assert str(np.broadcast_to(np.asarray(rep.layout), (len(levels),))[i]) == one.layout
         assert float(np.asarray(rep.aggregate_tok_s.value)[i]) == pytest.approx(
             float(one.aggregate_tok_s.value), rel=1e-12

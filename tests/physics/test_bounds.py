@@ -106,7 +106,7 @@ def test_the_bound_is_the_largest_part_of_the_step(s: Scenario) -> None:
         assert sums[_class_of(bound)] == max(sums.values()), (name, bound, sums)
         # an independent look at the paths, from the step's own CPU and GPU path lengths
         c = table_for(r).step_constants(r)
-        step = decode_step(r, name, c, {})
+        step = decode_step(r, arm.layout or name, c, {})  # the replicas: the layout they run
         proxy = step.parts_ms.us("proxy").scalar
         gpu_side = step.gpu_us.scalar + (0.0 if r.engine.proxy_wait == "host" else proxy)
         if not s.cuda_graphs and step.cpu_us.scalar > gpu_side:

@@ -418,20 +418,40 @@ def _replica(r: Resolved, table: Table, memo: dict[Any, Any] | None) -> ArmResul
             return replace(options[0], name="replica", layout=options[0].name)
         best = max(options, key=lambda o: (bool(o.feasible), bool(_meets_targets(o)), _aggregate(o)))
         return replace(best, name="replica", layout=best.name)
-    across = np.asarray(nodes) > 1
-    scores = [
-        np.asarray(o.feasible, dtype=float) * 2e18
-        + np.asarray(_meets_targets(o), dtype=float) * 1e18
-        + np.asarray(o.model_aggregate_tok_s.value)
-        + (0.0 if k == 0 else np.where(across, 0.0, -np.inf))
-        for k, o in enumerate(options)
-    ]
-    index = np.argmax(np.broadcast_arrays(*scores), axis=0)
+    index = _best_rows(options, np.asarray(nodes) > 1)
     if np.all(index == index.flat[0]):  # every row took the same layout: that arm, as it is
         best = options[int(index.flat[0])]
         return replace(best, name="replica", layout=best.name)
     picked = _pick_rows(index, options)
     return replace(picked, name="replica", layout=np.asarray(REPLICA_LAYOUTS)[index])
+
+
+def _best_rows(options: list[ArmResult], across: Any) -> Any:
+    """Row by row, the index of the best option by (feasible, meets targets, aggregate), the
+    first best winning a tie, as the scalar path's max() does; rows on one node keep option 0.
+    Compared key by key: folding the keys into one float score would round the aggregate away."""
+    keys = [
+        (
+            np.asarray(o.feasible, dtype=bool),
+            np.asarray(_meets_targets(o), dtype=bool),
+            o.model_aggregate_tok_s.value,
+        )
+        for o in options
+    ]
+    best_f, best_m, best_a = keys[0]
+    index = np.zeros(
+        np.broadcast_shapes(*(np.shape(x) for k in keys for x in k), np.shape(across)), dtype=int
+    )
+    for k, (f, m, a) in enumerate(keys[1:], start=1):
+        better = (f > best_f) | ((f == best_f) & ((m > best_m) | ((m == best_m) & (a > best_a))))
+        better = better & across
+        index = np.where(better, k, index)
+        best_f, best_m, best_a = (
+            np.where(better, f, best_f),
+            np.where(better, m, best_m),
+            np.where(better, a, best_a),
+        )
+    return index
 
 
 class PickedRows:
