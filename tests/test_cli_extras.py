@@ -25,7 +25,14 @@ def test_python_dash_m_runs_the_cli() -> None:
         [sys.executable, "-m", "deepep_calc", "kernel", "--json"], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    assert set(json.loads(done.stdout)) == {"dispatch_us", "combine_us", "total_us", "parts_us", "binds"}
+    assert set(json.loads(done.stdout)) == {
+        "dispatch_us",
+        "combine_us",
+        "total_us",
+        "parts_us",
+        "binds",
+        "measurements",
+    }
 
 
 def test_bare_json_is_the_calibration_result(capsys: pytest.CaptureFixture[str]) -> None:

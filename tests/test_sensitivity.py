@@ -31,10 +31,10 @@ NEAR_THRESHOLD = Scenario(
     transport="efa-uccl",
     engine="vllm",
     cuda_graphs=True,
-    concurrency=9,
-    isl=2048,
-    osl=256,
-)
+    concurrency=1080,
+    isl=128,
+    osl=1024,
+)  # DeepEP 1.054x the TP replicas, just past the 1.05x threshold
 
 
 def test_override_is_scoped_and_nested() -> None:
@@ -170,11 +170,11 @@ def test_evaluate_sensitivity_flag(capsys: pytest.CaptureFixture[str]) -> None:
             "vllm",
             "--cuda-graphs",
             "--concurrency",
-            "9",
+            "1080",
             "--isl",
-            "2048",
+            "128",
             "--osl",
-            "256",
+            "1024",
             "--sensitivity",
             "--json",
         ]

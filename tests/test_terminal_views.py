@@ -19,7 +19,7 @@ from rich.console import Console
 from cli_runner import run_cli
 from deepep_calc import Scenario, evaluate
 from deepep_calc.report import term
-from deepep_calc.report.terminal import print_calibration
+from deepep_calc.report.reference_views import print_calibration
 
 WIDTHS = (80, 200)
 VIEWS = [

@@ -368,14 +368,14 @@ def test_page_field_error_sits_next_to_the_field(client):  # noqa: F811
 
 
 def test_form_post_without_javascript(client):  # noqa: F811
-    data = {  # GPU-initiated EFA under CUDA graphs at DeepSeek scale: DeepEP wins
+    data = {  # GPU-initiated EFA, CUDA graphs, DeepSeek scale, a batch past one node's KV: DeepEP wins
         "model": "deepseek-v3",
         "nodes": "2",
         "engine": "vllm",
         "transport": "efa-gda",
-        "concurrency": "64",
-        "isl": "1024",
-        "osl": "256",
+        "concurrency": "1024",
+        "isl": "128",
+        "osl": "1024",
         "cuda_graphs": "true",
     }
     resp = clean(client.post("/", data=data))

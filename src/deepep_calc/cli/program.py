@@ -39,7 +39,8 @@ def app(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         emit_json(result.to_json())
         return
-    from ..report.terminal import print_calibration, print_result
+    from ..report.reference_views import print_calibration
+    from ..report.terminal import print_result
 
     print_result(result)
     print_calibration()
@@ -112,7 +113,7 @@ def kernel_cmd(as_json: bool, **kw: Any) -> None:
     if as_json:
         emit_json(kernel_json(out))
     else:
-        from ..report.terminal import print_kernel
+        from ..report.reference_views import print_kernel
 
         print_kernel(out, kw)
 
@@ -159,6 +160,7 @@ EXTENSIONS = (
     "deepep_calc.cli.commands.calibrate",
     "deepep_calc.cli.commands.web",
     "deepep_calc.cli.commands.sweep",
+    "deepep_calc.cli.commands.validate",
     "deepep_calc.cli.commands.plan",
 )
 

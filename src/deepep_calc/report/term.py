@@ -227,3 +227,12 @@ def print_sources_by_row(c: Console, rows: list[tuple[str, str]], heading: str =
 def sources_hint(command: str) -> Text:
     """The line that says where the hidden sources are."""
     return Text(f"sources of every row: {command} --sources (or --json)", style="dim")
+
+
+def print_prose(c: Console, text: str, style: str = "dim") -> None:
+    """A sentence wrapped at spaces short of the last column (as the sources are), so a pipe
+    or a terminal that wraps the last column again gets it whole."""
+    import textwrap
+
+    for line in textwrap.wrap(text, max(c.width - 1, 40), break_on_hyphens=False):
+        c.print(Text(line, style=style), soft_wrap=True)

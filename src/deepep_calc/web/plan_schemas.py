@@ -122,6 +122,7 @@ class PriceKinds(BaseModel):
     mixed_on_purpose: bool
     by_instance: dict[str, str | None]
 
+
 class PlanResponse(BaseModel):
     """Exactly what `deepep-calc plan --json` prints."""
 
