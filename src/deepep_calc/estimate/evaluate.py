@@ -402,34 +402,51 @@ def _arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None
 def _replica(r: Resolved, table: Table, memo: dict[Any, Any] | None) -> ArmResult:
     """The single-node replicas as a deployment: across nodes each node runs the best one-node
     layout the model rates — attention DP with EP over NCCL's allgather or over DeepEP's NVLink
-    kernels, or tensor parallel — chosen by feasibility, then by the targets the user set, then
-    by the model's aggregate (per row in a sweep).
+    kernels, or tensor parallel — chosen among the feasible ones by the targets the user set,
+    then by the model's aggregate (per row in a sweep). With none feasible, the replicas report
+    the allgather layout (and why it cannot run).
 
     On one node the replica is kept to the allgather layout: DeepEP over NVLink and TP are then
     the cluster's own arms, and a replica running one of them would be that arm under a second
     name (the verdict's twin rule)."""
-    options = [_arm(r, name, table, memo) for name in REPLICA_LAYOUTS]
     nodes = r.scenario.nodes
-    if not any(is_array(x) for o in options for x in (o.feasible, o.model_aggregate_tok_s.value)) and not (
-        is_array(nodes)
-    ):
-        # one scenario: plain Python (no NumPy import); the first best wins a tie, as argmax does
+    if not r.varied and not is_array(nodes):
+        # one scenario: plain Python (no NumPy import), and a layout that cannot hold its share
+        # of the batch in one node's HBM is infeasible before its step is worth computing
         if nodes <= 1:
-            return replace(options[0], name="replica", layout=options[0].name)
-        best = max(options, key=lambda o: (bool(o.feasible), bool(_meets_targets(o)), _aggregate(o)))
-        return replace(best, name="replica", layout=best.name)
+            return _as_replica(_arm(r, REPLICA_LAYOUTS[0], table, memo))
+        options = [_arm(r, name, table, memo) for name in REPLICA_LAYOUTS if _fits(r, name, memo)]
+        feasible = [o for o in options if bool(o.feasible)]
+        if not feasible:
+            first = options[0] if options and options[0].name == REPLICA_LAYOUTS[0] else None
+            return _as_replica(first or _arm(r, REPLICA_LAYOUTS[0], table, memo))
+        # the first best wins a tie, as the vectorised path's comparison does
+        return _as_replica(max(feasible, key=lambda o: (bool(_meets_targets(o)), _aggregate(o))))
+    options = [_arm(r, name, table, memo) for name in REPLICA_LAYOUTS]
     index = _best_rows(options, np.asarray(nodes) > 1)
     if np.all(index == index.flat[0]):  # every row took the same layout: that arm, as it is
-        best = options[int(index.flat[0])]
-        return replace(best, name="replica", layout=best.name)
+        return _as_replica(options[int(index.flat[0])])
     picked = _pick_rows(index, options)
     return replace(picked, name="replica", layout=np.asarray(REPLICA_LAYOUTS)[index])
 
 
+def _as_replica(option: ArmResult) -> ArmResult:
+    return replace(option, name="replica", layout=option.name)
+
+
+def _fits(r: Resolved, name: str, memo: dict[Any, Any] | None) -> bool:
+    """Whether this one-node layout holds its weights and its share of the batch in HBM (the
+    memory `_arm` computes, shared through the memo, so nothing is computed twice)."""
+    s = r.scenario
+    lay = shared(memo, ("layout", name), lambda: layout(r, name))
+    return bool(shared(memo, ("memory", name), lambda: memory(r, lay, s.isl, s.osl)).fits)
+
+
 def _best_rows(options: list[ArmResult], across: Any) -> Any:
-    """Row by row, the index of the best option by (feasible, meets targets, aggregate), the
-    first best winning a tie, as the scalar path's max() does; rows on one node keep option 0.
-    Compared key by key: folding the keys into one float score would round the aggregate away."""
+    """Row by row, the index of the best feasible option by (meets targets, aggregate), the
+    first best winning a tie, as the scalar path's max() does; rows on one node, and rows where
+    no option is feasible, keep option 0. Compared key by key: folding the keys into one float
+    score would round the aggregate away."""
     keys = [
         (
             np.asarray(o.feasible, dtype=bool),
@@ -443,7 +460,7 @@ def _best_rows(options: list[ArmResult], across: Any) -> Any:
         np.broadcast_shapes(*(np.shape(x) for k in keys for x in k), np.shape(across)), dtype=int
     )
     for k, (f, m, a) in enumerate(keys[1:], start=1):
-        better = (f > best_f) | ((f == best_f) & ((m > best_m) | ((m == best_m) & (a > best_a))))
+        better = f & (~best_f | (m > best_m) | ((m == best_m) & (a > best_a)))
         better = better & across
         index = np.where(better, k, index)
         best_f, best_m, best_a = (
