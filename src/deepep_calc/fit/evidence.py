@@ -65,9 +65,10 @@ def covered(r: Resolved, arm: str, keys: frozenset[str]) -> Any:
     if not (is_array(nodes) or is_array(graphs)):
         return evidence_key(r, arm) in keys
     n, g = np.broadcast_arrays(floats(nodes), np.asarray(graphs, dtype=bool))
+    across = n > 1  # the key reads the node count only as one node or several
     out = np.zeros(n.shape, dtype=bool)
-    for nv in np.unique(n):
+    for several in (False, True):
         for gv in (False, True):
-            hit = evidence_key(r, arm, float(nv), gv) in keys
-            out = where((n == nv) & (g == gv), hit, out)
+            hit = evidence_key(r, arm, 2.0 if several else 1.0, gv) in keys
+            out = where((across == several) & (g == gv), hit, out)
     return out
