@@ -410,20 +410,25 @@ def _replica(r: Resolved, table: Table, memo: dict[Any, Any] | None) -> ArmResul
     the cluster's own arms, and a replica running one of them would be that arm under a second
     name (the verdict's twin rule)."""
     nodes = r.scenario.nodes
-    if not r.varied and not is_array(nodes):
+    if not is_array(nodes) and nodes <= 1:
+        return _as_replica(_arm(r, REPLICA_LAYOUTS[0], table, memo))
+    fits = [_fits(r, name, memo) for name in REPLICA_LAYOUTS]
+    if not is_array(nodes) and not any(is_array(f) for f in fits):
         # one scenario: plain Python (no NumPy import), and a layout that cannot hold its share
         # of the batch in one node's HBM is infeasible before its step is worth computing
-        if nodes <= 1:
-            return _as_replica(_arm(r, REPLICA_LAYOUTS[0], table, memo))
-        options = [_arm(r, name, table, memo) for name in REPLICA_LAYOUTS if _fits(r, name, memo)]
-        feasible = [o for o in options if bool(o.feasible)]
-        if not feasible:
-            first = options[0] if options and options[0].name == REPLICA_LAYOUTS[0] else None
-            return _as_replica(first or _arm(r, REPLICA_LAYOUTS[0], table, memo))
-        # the first best wins a tie, as the vectorised path's comparison does
-        return _as_replica(max(feasible, key=lambda o: (bool(_meets_targets(o)), _aggregate(o))))
+        options = [_arm(r, name, table, memo) for name, f in zip(REPLICA_LAYOUTS, fits, strict=True) if f]
+        if not any(is_array(x) for o in options for x in (o.feasible, o.model_aggregate_tok_s.value)):
+            feasible = [o for o in options if bool(o.feasible)]
+            if not feasible:
+                closest = min(REPLICA_LAYOUTS, key=lambda name: _memory_gb(r, name, memo))
+                kept = [o for o in options if o.name == closest]
+                return _as_replica(kept[0] if kept else _arm(r, closest, table, memo))
+            # the first best wins a tie, as the vectorised path's comparison does
+            return _as_replica(max(feasible, key=lambda o: (bool(_meets_targets(o)), _aggregate(o))))
     options = [_arm(r, name, table, memo) for name in REPLICA_LAYOUTS]
-    index = _best_rows(options, np.asarray(nodes) > 1)
+    index = _best_rows(
+        options, np.asarray(nodes) > 1, [_memory_gb(r, name, memo) for name in REPLICA_LAYOUTS]
+    )
     if np.all(index == index.flat[0]):  # every row took the same layout: that arm, as it is
         return _as_replica(options[int(index.flat[0])])
     picked = _pick_rows(index, options)
@@ -434,19 +439,29 @@ def _as_replica(option: ArmResult) -> ArmResult:
     return replace(option, name="replica", layout=option.name)
 
 
-def _fits(r: Resolved, name: str, memo: dict[Any, Any] | None) -> bool:
-    """Whether this one-node layout holds its weights and its share of the batch in HBM (the
-    memory `_arm` computes, shared through the memo, so nothing is computed twice)."""
+def _memory_of(r: Resolved, name: str, memo: dict[Any, Any] | None) -> Memory:
+    """This one-node layout's memory per GPU: the one `_arm` computes, shared through the memo
+    (nothing runs twice)."""
     s = r.scenario
     lay = shared(memo, ("layout", name), lambda: layout(r, name))
-    return bool(shared(memo, ("memory", name), lambda: memory(r, lay, s.isl, s.osl)).fits)
+    return shared(memo, ("memory", name), lambda: memory(r, lay, s.isl, s.osl))
 
 
-def _best_rows(options: list[ArmResult], across: Any) -> Any:
+def _fits(r: Resolved, name: str, memo: dict[Any, Any] | None) -> Any:
+    """Whether this one-node layout holds its weights and its share of the batch in HBM (a bool,
+    or per row)."""
+    return _plain(_memory_of(r, name, memo).fits)
+
+
+def _memory_gb(r: Resolved, name: str, memo: dict[Any, Any] | None) -> Any:
+    return _memory_of(r, name, memo).total_gb.value
+
+
+def _best_rows(options: list[ArmResult], across: Any, memory_gb: list[Any]) -> Any:
     """Row by row, the index of the best feasible option by (meets targets, aggregate), the
-    first best winning a tie, as the scalar path's max() does; rows on one node, and rows where
-    no option is feasible, keep option 0. Compared key by key: folding the keys into one float
-    score would round the aggregate away."""
+    first best winning a tie, as the scalar path's max() does; rows where no option is feasible
+    take the one nearest to fitting (least memory per GPU), rows on one node option 0. Compared
+    key by key: folding the keys into one float score would round the aggregate away."""
     keys = [
         (
             np.asarray(o.feasible, dtype=bool),
@@ -468,7 +483,11 @@ def _best_rows(options: list[ArmResult], across: Any) -> Any:
             np.where(better, m, best_m),
             np.where(better, a, best_a),
         )
-    return index
+    shape = index.shape
+    nearest = np.argmin(
+        np.stack(np.broadcast_arrays(*(np.asarray(g, dtype=float) for g in memory_gb), index)[:-1]), axis=0
+    )
+    return np.where(~best_f & across, np.broadcast_to(nearest, shape), index)
 
 
 class PickedRows:
