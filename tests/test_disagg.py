@@ -96,6 +96,25 @@ def test_bandwidth_is_the_curve_at_its_points_and_rises_between(name):
     assert bws[-1] <= kv.line_rate_gb_s(p5en) + 1e-9
 
 
+def test_no_software_path_outruns_efa_rdma_at_any_block():
+    """TCP's one figure is a bulk stream's: below its block each transfer pays a fixed latency,
+    as the RDMA paths' do, so no block size makes the fallback the faster way (it did, at the
+    4 KiB blocks of a small GQA model, and the planner picked TCP); UCX's software path is slow
+    whatever the block."""
+    p5en = get_instance("p5en")
+    rdma = [t for t in load_kv_transports().values() if t.rdma and "p5en" in t.instances]
+    software = [t for t in load_kv_transports().values() if not t.rdma and "p5en" in t.instances]
+    assert rdma and {t.name for t in software} >= {"tcp", "nixl-ucx"}
+    for block in [2**k for k in range(10, 27)]:
+        fastest_rdma = max(kv.node_pair_gb_s(t, _block(block), p5en).value for t in rdma)
+        for t in software:
+            assert kv.node_pair_gb_s(t, _block(block), p5en).value <= fastest_rdma, (t.name, block)
+    tcp, ucx = get_kv_transport("tcp"), get_kv_transport("nixl-ucx")
+    assert kv.node_pair_gb_s(tcp, _block(4096), p5en).value == pytest.approx(9.5 * 4096 / 65536)
+    assert kv.node_pair_gb_s(tcp, _block(64 * MIB), p5en).value == pytest.approx(9.5)
+    assert kv.node_pair_gb_s(ucx, _block(4096), p5en).value == pytest.approx(0.3)
+
+
 def test_transfer_time_falls_as_the_block_grows():
     t = get_kv_transport("nixl-libfabric")
     p5en = get_instance("p5en")

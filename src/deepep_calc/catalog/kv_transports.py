@@ -51,6 +51,9 @@ class KvTransport(Record):
     reference_gbit_per_node: Annotated[float, Gt(0)]
     curve_source: str
     warning: str = ""
+    # below the first point: "latency-bound" (bandwidth falls in proportion to the block: each
+    # transfer's fixed latency dominates) or "flat" (a software path slow whatever the block)
+    small_blocks: Literal["latency-bound", "flat"] = "latency-bound"
     point: list[CurvePoint] = field(default_factory=list)
 
     def __post_init__(self) -> None:

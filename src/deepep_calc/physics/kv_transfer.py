@@ -8,7 +8,8 @@
                          is one transfer)
     node pair GB/s     = the transport's curve at that block (log-log between measured points;
                          below the first, in proportion to the block: the per-transfer latency
-                         bounds it; above the last, flat), scaled by the instance's line rate
+                         bounds it, one-point curves too, unless the transport is slow whatever
+                         the block; above the last, flat), scaled by the instance's line rate
     per GPU pair       = node pair GB/s / GPUs per node (the curves were taken with every GPU of
                          both nodes moving at once: assumed to split evenly)
     transfer           = bytes x copies over the GPU pairs that move one request in parallel
@@ -63,10 +64,14 @@ def block_bytes(m: ModelSpec, block_tokens: Q, kv_shard: Any) -> Q:
     )
 
 
-def _interpolate(points: list[tuple[float, float]], x: Any) -> Any:
-    """Bandwidth at block size x: log-log between points, proportional below, flat above."""
+def _interpolate(points: list[tuple[float, float]], x: Any, flat_below: bool = False) -> Any:
+    """Bandwidth at block size x: log-log between points, flat above; below the first point in
+    proportion to the block (a fixed latency per transfer), or flat where `flat_below`."""
+    if flat_below:
+        x = maximum(x, points[0][0])
     if len(points) == 1:
-        return (np.full(np.shape(x), points[0][1]) if is_array(x) else points[0][1]) * 1.0
+        x0, y0 = points[0]
+        return y0 * minimum(floats(x), x0) / x0
     if is_array(x):
         xs = np.log(np.asarray([p[0] for p in points]))
         ys = np.log(np.asarray([p[1] for p in points]))
@@ -104,7 +109,7 @@ def line_rate_gb_s(instance: Instance) -> float:
 def node_pair_gb_s(t: KvTransport, block: Q, instance: Instance) -> Q:
     """The transport's bandwidth between two nodes at this block size, on this instance."""
     x = block.value
-    raw = _interpolate([(float(p.block_bytes), p.gb_s) for p in t.point], x)
+    raw = _interpolate([(float(p.block_bytes), p.gb_s) for p in t.point], x, t.small_blocks == "flat")
     tag = min(_neighbour_tag(t, x), block.tag)
     gbit = instance.nic_count * instance.nic_gbit_each
     scale = gbit / t.reference_gbit_per_node if t.rdma else 1.0
