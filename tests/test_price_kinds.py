@@ -34,8 +34,10 @@ def test_every_catalog_price_has_a_kind() -> None:
 
 
 def _compared_instances(plan) -> set[str]:
-    c = plan.scan.cols
-    return {plan.scan.search.block_of(int(i)).family.instance.name for i in c.compared.nonzero()[0]}
+    """Instances of the ranked rows, split (disaggregated) rows included: a row's family
+    names its instance, whichever table it came from."""
+    s = plan.scan
+    return {s.families[s.rows["family"][i]].instance.name for i in s.cols.compared.nonzero()[0]}
 
 
 def test_a_plan_ranks_one_kind_of_price_and_says_which_it_left() -> None:

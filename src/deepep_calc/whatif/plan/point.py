@@ -20,7 +20,7 @@ from ...decide.disagg import launch_blocks
 from ...decide.explain import engine_flags
 from ...decide.verdict import ARM_LABELS
 from ...estimate.disagg import compute_with_disagg, covered
-from ...estimate.evaluate import ArmResult, compute
+from ...estimate.evaluate import ArmResult, compute, target_status
 from ...question.fields import DEFAULTS
 from ...question.scenario import Scenario, resolve
 from .evidence import mode_name, notes_for
@@ -278,9 +278,17 @@ class Builder:
         if d.kv.warning:
             notes.append(d.kv.warning)
         price = r.instance.price(config["price_per_hour"])
+        kind = "given" if config["price_per_hour"] is not None else r.instance.price_kind
         notes.append(
-            f"price: {price.source}" if config["price_per_hour"] is None else "price: the one you gave"
+            f"price ({PRICE_KIND_WORDS[kind]}): {price.source}"
+            if kind != "given"
+            else "price: the one you gave"
         )
+        statuses = {}
+        if r.scenario.slo_tok_s is not None:
+            statuses["slo_tok_s"] = target_status(d.per_user_tok_s, r.scenario.slo_tok_s, floor=True)
+        if r.scenario.ttft_ms is not None:
+            statuses["ttft_ms"] = target_status(d.ttft_ms, r.scenario.ttft_ms, floor=False)
         nodes = float(config["nodes"])
         per_hour = (price * nodes).as_("$/h", f"nodes x price per node-hour; {price.source}")
         per_node = (d.aggregate_tok_s / nodes).as_("tok/s/node", "aggregate / nodes")
@@ -309,6 +317,8 @@ class Builder:
             sustainable=None,
             flags=flags,
             layout=d.label,
+            target_status=statuses,
+            price_kind=kind,
         )
 
     def light(self, i: int) -> Point:

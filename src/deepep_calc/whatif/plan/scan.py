@@ -120,13 +120,22 @@ def _block_flags(
                 shard = np.broadcast_to(np.asarray(layout(rv, b.arm).expert_shard, dtype=float), (b.rows,))
                 experts = p.resolved.model.experts
                 split[s] = (experts >= shard) & (np.mod(experts, shard) == 0)
-            if fam.price is None:
-                reason[s] = f"no price for {fam.instance.name} (give --price-per-hour {fam.instance.name}=P)"
-            elif fam.price_kind not in (*ranked, "given"):
-                reason[s] = kind_reason(str(fam.price_kind), ranked)
+            priced = _price_reason(fam, ranked)
+            if priced:
+                reason[s] = priced
             elif measured_only:
                 reason[s] = np.where(anch[s], "", "outside the measured evidence (--measured-only)")
     return anch, split, reason
+
+
+def _price_reason(fam: Family, ranked: tuple[str, ...]) -> str:
+    """Why a family's rows are not ranked on price ("" when they are): no price, or a kind
+    of price the plan does not mix with the ones it ranks."""
+    if fam.price is None:
+        return f"no price for {fam.instance.name} (give --price-per-hour {fam.instance.name}=P)"
+    if fam.price_kind not in (*ranked, "given"):
+        return kind_reason(str(fam.price_kind), ranked)
+    return ""
 
 
 RATE_PASSES = 4  # ladder, two refinements, final (plan_rate): what a rate plan usually takes
@@ -217,9 +226,11 @@ def _append_disagg(
     rows["graphs"] = np.concatenate([rows["graphs"], d.dec["graphs"].astype(float)])
     rows["comms"] = np.concatenate([rows["comms"], d.comms])
     search.disagg = d
-    more = np.full(
-        n, "outside the measured evidence (--measured-only)" if req.measured_only else "", dtype=object
-    )
+    ranked = ranked_kinds(req)
+    priced = np.array([_price_reason(f, ranked) for f in fams], dtype=object)[d.family]
+    more = np.where(
+        priced != "", priced, "outside the measured evidence (--measured-only)" if req.measured_only else ""
+    ).astype(object)
     return (
         np.concatenate([anch, np.zeros(n, dtype=bool)]),
         np.concatenate([split, np.ones(n, dtype=bool)]),
