@@ -216,6 +216,19 @@ def test_public_bind_warns_and_sigterm_drains_the_request_in_flight(spawn):
     assert f"serving on http://0.0.0.0:{server.port}/" in out
 
 
+def test_a_repeated_sigterm_while_stopping_still_exits_zero(spawn):
+    """Service managers ask again when a stop is slow: a SIGTERM landing while the server is
+    already on its way out must not turn exit 0 into death by signal (-15)."""
+    server = spawn()
+    deadline = time.monotonic() + 5
+    while server.proc.poll() is None:
+        assert time.monotonic() < deadline, "no exit within 5 s of repeated SIGTERMs"
+        server.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.002)
+    _, err = server.proc.communicate()
+    assert (server.proc.returncode, err) == (0, "")
+
+
 def test_sigterm_on_an_idle_server_exits_zero_quickly(spawn):
     server = spawn()
     keep_alive = socket.create_connection(("127.0.0.1", server.port))  # an idle kept-alive client

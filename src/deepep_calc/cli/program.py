@@ -18,6 +18,7 @@ from ..base.errors import CalcError
 from ..question.fields import DEFAULTS
 from .completion import SINGLE as COMPLETE
 from .options import SOURCES_HELP, emit_json, mode_unset, scenario_from, scenario_options
+from .stopping import CleanStop
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -274,6 +275,7 @@ def main(argv: list[str] | None = None) -> None:
 
     _load_extensions()
     previous = _catch_signals()
+    stopping = False  # a signal asked for this exit: a repeated ask must not kill it halfway
     try:
         app.main(args=argv, prog_name="deepep-calc", standalone_mode=False)
         sys.stdout.flush()  # here, not at interpreter exit, where a closed pipe cannot be caught
@@ -284,6 +286,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("deepep-calc: interrupted", err=True)
         sys.exit(130)
     except Stopped as exc:
+        stopping = True
         with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
             click.echo(f"deepep-calc: stopped by {signal.Signals(exc.signum).name}", err=True)
         sys.exit(128 + exc.signum)
@@ -291,13 +294,17 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"deepep-calc: error: {exc.format_message()}", err=True)
         sys.exit(2)
     except (OSError, SystemExit) as exc:
+        stopping = isinstance(exc, CleanStop)
         if not _closed_pipe(exc):
             raise
         _quiet_stdout()
         sys.exit(0)
     finally:
         for signum, handler in previous.items():
-            signal.signal(signum, handler)
+            # Restoring the default would let a service manager's second SIGTERM turn an exit
+            # already under way into death by signal; an embedding's own handler comes back.
+            keep_out = stopping and handler is signal.SIG_DFL and signum != signal.SIGINT
+            signal.signal(signum, signal.SIG_IGN if keep_out else handler)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -15,6 +15,7 @@ import click
 
 from ...base.errors import CalcError, InputError, printable
 from ..options import mode_unset, scenario_from, scenario_options
+from ..stopping import CleanStop
 
 if TYPE_CHECKING:
     import logging
@@ -42,8 +43,10 @@ def is_loopback(host: str) -> bool:
 
 
 def _stop_cleanly(signum: int, frame: Any) -> None:
-    """SIGTERM is how service managers ask for a stop: exit 0, not death by signal."""
-    raise SystemExit(0)
+    """SIGTERM is how service managers ask for a stop: exit 0, not death by signal. The process
+    is leaving from here on, so a second SIGTERM (a slow stop asked again) is ignored."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise CleanStop
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -136,6 +139,9 @@ def serve_cmd(host: str, port: int) -> None:
         # uvicorn drains in-flight requests on SIGTERM / SIGINT, then re-raises the signal,
         # which lands in _stop_cleanly (SIGTERM) or click's interrupt handling (SIGINT).
         uvicorn.Server(config).run(sockets=[sock])
+    except CleanStop:
+        previous = signal.SIG_IGN  # leaving: further asks stay ignored (see _stop_cleanly)
+        raise
     finally:
         sock.close()
         signal.signal(signal.SIGTERM, previous)
