@@ -6,8 +6,10 @@
 Each case runs `deepep-calc` as a user would (its own process, a fixed terminal width, an empty
 working folder) and keeps a SHA-256 of its exit code, stdout, stderr and every file it wrote.
 The cases are the README's commands that need no file of the user's, `validate --cv --json`,
-and a fixed sweep of 10,000 rows written as CSV. The time a sweep or a plan search took is
-blanked out.
+a fixed sweep of 10,000 rows written as CSV, verdict and bound maps (HTML and PNG), the
+sensitivity table, and a calibration fitted from the AIPerf exports in tests/fixtures. What
+changes from run to run without the code changing is blanked out: how long a sweep or a plan
+search took, plotly's figure ids, the time a profile was written.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ from pathlib import Path
 
 # The figures a run prints that are not the model's: how long a sweep or a plan search took.
 ELAPSED = re.compile(rb"[\d.]+ s \([\d,]+ rows/s\)|(?<=configurations in )[\d.]+ s")
+# plotly names each figure's <div> with a fresh UUID: not the model's either.
+UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+# A calibration profile records when it was written.
+WRITTEN_AT = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
 
 # 5 models x 4 node counts x 10 concurrencies x 5 input lengths x 2 graph modes x 5 output
 # lengths: 10,000 combinations, none skipped.
@@ -32,6 +38,16 @@ SWEEP_10K = (
     "sweep --model deepseek-v3,qwen3-235b-a22b-fp8,qwen3-30b-a3b,kimi-k2,deepseek-v2-lite"
     " --nodes 1,2,4,8 --concurrency 1:512:x2 --isl 128,512,1024,4096,8192 --cuda-graphs true,false"
     " --osl 64,128,256,512,1024 -o sweep.csv"
+)
+
+# Real AIPerf exports the tests ship: a calibration fitted from them prints its terminal views.
+AIPERF = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "aiperf"
+RUN = "qwen3-30b-a3b-fp8_ep16_2xp5en"
+CALIBRATE = (
+    f"calibrate --dense {AIPERF}/trtllm-0.21_{RUN}_dense-allgather_c4_isl120.json"
+    f" --deepep {AIPERF}/trtllm-0.21_{RUN}_deepep-epnc1_c4_isl120.json"
+    f" --kernel-log {AIPERF.parents[2]}/src/deepep_calc/files/samples/deepep_ll_efa_proxy_p5en_ep16.log"
+    " --model qwen3-30b-a3b-fp8 --comms 1 --concurrency 4 --isl 120 --osl 128 -o profile.toml"
 )
 
 CASES: dict[str, str] = {
@@ -55,7 +71,18 @@ CASES: dict[str, str] = {
     "sweep-grid": "sweep --nodes 1,2,4,8 --concurrency 1:512:x2 --transport efa-proxy,efa-gda -o grid.csv",
     "sweep-10k": SWEEP_10K,
     "report-md": "report --md summary.md",
+    "sweep-maps-html": "sweep --nodes 1,2,4 --concurrency 1:64:x2 --cuda-graphs true,false --map map.html"
+    " --bound-map bounds.html",
+    "sweep-maps-png": "sweep --nodes 1,2,4 --concurrency 1:64:x2 --map map.png --bound-map bounds.png",
+    "sensitivity": "evaluate --model deepseek-v3 --nodes 2 --sensitivity",
+    "calibrate": CALIBRATE,
+    "calibrate-json": CALIBRATE + " --json",
 }
+
+
+def _blank(data: bytes) -> bytes:
+    """The bytes with figure ids and write times replaced: they change from run to run."""
+    return WRITTEN_AT.sub(b"<written at>", UUID.sub(b"<uuid>", data))
 
 
 def fingerprint(args: str) -> str:
@@ -71,10 +98,10 @@ def fingerprint(args: str) -> str:
             check=False,
         )
         digest.update(f"rc={done.returncode}\n".encode())
-        digest.update(ELAPSED.sub(b"<elapsed>", done.stdout) + b"\0" + done.stderr + b"\0")
+        digest.update(_blank(ELAPSED.sub(b"<elapsed>", done.stdout)) + b"\0" + done.stderr + b"\0")
         for path in sorted(Path(folder).rglob("*")):
             if path.is_file():
-                digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+                digest.update(path.name.encode() + b"\0" + _blank(path.read_bytes()) + b"\0")
     return digest.hexdigest()
 
 
