@@ -62,7 +62,7 @@ def run_mode(mode: str, repeat: int) -> dict[str, object]:
         for i in range(repeat):
             out = None if mode == "model" else str(Path(tmp) / f"rows{i}.{mode}")
             t1, c1 = time.perf_counter(), time.process_time()
-            summary = run_sweep(plan, output=out, progress=False)
+            summary = run_sweep(plan, output=out)
             times.append(time.perf_counter() - t1)
             cpus.append(time.process_time() - c1)
             if out:

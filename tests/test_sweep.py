@@ -18,6 +18,7 @@ from deepep_calc.decide.answer import evaluate
 from deepep_calc.decide.verdict import VERDICT_CODES
 from deepep_calc.estimate.evaluate import compute
 from deepep_calc.question.scenario import Scenario, resolve
+from deepep_calc.report.sweep_maps import draw
 from deepep_calc.whatif.sweep import grid as sweep_mod
 from deepep_calc.whatif.sweep import output as sweep_output
 from deepep_calc.whatif.sweep.grid import FIELDS, iter_chunks, parse_values, plan_sweep
@@ -267,16 +268,16 @@ def test_bad_targets_fail_before_work(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(sweep_mod, "evaluate_chunk", _no_work)
     plan = plan_sweep({"nodes": "1,2"})
     with pytest.raises(CalcError, match=r"\.csv or \.parquet"):
-        run_sweep(plan, output=str(tmp_path / "rows.txt"), progress=False)
+        run_sweep(plan, output=str(tmp_path / "rows.txt"))
     with pytest.raises(CalcError, match="directory does not exist"):
-        run_sweep(plan, output=str(tmp_path / "missing" / "rows.csv"), progress=False)
+        run_sweep(plan, output=str(tmp_path / "missing" / "rows.csv"))
     with pytest.raises(CalcError, match=r"\.html or \.png"):
-        run_sweep(plan, map_path=str(tmp_path / "map.svg"), progress=False)
+        run_sweep(plan, map_path=str(tmp_path / "map.svg"), draw=draw)
     with pytest.raises(InputError, match="--x"):
-        run_sweep(plan, map_path=str(tmp_path / "map.html"), x="speed", progress=False)
+        run_sweep(plan, map_path=str(tmp_path / "map.html"), x="speed", draw=draw)
     many = plan_sweep({"model": "qwen3-30b-a3b-fp8,deepseek-v3", "isl": "1:13", "osl": "1,2"})
     with pytest.raises(InputError, match="panels"):
-        run_sweep(many, map_path=str(tmp_path / "map.html"), progress=False)
+        run_sweep(many, map_path=str(tmp_path / "map.html"), draw=draw)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -284,7 +285,7 @@ def test_parquet_without_pyarrow_is_a_clear_error(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(sweep_output, "have_pyarrow", lambda: False)
     monkeypatch.setattr(sweep_mod, "evaluate_chunk", _no_work)
     with pytest.raises(CalcError, match=r"Parquet needs pyarrow.*pip install pyarrow"):
-        run_sweep(plan_sweep({}), output=str(tmp_path / "rows.parquet"), progress=False)
+        run_sweep(plan_sweep({}), output=str(tmp_path / "rows.parquet"))
     assert list(tmp_path.iterdir()) == []
 
 
@@ -308,7 +309,7 @@ def test_interrupted_sweep_leaves_no_partial_file(
     monkeypatch.setattr(sweep_mod, "evaluate_chunk", _interrupt_after(2))
     target = tmp_path / f"rows{suffix}"
     with pytest.raises(KeyboardInterrupt):
-        run_sweep(plan_sweep({"concurrency": "1:100"}), output=str(target), chunk_rows=10, progress=False)
+        run_sweep(plan_sweep({"concurrency": "1:100"}), output=str(target), chunk_rows=10)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -343,7 +344,7 @@ def test_a_failed_flush_behind_fails_the_sweep_and_keeps_the_old_file(
 
     monkeypatch.setattr(sweep_output, "_datasync", failing)
     with pytest.raises(CalcError, match=r"rows.*Input/output error"):
-        run_sweep(plan_sweep({"concurrency": "1:100"}), output=str(target), chunk_rows=10, progress=False)
+        run_sweep(plan_sweep({"concurrency": "1:100"}), output=str(target), chunk_rows=10)
     assert flushed  # the flush ran, behind the writer
     assert target.read_bytes() == b"previous results\n"
     assert [p.name for p in tmp_path.iterdir()] == [target.name]
@@ -388,7 +389,7 @@ def test_csv_round_trip(arrow: bool, precision: int, tmp_path: Path, monkeypatch
     }
     plan = plan_sweep(spec)
     target = tmp_path / "rows.csv"
-    summary = run_sweep(plan, output=str(target), chunk_rows=5, progress=False, precision=precision)
+    summary = run_sweep(plan, output=str(target), chunk_rows=5, precision=precision)
     assert summary.rows == plan.rows == 2 * 2 * 4
     expected = _rows(plan)
     kinds = dict(columns())
@@ -418,7 +419,7 @@ def test_parquet_round_trip(tmp_path: Path) -> None:
         {"transport": "efa-proxy,efa-gda", "concurrency": "1:64:x2", "cuda_graphs": "false,true"}
     )
     target = tmp_path / "rows.parquet"
-    run_sweep(plan, output=str(target), chunk_rows=6, progress=False)
+    run_sweep(plan, output=str(target), chunk_rows=6)
     table = pq.read_table(target)
     assert table.column_names == [name for name, _ in columns()]
     got = table.to_pylist()
@@ -438,20 +439,20 @@ def test_verdict_maps(tmp_path: Path) -> None:
     }
     plan = plan_sweep(spec)
     html = tmp_path / "map.html"
-    summary = run_sweep(plan, map_path=str(html), progress=False)
+    summary = run_sweep(plan, map_path=str(html), draw=draw)
     text = html.read_text(encoding="utf-8")
     assert "plotly" in text.lower() and "transport=efa-gda" in text
     for code in summary.verdicts:
         assert code in text
     pytest.importorskip("matplotlib")
     png = tmp_path / "map.png"
-    run_sweep(plan, map_path=str(png), progress=False)
+    run_sweep(plan, map_path=str(png), draw=draw)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["map.html", "map.png"]
 
 
 def test_map_grid_holds_every_verdict() -> None:
-    from deepep_calc.whatif.sweep.verdict_map import MapGrid
+    from deepep_calc.whatif.sweep.maps import MapGrid
 
     plan = plan_sweep({"transport": "efa-proxy,efa-gda", "nodes": "1,2,4", "concurrency": "1:64:x2"})
     grid = MapGrid(plan, "nodes", "concurrency")
@@ -489,3 +490,19 @@ def test_a_one_value_csv_column_is_built_once_and_sliced() -> None:
     assert w._repeated(np.float64(2.0), "float", 2).to_pylist() == ["2", "2"]
     assert w._repeated(np.float64(1e-05), "float", 1).to_pylist() == ["0.00001"]
     assert w._repeated(True, "bool", 1).to_pylist() == ["true"]
+
+
+def test_a_map_needs_a_drawer_from_the_caller(tmp_path: Path) -> None:
+    """The runner draws nothing itself: a map without `draw` is a programming error, and no file."""
+    plan = plan_sweep({"nodes": "1,2"})
+    with pytest.raises(TypeError, match="draw="):
+        run_sweep(plan, map_path=str(tmp_path / "map.html"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_progress_is_reported_from_nothing_to_every_row() -> None:
+    seen: list[tuple[int, int]] = []
+    plan = plan_sweep({"nodes": "1,2,4", "concurrency": "1:64:x2"})
+    summary = run_sweep(plan, chunk_rows=5, progress=lambda done, total: seen.append((done, total)))
+    assert seen[0] == (0, summary.rows) and seen[-1] == (summary.rows, summary.rows)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen) and len(seen) == summary.chunks + 1

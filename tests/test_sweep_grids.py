@@ -21,6 +21,7 @@ import pytest
 
 from deepep_calc.base.errors import InputError
 from deepep_calc.cli import main
+from deepep_calc.report.sweep_maps import draw
 from deepep_calc.whatif.sweep import grid as sweep_mod
 from deepep_calc.whatif.sweep import output as sweep_output
 from deepep_calc.whatif.sweep.grid import plan_sweep
@@ -78,7 +79,7 @@ def test_keep_invalid_writes_the_reason(
     if not arrow:
         monkeypatch.setattr(sweep_output, "have_pyarrow", lambda: False)
     target = tmp_path / "rows.csv"
-    summary = run_sweep(mixed, output=str(target), progress=False, keep_invalid=True, chunk_rows=3)
+    summary = run_sweep(mixed, output=str(target), keep_invalid=True, chunk_rows=3)
     assert summary.skipped_combinations == 2 and summary.kept_invalid
     with open(target, newline="") as fh:
         reader = csv.DictReader(fh)
@@ -98,7 +99,7 @@ def test_keep_invalid_writes_the_reason(
 def test_keep_invalid_parquet_has_nulls(mixed: Any, tmp_path: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
     target = tmp_path / "rows.parquet"
-    run_sweep(mixed, output=str(target), progress=False, keep_invalid=True)
+    run_sweep(mixed, output=str(target), keep_invalid=True)
     table = pq.read_table(target).to_pylist()
     bad = [r for r in table if r["skipped_reason"] is not None]
     assert len(bad) == mixed.skipped_rows
@@ -108,7 +109,7 @@ def test_keep_invalid_parquet_has_nulls(mixed: Any, tmp_path: Path) -> None:
 
 def test_without_keep_invalid_no_reason_column(mixed: Any, tmp_path: Path) -> None:
     target = tmp_path / "rows.csv"
-    run_sweep(mixed, output=str(target), progress=False)
+    run_sweep(mixed, output=str(target))
     with open(target, newline="") as fh:
         header = next(csv.reader(fh))
     assert "skipped_reason" not in header and header == [n for n, _ in columns()]
@@ -218,9 +219,9 @@ def test_fallback_writer_writes_the_same_text(
     grid: dict[str, str], keep: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plan = plan_sweep(grid)
-    run_sweep(plan, output=str(tmp_path / "arrow.csv"), progress=False, keep_invalid=keep, chunk_rows=3)
+    run_sweep(plan, output=str(tmp_path / "arrow.csv"), keep_invalid=keep, chunk_rows=3)
     monkeypatch.setattr(sweep_output, "have_pyarrow", lambda: False)
-    run_sweep(plan, output=str(tmp_path / "stdlib.csv"), progress=False, keep_invalid=keep, chunk_rows=3)
+    run_sweep(plan, output=str(tmp_path / "stdlib.csv"), keep_invalid=keep, chunk_rows=3)
     with open(tmp_path / "arrow.csv", newline="") as a, open(tmp_path / "stdlib.csv", newline="") as b:
         ra, rb = list(csv.reader(a)), list(csv.reader(b))
     assert ra[0] == [n for n, _ in columns(keep)]
@@ -264,9 +265,7 @@ def test_outputs_follow_the_umask(umask: int, tmp_path: Path) -> None:
     try:
         plan = plan_sweep({"nodes": "1,2", "concurrency": "4,8"})
         for name in ("rows.csv", "rows.parquet"):
-            run_sweep(
-                plan, output=str(tmp_path / name), map_path=str(tmp_path / f"{name}.html"), progress=False
-            )
+            run_sweep(plan, output=str(tmp_path / name), map_path=str(tmp_path / f"{name}.html"), draw=draw)
     finally:
         os.umask(old)
     files = sorted(tmp_path.iterdir())

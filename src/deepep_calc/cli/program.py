@@ -80,7 +80,7 @@ def evaluate_cmd(as_json: bool, with_sensitivity: bool, **kwargs: Any) -> None:
 
         print_result(result)
         if rows is not None:
-            from .commands.sweep import print_sensitivity
+            from ..report.sweep_view import print_sensitivity
 
             print_sensitivity(rows)
 

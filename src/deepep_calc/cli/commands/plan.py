@@ -96,8 +96,10 @@ def plan_cmd(as_json: bool, html_path: str | None, **fields: Any) -> None:
     target = check_output(html_path, "--html", inputs=scenario_inputs(req.model)) if html_path else None
     if target is not None and target.is_stdout and as_json:
         raise click.UsageError("--html - prints the page; drop --json or name a file")
-    with _progress(plan_size(req) > default_size(req)) as progress:
-        plan = run_plan(req, progress)
+    from ..progress import Bar
+
+    with Bar("plan", show_now=plan_size(req) > default_size(req)) as bar:
+        plan = run_plan(req, bar.update)
     if target is None:
         if as_json:
             emit_json(plan.to_json())
@@ -130,40 +132,3 @@ def _print(plan: Any) -> None:
         if card is not None:
             console.print()
             print_best_card(plan, card, console)
-
-
-class _progress:
-    """A rich bar on stderr for plans larger than the default (only on a terminal)."""
-
-    def __init__(self, show: bool) -> None:
-        self.show = show
-        self.bar: Any = None
-        self.task: Any = None
-
-    def __enter__(self) -> Any:
-        if not self.show:
-            return None
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        console = Console(stderr=True)
-        if not console.is_terminal:
-            return None
-        self.bar = Progress(
-            TextColumn("plan"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        )
-        self.bar.start()
-        self.task = self.bar.add_task("plan", total=None)
-        return self.update
-
-    def update(self, done: int, total: int) -> None:
-        self.bar.update(self.task, completed=done, total=total)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.bar is not None:
-            self.bar.stop()

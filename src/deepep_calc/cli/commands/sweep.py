@@ -139,58 +139,41 @@ def sweep_cmd(
 
     Example: --nodes 1,2,4,8 --concurrency 1:512:x2 --transport efa-proxy,efa-gda -o out.csv
     """
-    from ...base.errors import printable
+    from ...report.sweep_maps import draw
     from ...whatif.sweep.grid import plan_sweep
     from ...whatif.sweep.run import check_precision, run_sweep
+    from ..progress import Bar
 
     to_stdout = "-" in (output, map_path, bound_map_path)
     if to_stdout and as_json:
         raise click.UsageError("-o - / --map - write to stdout; drop --json or name a file")
     check_precision(precision)
     plan = plan_sweep({k: v for k, v in fields.items() if v is not None})
-    summary = run_sweep(
-        plan,
-        output,
-        map_path,
-        x_axis,
-        y_axis,
-        chunk_rows=chunk_rows,
-        precision=precision,
-        keep_invalid=keep_invalid,
-        bounds=bounds,
-        bound_map_path=bound_map_path,
-        bound_arm=bound_arm,
-    )
+    with Bar("sweep", delay=1.0, eta=True) as bar:
+        summary = run_sweep(
+            plan,
+            output,
+            map_path,
+            x_axis,
+            y_axis,
+            chunk_rows=chunk_rows,
+            precision=precision,
+            keep_invalid=keep_invalid,
+            bounds=bounds,
+            bound_map_path=bound_map_path,
+            bound_arm=bound_arm,
+            draw=draw,
+            progress=bar.update,
+        )
     line = summary.skipped_line()
     if line:
         click.echo(f"deepep-calc: {line}", err=True)
     if as_json:
         emit_json(summary.to_json())
         return
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
+    from ...report.sweep_view import print_sweep_summary
 
-    console = Console(highlight=False, stderr=to_stdout)  # rows on stdout: the summary beside them
-    s = summary
-    rate = f"{s.rows / s.seconds:,.0f} rows/s" if s.seconds > 0 else ""
-    console.print(
-        f"[bold]{s.rows:,}[/] scenarios in {s.combinations:,} combination(s), {s.chunks} pass(es), "
-        f"{s.seconds:.2f} s ({rate})"
-    )
-    table = Table("verdict", "rows", "share", title="Verdicts")
-    for code, count in s.verdicts.items():
-        table.add_row(code, f"{count:,}", f"{count / s.rows:.1%}")
-    console.print(table)
-    arms = Table("recommended arm", "rows", title="Recommended arm")
-    for arm, count in s.recommended.items():
-        arms.add_row(arm, f"{count:,}")
-    console.print(arms)
-    for label, path in (("rows", s.output), ("verdict map", s.map), ("bound map", s.bound_map)):
-        if path:
-            console.print(Text(f"{label}: {'stdout' if path == '-' else printable(path)}"))
-    if not s.output and not s.map:
-        console.print("[dim]write every row with -o out.csv (or .parquet), a map with --map map.html[/]")
+    print_sweep_summary(summary, to_stderr=to_stdout)  # rows on stdout: the summary beside them
 
 
 @click.command("breakeven")
@@ -208,53 +191,6 @@ def breakeven_cmd(as_json: bool, **kwargs: Any) -> None:
     print_breakeven(answers)
 
 
-def print_sensitivity(rows: list[Any]) -> None:
-    """The tornado as a table, largest swing first, and the one-line judgement."""
-    from rich.text import Text
-
-    from ...decide.verdict import SYMBOLS
-    from ...report import term
-    from ...whatif.sensitivity import fragility
-
-    c = term.console()
-    wide = term.wide(c)
-    tag = str(rows[0].ratio_low.tag) if rows else "assumed"
-    table = term.table(
-        term.id_col("assumed input"),
-        term.num_col("value\n± spread"),
-        term.num_col("low end\n→ ratio" if wide else "ratio at\nlow end"),
-        term.num_col("high end\n→ ratio" if wide else "ratio at\nhigh end"),
-        term.id_col("flips?"),
-        title="Sensitivity of the verdict",
-    )
-    for row in rows:
-        case = row.case
-        unit = "" if case.base.unit == "1" else f" {case.base.unit}"
-        low = f"{row.ratio_low.scalar:.3f} {SYMBOLS[row.verdict_low]}"
-        high = f"{row.ratio_high.scalar:.3f} {SYMBOLS[row.verdict_high]}"
-        table.add_row(
-            case.label,
-            f"{case.base.scalar:g} ± {case.spread:g}{unit}",
-            f"{case.low:g} → {low}" if wide else low,
-            f"{case.high:g} → {high}" if wide else high,
-            Text("no") if row.survives else Text("YES", style="bold red"),
-        )
-    c.print(table)
-    from ...decide.verdict import ARM_LABELS
-
-    a, b = rows[0].versus if rows else ("deepep", "allgather")
-    pair = f"{'DeepEP' if a == 'deepep' else ARM_LABELS[a]} / {ARM_LABELS[b]}"
-    c.print(
-        Text.assemble(
-            (f"ratio = the model's aggregate, {pair} (the comparison that decided) ", "dim"),
-            term.marker(tag),
-            ("; ■ dense ▲ deepep ◆ capacity", "dim"),
-        )
-    )
-    c.print(Text(f"Verdict is {fragility(rows)}"))
-    c.print(term.legend())
-
-
 @click.command("sensitivity")
 @scenario_options
 @click.option("--json", "as_json", is_flag=True, help="print the tornado as JSON")
@@ -266,4 +202,6 @@ def sensitivity_cmd(as_json: bool, **kwargs: Any) -> None:
     if as_json:
         emit_json({"robustness": fragility(rows), "rows": [r.to_json() for r in rows]})
         return
+    from ...report.sweep_view import print_sensitivity
+
     print_sensitivity(rows)

@@ -1,14 +1,15 @@
-"""Running a planned sweep: every chunk through the model, to the table and the map, or nothing.
+"""Running a planned sweep: every chunk through the model, to the table and the maps, or nothing.
 
 `grid.py` turns the flags into a plan and the plan into chunks of rows; this module drives
-them, counts the verdicts, shows progress, and commits the outputs together at the end
-(`output.py` writes the table, `verdict_map.py` draws the map).
+them, counts the verdicts, reports progress through a callback, and commits the outputs together
+at the end (`output.py` writes the table, `maps.py` fills the maps' grids). Drawing a map and
+showing progress are the caller's: it passes `draw` and `progress`, so no face library loads here.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -18,10 +19,12 @@ import numpy as np
 from ...base.errors import InputError
 from ...decide.verdict import ARM_NAMES, VERDICT_CODES
 from ...files.safe_write import check_distinct, check_output, commit, scenario_inputs
-from .bound_map import BoundMapGrid, render_bound_map
 from .grid import SweepPlan, blocks_per_combination, evaluate_chunk, iter_chunks, plan_sweep
+from .maps import BoundMapGrid, MapGrid, check_map_target
 from .output import check_table_target, default_chunk_rows, open_table_writer
-from .verdict_map import MapGrid, check_map_target, render_map
+
+Draw = Callable[[MapGrid, str], bytes]  # a grid and "html" / "png" -> the file's bytes
+Progress = Callable[[int, int], None]  # rows done, rows in all
 
 
 @dataclass
@@ -91,12 +94,13 @@ def run_sweep(
     x: str | None = None,
     y: str | None = None,
     chunk_rows: int | None = None,
-    progress: bool = True,
+    progress: Progress | None = None,
     precision: int = 6,
     keep_invalid: bool = False,
     bounds: bool = False,
     bound_map_path: str | None = None,
     bound_arm: str = "deepep",
+    draw: Draw | None = None,
 ) -> SweepSummary:
     """Evaluate every row; stream them to `output` and fill the verdict map; all-or-nothing files.
 
@@ -107,8 +111,12 @@ def run_sweep(
     computes the bounds, whether the table shows them or not). CSV floats carry `precision` significant digits
     (Parquet keeps full doubles). `keep_invalid` writes the skipped combinations' rows too,
     with a `skipped_reason` and null metrics. `chunk_rows`: rows per vectorised pass (memory,
-    not results), by default `output.default_chunk_rows` of the output's format.
+    not results), by default `output.default_chunk_rows` of the output's format. `draw` renders
+    a map's grid to the file's bytes (`report.sweep_maps.draw`); a map needs one. `progress` is
+    called with (rows done, rows in all) before the first chunk and after each.
     """
+    if draw is None and (map_path is not None or bound_map_path is not None):
+        raise TypeError("run_sweep: a map needs draw= (report.sweep_maps.draw)")
     if chunk_rows is not None and (
         isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows <= 0
     ):
@@ -131,7 +139,7 @@ def run_sweep(
     bound_out = bound_grid = None
     bound_fmt = "html"
     if bound_map_path is not None:
-        bound_fmt = check_map_target(bound_map_path)
+        bound_fmt = check_map_target(bound_map_path, "--bound-map")
         bound_out = check_output(bound_map_path, "--bound-map", inputs=inputs)
         bound_grid = BoundMapGrid(plan, x or "nodes", y or "concurrency", bound_arm)
     outputs = check_distinct([table_out, map_out, bound_out])
@@ -143,12 +151,13 @@ def run_sweep(
     n_chunks = len(plan.combinations) * blocks_per_combination(plan.numeric_shape, chunk_rows)
     total = plan.rows + (plan.skipped_rows if keep else 0)
     started = time.perf_counter()
-    bar = _ProgressBar(total, n_chunks > 1, started) if progress else None
     writer = None
     done = 0
     try:
         if table_out is not None:
             writer = open_table_writer(table_out, plan, precision=precision, keep_invalid=keep, bounds=bounds)
+        if progress is not None:
+            progress(0, total)
         for chunk in iter_chunks(plan, chunk_rows, evaluator=evaluator, keep_invalid=keep):
             if chunk.skipped is None:
                 verdicts += np.bincount(chunk.column("verdict"), minlength=len(VERDICT_CODES))
@@ -160,14 +169,14 @@ def run_sweep(
             if writer is not None:
                 writer.write(chunk)
             done += chunk.rows
-            if bar is not None:
-                bar.update(done)
+            if progress is not None:
+                progress(done, total)
         if writer is not None:
             writer.close()
-        if grid is not None and map_out is not None:
-            map_out.stage(render_map(grid, map_fmt))
-        if bound_grid is not None and bound_out is not None:
-            bound_out.stage(render_bound_map(bound_grid, bound_fmt))
+        if grid is not None and map_out is not None and draw is not None:
+            map_out.stage(draw(grid, map_fmt))
+        if bound_grid is not None and bound_out is not None and draw is not None:
+            bound_out.stage(draw(bound_grid, bound_fmt))
         commit(outputs)
     except BaseException:
         if writer is not None:
@@ -175,9 +184,6 @@ def run_sweep(
         for out in outputs:
             out.discard()
         raise
-    finally:
-        if bar is not None:
-            bar.stop()
     elapsed = time.perf_counter() - started
     return SweepSummary(
         plan.rows,
@@ -195,46 +201,6 @@ def run_sweep(
         keep,
         bound_map_path,
     )
-
-
-class _ProgressBar:
-    """A rich progress bar on stderr, shown for multi-chunk sweeps or once one runs past 1 s."""
-
-    def __init__(self, total: int, show_now: bool, started: float) -> None:
-        self.total, self.started = total, started
-        self.progress: Any = None
-        self.task: Any = None
-        if show_now:
-            self._start()
-
-    def _start(self) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        console = Console(stderr=True)
-        if not console.is_terminal:
-            self.progress = False
-            return
-        self.progress = Progress(
-            TextColumn("sweep"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=console,
-            transient=True,
-        )
-        self.progress.start()
-        self.task = self.progress.add_task("sweep", total=self.total)
-
-    def update(self, done: int) -> None:
-        if self.progress is None and time.perf_counter() - self.started > 1.0:
-            self._start()
-        if self.progress:
-            self.progress.update(self.task, completed=done)
-
-    def stop(self) -> None:
-        if self.progress:
-            self.progress.stop()
 
 
 def sweep(raw: Mapping[str, str | None], **kwargs: Any) -> SweepSummary:

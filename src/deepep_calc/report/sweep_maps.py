@@ -1,0 +1,331 @@
+"""A sweep's maps drawn: the verdict map and the bound map, as an HTML page or a PNG image.
+
+HTML is a self-contained plotly page (plotly.js is inlined: the file works offline). PNG is
+drawn by matplotlib: plotly's own image export (kaleido) drives a Chrome process, which this
+tool cannot count on, so a static image does not need a browser. Colours are the web page's
+and the report's (base/palette.py), and every cell also carries its verdict symbol or its
+bound's short name, so a map reads without colour. The grids are `whatif/sweep/maps.py`'s.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import textwrap
+from typing import Any
+
+from ..base.palette import BOUND as BOUND_COLOURS
+from ..base.palette import VERDICT as COLOURS
+from ..base.palette import VERDICT_TEXT as TEXT_COLOURS
+from ..decide.verdict import ARM_NAMES, SYMBOLS, VERDICT_CODES
+from ..physics.bounds import BOUNDS, LABELS
+from ..whatif.sweep.maps import BoundMapGrid, MapGrid
+
+MISSING = "#d4d4d8"  # a cell no row reached
+TEXT_CELLS = 900  # print the symbol in each cell up to this many cells per panel
+LEGEND_ORDER = ("deepep", "dense", "capacity")
+
+# A bound in a few letters, printed in its cell
+SHORT = {
+    "launches": "L",
+    "host": "H",
+    "hbm": "HBM",
+    "compute": "TC",
+    "kernels": "KF",
+    "exchange_latency": "XL",
+    "messages": "MSG",
+    "wire": "W",
+    "nvlink": "NV",
+    "collective_latency": "NL",
+    "arm_term": "ENG",
+    "prefill": "PF",
+    "proxy": "PX",
+}
+ARM_WORDS = {"deepep": "DeepEP", "alternative": "the alternative", "replica": "single-node replicas"}
+
+
+def draw(grid: MapGrid, fmt: str) -> bytes:
+    """The map file's bytes: a bound map for a `BoundMapGrid`, a verdict map otherwise."""
+    bound = isinstance(grid, BoundMapGrid)
+    if fmt == "html":
+        fig = _bound_figure(grid) if bound else _verdict_figure(grid)
+        return fig.to_html(include_plotlyjs=True, full_html=True).encode("utf-8")
+    buffer = io.BytesIO()
+    (_bound_png if bound else _verdict_png)(grid, buffer)
+    return buffer.getvalue()
+
+
+# Words -----------------------------------------------------------------------------------------
+
+
+def _label(value: Any) -> str:
+    if value is None:
+        return "default"
+    if isinstance(value, bool):
+        return "graphs" if value else "eager"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _labels(grid: MapGrid, name: str) -> list[str]:
+    return [_label(v) for v in grid.plan.axes[name]]
+
+
+def _panel_titles(grid: MapGrid) -> list[str]:
+    if not grid.panels:
+        return [""]
+    import numpy as np
+
+    axes = grid.plan.axes
+    return [
+        ", ".join(f"{f}={_label(axes[f][i])}" for f, i in zip(grid.panels, idx, strict=True))
+        for idx in np.ndindex(*grid.panel_shape)
+    ]
+
+
+def _title(grid: MapGrid) -> str:
+    fixed = [
+        f"{f}={_label(grid.plan.axes[f][0])}"
+        for f in ("model", "instance", "engine", "transport", "alternative")
+        if len(grid.plan.axes[f]) == 1
+    ]
+    title = f"Verdict map: {grid.y} against {grid.x} ({', '.join(fixed)})"
+    if isinstance(grid, BoundMapGrid):
+        return title.replace("Verdict map", f"What bounds {ARM_WORDS[grid.arm_key]}'s step")
+    return title
+
+
+def _verdict_hover(grid: MapGrid, p: int) -> list[list[str]]:
+    xs, ys = _labels(grid, grid.x), _labels(grid, grid.y)
+    out = []
+    for j, yl in enumerate(ys):
+        row = []
+        for i, xl in enumerate(xs):
+            c = int(grid.code[p, j, i])
+            if c < 0:
+                row.append("not evaluated")
+                continue
+            code = VERDICT_CODES[c]
+            row.append(
+                f"{grid.x} {xl}, {grid.y} {yl}<br>{SYMBOLS[code]} {code}, run "
+                f"{ARM_NAMES[int(grid.arm[p, j, i])]}<br>DeepEP / alternative aggregate "
+                f"{grid.ratio[p, j, i]:.3f} (model)"
+            )
+        out.append(row)
+    return out
+
+
+def _bound_hover(grid: BoundMapGrid, p: int) -> list[list[str]]:
+    xs, ys = _labels(grid, grid.x), _labels(grid, grid.y)
+    out = []
+    for j, yl in enumerate(ys):
+        row = []
+        for i, xl in enumerate(xs):
+            k = int(grid.bound[p, j, i])
+            row.append(
+                "not evaluated" if k < 0 else f"{grid.x} {xl}, {grid.y} {yl}<br>bound: {LABELS[BOUNDS[k]]}"
+            )
+        out.append(row)
+    return out
+
+
+# HTML (plotly) ---------------------------------------------------------------------------------
+
+
+def _heatmaps(grid: MapGrid, planes: Any, text_of: Any, hover: Any, scale: list[Any], zmax: float) -> Any:
+    """A figure with one heatmap panel per plane of `planes`, laid out three across."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    titles = _panel_titles(grid)
+    n = len(titles)
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles if grid.panels else None)
+    xs, ys = _labels(grid, grid.x), _labels(grid, grid.y)
+    small = len(xs) * len(ys) <= TEXT_CELLS
+    for p in range(n):
+        code = planes[p]
+        text = [[text_of(c) if c >= 0 else "" for c in row] for row in code.tolist()]
+        fig.add_trace(
+            go.Heatmap(
+                z=code.astype(float),
+                x=xs,
+                y=ys,
+                zmin=-1.5,
+                zmax=zmax,
+                colorscale=scale,
+                showscale=False,
+                text=text if small else None,
+                texttemplate="%{text}" if small else None,
+                hovertext=hover(grid, p),
+                hoverinfo="text",
+                xgap=1,
+                ygap=1,
+            ),
+            row=p // cols + 1,
+            col=p % cols + 1,
+        )
+    return fig, rows
+
+
+def _legend_and_layout(fig: Any, grid: MapGrid, rows: int, entries: list[tuple[str, str]]) -> Any:
+    import plotly.graph_objects as go
+
+    for colour, name in entries:
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                marker={"color": colour, "size": 12, "symbol": "square"},
+                name=name,
+                showlegend=True,
+            )
+        )
+    fig.update_xaxes(type="category", title_text=grid.x)
+    fig.update_yaxes(type="category", title_text=grid.y)
+    fig.update_layout(
+        title=_title(grid),
+        height=max(360, 340 * rows),
+        plot_bgcolor="white",
+        legend={"orientation": "h", "y": -0.15},
+    )
+    return fig
+
+
+def _steps(colours: list[str]) -> list[Any]:
+    """A plotly colour scale of flat steps, one per colour."""
+    scale: list[Any] = []
+    k = len(colours)
+    for i, colour in enumerate(colours):
+        scale += [[i / k, colour], [(i + 1) / k, colour]]
+    return scale
+
+
+def _verdict_figure(grid: MapGrid) -> Any:
+    scale = _steps([MISSING, *(COLOURS[c] for c in VERDICT_CODES)])
+    fig, rows = _heatmaps(grid, grid.code, lambda c: SYMBOLS[VERDICT_CODES[c]], _verdict_hover, scale, 2.5)
+    entries = [(COLOURS[c], f"{SYMBOLS[c]} {c}") for c in LEGEND_ORDER]
+    return _legend_and_layout(fig, grid, rows, entries)
+
+
+def _bound_figure(grid: BoundMapGrid) -> Any:
+    scale = _steps([MISSING, *(BOUND_COLOURS[b] for b in BOUNDS)])
+    fig, rows = _heatmaps(
+        grid, grid.bound, lambda c: SHORT[BOUNDS[c]], _bound_hover, scale, len(BOUNDS) - 0.5
+    )
+    entries = [(BOUND_COLOURS[BOUNDS[c]], f"{SHORT[BOUNDS[c]]}: {LABELS[BOUNDS[c]]}") for c in grid.shown()]
+    return _legend_and_layout(fig, grid, rows, entries)
+
+
+# PNG (matplotlib) ------------------------------------------------------------------------------
+
+
+def _png_axes(grid: MapGrid) -> tuple[Any, Any, int, int, float]:
+    """An Agg figure with a panel per map panel: (figure, axes, panels, columns, width per panel)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(_panel_titles(grid))
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    xs, ys = _labels(grid, grid.x), _labels(grid, grid.y)
+    width = max(4.0, min(0.35 * len(xs) + 2.0, 9.0))
+    height = max(3.0, min(0.3 * len(ys) + 1.8, 8.0))
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows + 0.8), squeeze=False)
+    return fig, axes, n, cols, width
+
+
+def _png_panel(ax: Any, grid: MapGrid, code: Any, cmap: Any, vmax: int) -> None:
+    """One panel's cells and tick labels (at most 16 ticks an axis)."""
+    xs, ys = _labels(grid, grid.x), _labels(grid, grid.y)
+    ax.imshow(code + 1, cmap=cmap, vmin=0, vmax=vmax, origin="lower", aspect="auto", interpolation="nearest")
+    step_x = max(1, len(xs) // 16)
+    step_y = max(1, len(ys) // 16)
+    ax.set_xticks(range(0, len(xs), step_x), xs[::step_x], rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(0, len(ys), step_y), ys[::step_y], fontsize=8)
+
+
+def _png_finish(fig: Any, grid: MapGrid, width: float, cols: int, bottom: float, path: Any) -> None:
+    import matplotlib.pyplot as plt
+
+    wrap = max(40, int(width * cols * 11))
+    fig.suptitle("\n".join(textwrap.wrap(_title(grid), wrap)), fontsize=10)
+    fig.tight_layout(rect=(0, bottom, 1, 0.95))
+    fig.savefig(path, format="png", dpi=110)
+    plt.close(fig)
+
+
+def _verdict_png(grid: MapGrid, path: Any) -> None:
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    fig, axes, n, cols, width = _png_axes(grid)
+    titles = _panel_titles(grid)
+    xs, ys = _labels(grid, grid.x), _labels(grid, grid.y)
+    cmap = ListedColormap([MISSING] + [COLOURS[c] for c in VERDICT_CODES])
+    small = len(xs) * len(ys) <= TEXT_CELLS
+    for p in range(axes.size):
+        ax = axes[p // cols][p % cols]
+        if p >= n:
+            ax.axis("off")
+            continue
+        code = grid.code[p].astype(int)
+        _png_panel(ax, grid, code, cmap, 3)
+        ax.set_xticks(np.arange(-0.5, len(xs)), minor=True)
+        ax.set_yticks(np.arange(-0.5, len(ys)), minor=True)
+        ax.grid(which="minor", color="white", linewidth=1)
+        ax.tick_params(which="minor", length=0)
+        ax.set_xlabel(grid.x)
+        ax.set_ylabel(grid.y)
+        if grid.panels:
+            ax.set_title(titles[p], fontsize=9)
+        if small:
+            for j in range(len(ys)):
+                for i in range(len(xs)):
+                    if code[j, i] >= 0:
+                        name = VERDICT_CODES[code[j, i]]
+                        ax.text(i, j, SYMBOLS[name], ha="center", va="center", color=TEXT_COLOURS[name])
+    handles = [Patch(color=COLOURS[c], label=f"{SYMBOLS[c]} {c}") for c in LEGEND_ORDER]
+    fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False)
+    _png_finish(fig, grid, width, cols, 0.06, path)
+
+
+def _bound_png(grid: BoundMapGrid, path: Any) -> None:
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    fig, axes, n, cols, width = _png_axes(grid)
+    titles = _panel_titles(grid)
+    xs, ys = _labels(grid, grid.x), _labels(grid, grid.y)
+    cmap = ListedColormap([MISSING] + [BOUND_COLOURS[b] for b in BOUNDS])
+    small = len(xs) * len(ys) <= TEXT_CELLS
+    for p in range(axes.size):
+        ax = axes[p // cols][p % cols]
+        if p >= n:
+            ax.axis("off")
+            continue
+        code = grid.bound[p].astype(int)
+        _png_panel(ax, grid, code, cmap, len(BOUNDS))
+        ax.set_xlabel(grid.x)
+        ax.set_ylabel(grid.y)
+        if grid.panels:
+            ax.set_title(titles[p], fontsize=9)
+        if small:
+            for j in range(len(ys)):
+                for i in range(len(xs)):
+                    if code[j, i] >= 0:
+                        ax.text(i, j, SHORT[BOUNDS[code[j, i]]], ha="center", va="center", fontsize=7)
+    handles = [
+        Patch(color=BOUND_COLOURS[BOUNDS[c]], label=f"{SHORT[BOUNDS[c]]}: {LABELS[BOUNDS[c]]}")
+        for c in grid.shown()
+    ]
+    fig.legend(
+        handles=handles, loc="lower center", ncol=min(4, max(len(handles), 1)), frameon=False, fontsize=8
+    )
+    _png_finish(fig, grid, width, cols, 0.1, path)
