@@ -10,6 +10,7 @@ import pytest
 from deepep_calc.catalog._toml import DATA
 from deepep_calc.catalog.kv_transports import BANDS_FILE
 from deepep_calc.catalog.references import load_disagg_refs, not_compared
+from deepep_calc.report.accuracy_md import disagg_markdown
 from deepep_calc.whatif import disagg_refs
 from deepep_calc.whatif.validate import GroupCV, Row, validate
 
@@ -66,4 +67,4 @@ def test_leave_a_group_out_folds_predict_the_disaggregated_rows():
 
 def test_render_is_deterministic():
     rows = disagg_refs.rows(Row)
-    assert disagg_refs.render_markdown(rows) == disagg_refs.render_markdown(disagg_refs.rows(Row))
+    assert disagg_markdown(rows) == disagg_markdown(disagg_refs.rows(Row))

@@ -5,14 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from deepep_calc.catalog.measured import render_measured_markdown
+from deepep_calc.report.measured_md import render_measured_markdown
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
 def test_measured_data_doc_matches_catalog() -> None:
     assert (DOCS / "MEASURED-DATA.md").read_text(encoding="utf-8") == render_measured_markdown(), (
-        "docs/MEASURED-DATA.md drifted: python -m deepep_calc.catalog.measured > docs/MEASURED-DATA.md"
+        "docs/MEASURED-DATA.md drifted: python -m deepep_calc.report.measured_md > docs/MEASURED-DATA.md"
     )
 
 

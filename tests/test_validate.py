@@ -25,12 +25,12 @@ from deepep_calc.files.aiperf import load_aiperf
 from deepep_calc.fit.build import fit_kernels
 from deepep_calc.fit.kernels import KernelRow, fit_rows, kernel_rows, nvlink_rows
 from deepep_calc.fit.observations import observations, pairs
+from deepep_calc.report.accuracy_md import validation_markdown
 from deepep_calc.whatif.validate import (
     ABRow,
     Report,
     cross_validate,
     kernel_prediction,
-    render_markdown,
     validate,
 )
 from invariant_checks import kernel_log_loss
@@ -354,7 +354,7 @@ def test_call_uses_the_noise_band() -> None:
 
 
 def test_markdown_is_deterministic_and_complete(cv: Report) -> None:
-    a, b = render_markdown(cv), render_markdown(cv)
+    a, b = validation_markdown(cv), validation_markdown(cv)
     assert a == b
     for heading in ("Accuracy by kind", "Bands", "Leave a group out", "A/B pairs", "Kernels", "Not compared"):
         assert heading in a

@@ -68,6 +68,8 @@ CASES: dict[str, str] = {
     "plan-disagg": "plan --model deepseek-v3 --concurrency 64 --layouts disaggregated",
     "breakeven-json": "breakeven --json",
     "validate-cv-json": "validate --cv --json",
+    "validate-cv-md": "validate --cv --md",
+    "validate-terminal": "validate --cv --sources",
     "sweep-grid": "sweep --nodes 1,2,4,8 --concurrency 1:512:x2 --transport efa-proxy,efa-gda -o grid.csv",
     "sweep-10k": SWEEP_10K,
     "report-md": "report --md summary.md",

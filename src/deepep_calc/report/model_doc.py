@@ -192,18 +192,17 @@ def _anchor_line(label: str, anchors: int, figures: int, free: int, rows: list[A
 
 
 def validation_tables() -> str:
-    try:
-        from ..whatif.validate import render_markdown
-    except ImportError:  # pragma: no cover - validate ships with the package
-        return "_validation report not available_"
-    return render_markdown().strip()
+    from .accuracy_md import validation_markdown
+
+    return validation_markdown().strip()
 
 
 def disaggregation_tables() -> str:
     from ..whatif import disagg_refs
     from ..whatif.validate import GroupCV, Row
+    from .accuracy_md import disagg_markdown
 
-    return disagg_refs.render_markdown(disagg_refs.rows(Row), disagg_refs.group_folds(GroupCV)).strip()
+    return disagg_markdown(disagg_refs.rows(Row), disagg_refs.group_folds(GroupCV)).strip()
 
 
 SECTIONS: dict[str, Callable[[], str]] = {

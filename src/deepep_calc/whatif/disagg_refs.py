@@ -198,41 +198,6 @@ def fresh_text() -> str:
     return tomli_w.dumps(doc)
 
 
-def render_markdown(report_rows: Sequence[Any], folds: Sequence[Any] = ()) -> str:
-    """The disaggregated references' table (docs/model.md embeds it)."""
-
-    def pct(x: float) -> str:
-        return "+0.0 %" if abs(x) < 5e-4 else f"{x * 100:+.1f} %"
-
-    def num(x: float) -> str:
-        return f"{x:,.3g}" if abs(x) < 10 else f"{x:,.1f}"
-
-    compared = [r for r in report_rows if r.in_scope]
-    out = []
-    for kind in ("step", "ttft", "aggregate"):
-        errs = [abs(r.error) for r in compared if r.kind == kind]
-        if errs:
-            out.append(f"- {kind}: {len(errs)} compared rows, MAPE {np.mean(errs) * 100:.1f} %")
-    found = bands(report_rows)
-    if found:
-        out.append(
-            "- band outside the references' range (10th-90th percentile of model / reference): "
-            + ", ".join(f"{k} {lo:.3f}-{hi:.3f}" for k, (lo, hi) in sorted(found.items()))
-        )
-    for g in folds:
-        out.append(
-            f"- leave one {g.by.split(', ')[-1]} out: "
-            + ", ".join(f"{n} {m * 100:.0f} %" for n, _, m in g.folds)
-        )
-    out += ["", "| reference | metric | measured | model | error |", "|---|---|---:|---:|---:|"]
-    for r in report_rows:
-        scope = "" if r.in_scope else " (check only)"
-        out.append(
-            f"| {r.reference}{scope} | {r.metric} | {num(r.measured)} | {num(r.predicted)} | {pct(r.error)} |"
-        )
-    return "\n".join(out) + "\n"
-
-
 if __name__ == "__main__":  # pragma: no cover - generator entry point
     target = Path(__file__).resolve().parent.parent / "catalog" / "data" / BANDS_FILE
     target.write_text(fresh_text(), encoding="utf-8")

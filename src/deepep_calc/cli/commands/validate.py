@@ -26,18 +26,18 @@ def register(app: click.Group) -> None:
 @click.option("--sources", is_flag=True, help="number every reference's source and list them at the end")
 def validate_cmd(cross_validated: bool, as_json: bool, as_md: bool, sources: bool) -> None:
     """The model against every published reference, in sample and (--cv) out of sample."""
-    from ...whatif.validate import render_markdown, validate
+    from ...whatif.validate import validate
 
     report = validate(cross_validated=cross_validated)
     if as_json:
         emit_json(report.to_json())
         return
     if as_md:
-        from ...whatif import disagg_refs
+        from ...report.accuracy_md import disagg_markdown, validation_markdown
 
-        click.echo(render_markdown(report), nl=False)
+        click.echo(validation_markdown(report), nl=False)
         click.echo("\n### Disaggregated deployments (never fitted)\n")
-        click.echo(disagg_refs.render_markdown(report.disaggregated, report.disaggregated_cv), nl=False)
+        click.echo(disagg_markdown(report.disaggregated, report.disaggregated_cv), nl=False)
         return
     _print_report(report, sources)
 

@@ -1,0 +1,83 @@
+"""docs/MEASURED-DATA.md: the measured cells and scalar facts of `catalog/data/measured.toml`
+as Markdown, generated so the document cannot drift from the data (`tests/test_docs.py`).
+
+    python -m deepep_calc.report.measured_md > docs/MEASURED-DATA.md
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..catalog.measured import load_cells, load_facts
+
+
+def _fmt(v: float | None) -> str:
+    return "" if v is None else f"{v:g}"
+
+
+def render_measured_markdown() -> str:
+    """docs/MEASURED-DATA.md, generated so the document can never drift from the data."""
+    lines = [
+        "# Measured data",
+        "",
+        "Generated from `src/deepep_calc/catalog/data/measured.toml` by",
+        "`python -m deepep_calc.report.measured_md > docs/MEASURED-DATA.md`. Do not edit by hand:",
+        "`tests/test_docs.py` fails when this file and the catalog disagree.",
+        "",
+        "Every cell: Qwen3-30B-A3B-FP8 on 2x p5en.48xlarge, EP16 with attention data-parallel,",
+        "eager engines, AIPerf 0.10.0 streaming, n = 1. Tag: measured.",
+        "",
+        "| id | role | engine | transport | comms | conc | ISL | OSL | arm | aggregate tok/s "
+        "| per-user tok/s | ITL ms | TTFT p50 ms | source |",
+        "|---|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|",
+    ]
+    for cell in load_cells().values():
+        for arm_name in ("deepep", "allgather", "versus"):
+            m = cell.arm(arm_name)
+            if m is None:
+                continue
+            transport = cell.versus_transport if arm_name == "versus" else cell.transport
+            if arm_name == "allgather":
+                transport = "allgather"
+            comms = f"{cell.comms}{'*' if cell.comms_assumed else ''}"
+            osl = f"{cell.osl}{'*' if cell.osl_assumed or cell.shape_assumed else ''}"
+            lines.append(
+                f"| {cell.id} | {cell.role} | {cell.engine} | {transport} | {comms} "
+                f"| {cell.concurrency} | {cell.isl} | {osl} | {arm_name} "
+                f"| {_fmt(m.aggregate_tok_s)} | {_fmt(m.per_user_tok_s)} | {_fmt(m.itl_ms)} "
+                f"| {_fmt(m.ttft_p50_ms)} | {cell.source} |"
+            )
+    lines += ["", "`*` = not stated by the source; the value shown is assumed.", ""]
+    cold = [c for c in load_cells().values() if c.cold_start]
+    if cold:
+        lines += [
+            "## Cold starts (derived)",
+            "",
+            "Runs whose export shows their first wave of requests waiting for a cold start. The",
+            "aggregate above is as measured; the steady-state one (derived) leaves the wait out.",
+            "Validation shows both and keeps the measured one for its accuracy figures.",
+            "",
+            "| id | arm | aggregate tok/s | steady-state tok/s | how |",
+            "|---|---|---:|---:|---|",
+        ]
+        for c in cold:
+            for arm_name in ("deepep", "allgather", "versus"):
+                m = c.arm(arm_name)
+                if m is not None and m.steady_aggregate_tok_s is not None:
+                    lines.append(
+                        f"| {c.id} | {arm_name} | {_fmt(m.aggregate_tok_s)} "
+                        f"| {_fmt(m.steady_aggregate_tok_s)} | {c.cold_start} |"
+                    )
+        lines.append("")
+    lines += [
+        "## Scalar observations",
+        "",
+        "| name | value | unit | source |",
+        "|---|---:|---|---|",
+    ]
+    lines += [f"| {f.name} | {f.value:g} | {f.unit} | {f.source} |" for f in load_facts().values()]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - thin generator entry point
+    sys.stdout.write(render_measured_markdown())
