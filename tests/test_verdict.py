@@ -20,10 +20,11 @@ from cli_runner import run_cli
 from deepep_calc import Scenario, evaluate
 from deepep_calc.base.errors import CalcError, InputError
 from deepep_calc.base.quantity import Q, Tag
+from deepep_calc.base.vocabulary import SYMBOLS
 from deepep_calc.decide import explain
 from deepep_calc.decide.answer import decide
 from deepep_calc.decide.headline import step_clause
-from deepep_calc.decide.verdict import SYMBOLS, classify_codes, tagged
+from deepep_calc.decide.verdict import classify_codes, tagged
 from deepep_calc.estimate.evaluate import compute, prompt_ceiling_ms
 from deepep_calc.question.fields import PROMPT_TIMEOUT_MS
 from deepep_calc.question.scenario import resolve

@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from ..base.errors import InputError
 from ..base.records import Record, row
+from ..base.vocabulary import Arm
 from ._toml import validate_rows
 
 if TYPE_CHECKING:
     from annotated_types import Gt
-
-Arm = Literal["deepep", "allgather", "tp", "replica"]
 
 
 @row

@@ -10,13 +10,12 @@ from functools import cache
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from ..base.records import Record, row
+from ..base.vocabulary import Arm
 from ._toml import validate_rows
 from .models import ModelSpec
 
 if TYPE_CHECKING:
     from annotated_types import Gt
-
-Arm = Literal["deepep", "allgather", "tp", "replica"]
 
 
 @row

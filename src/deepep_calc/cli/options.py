@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..base.vocabulary import FALSE_WORDS, TRUE_WORDS
 from ..question.fields import DEFAULTS, FIELDS
 from .completion import SINGLE as COMPLETE
 
@@ -28,8 +29,6 @@ SCENARIO_KEYS = FIELDS
 # The value words of --cuda-graphs and --eager, in every command (sweep.py parses the same
 # words in lists; tests/test_flag_spelling.py checks the two agree). `true`/`false` answer the
 # flag they follow; the mode words name the mode whichever flag carries them.
-TRUE_WORDS = ("true", "yes", "on", "1")
-FALSE_WORDS = ("false", "no", "off", "0")
 MODE_WORDS = {"graphs": True, "cuda-graphs": True, "eager": False}
 BOOL_ALLOWED = "true or false (or the mode: graphs, eager)"
 

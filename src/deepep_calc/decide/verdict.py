@@ -45,10 +45,10 @@ from typing import Any
 
 from ..base.arrays import SCALARS, first, first_float, invert, is_array, np, where
 from ..base.quantity import Q, Tag
+from ..base.vocabulary import ARMS, SYMBOLS, VERDICT_CODES
 from ..catalog.constants import const
 from ..estimate.evaluate import like_with_like
 
-SYMBOLS = {"dense": "■", "capacity": "◆", "deepep": "▲"}
 TITLES = {  # the three categories, as the page's cards name them
     "dense": "Use DENSE / allgather",
     "capacity": "Use DeepEP (or any EP) for CAPACITY",
@@ -65,8 +65,7 @@ NO_ARM = "none"
 STATUSES = ("ok", "targets_missed", "nothing_fits")
 # The rule works in positions of these tuples (small integers, cheap over a sweep's rows); the
 # names are attached on demand (`Assessment.codes`, `.recommended`) or by a sweep's writer.
-VERDICT_CODES = ("dense", "deepep", "capacity")
-ARM_NAMES = ("deepep", "allgather", "tp", "replica", NO_ARM)
+ARM_NAMES = (*ARMS, NO_ARM)
 _DENSE, _DEEPEP, _CAPACITY = range(3)
 _ARM = {name: i for i, name in enumerate(ARM_NAMES)}
 

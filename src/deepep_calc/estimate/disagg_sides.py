@@ -23,6 +23,7 @@ from typing import Any
 
 from ..base.arrays import floats, is_array, maximum, minimum, np
 from ..base.quantity import Q
+from ..base.vocabulary import ARMS
 from ..catalog.kv_transports import KvTransport, engine_kv
 from ..fit.table import Table
 from ..physics import disagg as phys
@@ -34,7 +35,7 @@ from ..question.disagg import Side
 from ..question.fields import DISAGG_FIELDS
 from ..question.scenario import Resolved
 
-CANDIDATE_ARMS = ("deepep", "allgather", "tp", "replica")
+CANDIDATE_ARMS = ARMS
 
 
 # Sides -----------------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ from typing import Any
 from ..base.arrays import ceil, floats, minimum
 from ..question.scenario import Resolved
 
-ARMS = ("deepep", "allgather", "tp", "replica")
 # A replica is one copy of the model per node; inside its node it runs one of three layouts,
 # named `replica` (attention DP + EP over NCCL's allgather), `replica:deepep` (attention DP +
 # EP over DeepEP's NVLink kernels) and `replica:tp` (tensor parallel over the node).

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.errors import InputError
+from ..base.vocabulary import ARMS
 from ..catalog.kv_transports import EngineKv, KvTransport, engine_kv, get_kv_transport
 from ..catalog.transports import Transport, get_transport
 from .fields import DISAGG_FIELDS, LIMITS
 
-SIDE_ARMS = ("deepep", "allgather", "tp", "replica")
+SIDE_ARMS = ARMS
 ROLES = ("prefill", "decode")
 _XPYD = re.compile(r"^\s*(\d+)\s*p\s*(\d+)\s*d\s*$", re.IGNORECASE)
 XPYD_ALLOWED = "xPyD with x prefill and y decode nodes, each at least 1 (e.g. 1P1D, 1P3D, 2P6D)"

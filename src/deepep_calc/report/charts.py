@@ -25,8 +25,9 @@ import numpy as np
 
 from ..base import palette
 from ..base.quantity import Q
+from ..base.vocabulary import SYMBOLS, VERDICTS_SHOWN
 from ..catalog.measured import Cell, load_cells
-from ..decide.verdict import ARM_LABELS, SYMBOLS, TITLES, classify_codes
+from ..decide.verdict import ARM_LABELS, TITLES, classify_codes
 from ..estimate.evaluate import Result, compute
 from ..fit.profile import profile_of
 from ..physics.bounds import BOUNDS, EXCHANGE_CLASSES
@@ -38,7 +39,7 @@ from .labels import STEP_LABELS as BREAKDOWN_LABELS
 
 Figure = dict[str, Any]
 
-CODES = ("dense", "capacity", "deepep")
+CODES = VERDICTS_SHOWN
 MEASURED_ROLES = ("calibration", "anchor", "cross-check")
 
 MODEBAR_MARGIN = 34

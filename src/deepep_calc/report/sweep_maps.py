@@ -17,7 +17,8 @@ from typing import Any
 from ..base.palette import BOUND as BOUND_COLOURS
 from ..base.palette import VERDICT as COLOURS
 from ..base.palette import VERDICT_TEXT as TEXT_COLOURS
-from ..decide.verdict import ARM_NAMES, SYMBOLS, VERDICT_CODES
+from ..base.vocabulary import SYMBOLS, VERDICT_CODES
+from ..decide.verdict import ARM_NAMES
 from ..physics.bounds import BOUNDS, LABELS
 from ..whatif.sweep.maps import BoundMapGrid, MapGrid
 

@@ -9,7 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..base.errors import printable
-from ..decide.verdict import ARM_LABELS, SYMBOLS
+from ..base.vocabulary import SYMBOLS
+from ..decide.verdict import ARM_LABELS
 from ..whatif.sensitivity import fragility
 from . import term
 

@@ -23,9 +23,10 @@ from typing import Any
 from ..base import palette
 from ..base.arrays import first_float
 from ..base.quantity import Q
+from ..base.vocabulary import SYMBOLS, VERDICTS_SHOWN
 from ..catalog.transports import deepep_route, load_transports
 from ..decide.launch import run_blocks
-from ..decide.verdict import ARM_LABELS, SYMBOLS, TITLES
+from ..decide.verdict import ARM_LABELS, TITLES
 from ..physics.params import count_params
 from ..question.fields import DEFAULTS
 from . import disagg_view
@@ -69,7 +70,7 @@ VERDICT_BLURB = {  # what each category means, on the cards that are not lit
     "deepep": "When DeepEP beats every other arm by more than the noise band: a small exchange "
     "cost (GPU-initiated, or hidden by CUDA graphs), or a batch whose allgather bytes dominate.",
 }
-CODES = ("dense", "capacity", "deepep")
+CODES = VERDICTS_SHOWN
 BAND_LEGEND = (
     "(low–high): the model's error band, where 80 % of its out-of-sample misses on that kind of "
     "figure fall (wider where no reference covers the combination; docs/model.md §9); measured "

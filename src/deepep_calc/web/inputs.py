@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..base.errors import CalcError, FileInputError, InputError
+from ..base.vocabulary import TRUE_WORDS
 from ..catalog.hf import MAX_CONFIG_BYTES, spec_from_hf_dict
 from ..catalog.model_catalog import load_models, preset_names
 from ..catalog.models import ModelSpec
@@ -44,7 +45,7 @@ TEXT_FIELDS = (
     "decode_transport",
 )
 SIDE_MODES = ("prefill_cuda_graphs", "decode_cuda_graphs")  # blank: as the decode mode
-TRUE = ("on", "true", "1", "yes")
+TRUE = TRUE_WORDS
 
 _EXPECT = {
     "int": "a whole number greater than 0",

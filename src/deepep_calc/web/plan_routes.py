@@ -18,6 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from ..base.errors import CalcError, InputError
+from ..base.vocabulary import TRUE_WORDS
 from ..catalog.engines import load_engines
 from ..catalog.hardware import load_instances
 from ..catalog.model_catalog import preset_names
@@ -117,7 +118,7 @@ def body_from_query(params: Any) -> PlanRequestBody | None:
             data[name] = ",".join(
                 n for n in default_instances() if load_instances()[n].price_per_hour is not None
             )
-    if str(params.get("measured_only") or "").lower() in ("on", "true", "1", "yes"):
+    if str(params.get("measured_only") or "").lower() in TRUE_WORDS:
         data["measured_only"] = True
     price = str(params.get("price_per_hour") or "").strip()
     if price:
@@ -140,7 +141,7 @@ def page_values(params: Any) -> dict[str, Any]:
     priced = [n for n in default_instances() if load_instances()[n].price_per_hour is not None]
     values["instances"] = [v for v in params.getlist("instances")] or priced
     values["engines"] = [v for v in params.getlist("engines")] or list(default_engines())
-    values["measured_only"] = str(params.get("measured_only") or "").lower() in ("on", "true", "1", "yes")
+    values["measured_only"] = str(params.get("measured_only") or "").lower() in TRUE_WORDS
     values["price_per_hour"] = str(params.get("price_per_hour") or "")
     values["price_kinds"] = str(params.get("price_kinds") or "").strip().lower() == "all"
     return values

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..base.vocabulary import Arm
 from .schemas import FlagsOut, QOut
 
 WEB_MAX_NODES = 64
@@ -51,7 +52,7 @@ class PointOut(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     config: dict[str, Any]
-    arm: Literal["deepep", "allgather", "tp", "replica"]
+    arm: Arm
     per_user_tok_s: QOut
     aggregate_tok_s: QOut
     ttft_ms: QOut

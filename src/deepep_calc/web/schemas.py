@@ -18,6 +18,7 @@ from typing import Any, Literal, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from ..base.errors import InputError
+from ..base.vocabulary import VerdictCode
 from ..estimate.kernel import LIMITS as KERNEL_LIMITS
 from ..question.fields import FLOAT_LIMIT, LIMITS, OVERRIDE_LIMIT
 from ..question.scenario import FLOAT_FIELDS, Scenario
@@ -398,7 +399,7 @@ class FixOut(BaseModel):
 class VerdictOut(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    code: Literal["dense", "capacity", "deepep"]
+    code: VerdictCode
     symbol: str
     title: str
     headline: str

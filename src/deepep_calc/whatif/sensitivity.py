@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.quantity import Q
+from ..base.vocabulary import SYMBOLS
 from ..catalog.constants import load_constants, overrides
 from ..decide.answer import decide
-from ..decide.verdict import SYMBOLS, classify
+from ..decide.verdict import classify
 from ..estimate.evaluate import Result, compute
 from ..question.scenario import Scenario, resolve
 

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ...base.quantity import Tag
+from ...base.vocabulary import ARMS as SINGLE_LAYOUT_ARMS
 from ...catalog.hardware import Instance
 from ...catalog.transports import Transport, load_transports
 from ...estimate.evaluate import ArmResult, Result, compute
@@ -38,7 +39,7 @@ from ...physics.serving import running_sequences
 from ...question.fields import DEFAULTS, LIMITS
 from ...question.scenario import Resolved, Scenario, resolve
 
-ARMS = ("deepep", "allgather", "tp", "replica", "disagg")  # disagg: an xPyD split (plan/disagg.py)
+ARMS = (*SINGLE_LAYOUT_ARMS, "disagg")  # disagg: an xPyD split (plan/disagg.py)
 COMMS = (1, 2, 4, 8)  # the measured range of the NCCL-GIN proxy's bandwidth curve
 METRICS = ("per_user_tok_s", "aggregate_tok_s", "ttft_ms", "usd_per_mtok", "memory_gb_per_gpu", "step_ms")
 

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from ...base.errors import CalcError, InputError
+from ...base.vocabulary import FALSE_WORDS, TRUE_WORDS
 from ...decide.verdict import classify_indices
 from ...estimate.disagg import compute_with_disagg
 from ...estimate.evaluate import check_splittable, table_for
@@ -81,8 +82,6 @@ DISAGG_LABELS = ("prefill_arm", "decode_arm", "bottleneck")  # code columns: (in
 # (cli.BOOL_WORDS; tests/test_flag_spelling.py checks the two agree).
 # `true`/`false` answer the flag they follow; the mode words name the mode whichever flag
 # carries them (`--cuda-graphs eager` is eager), so old sweeps keep working.
-TRUE_WORDS = ("true", "yes", "on", "1")
-FALSE_WORDS = ("false", "no", "off", "0")
 MODE_WORDS = {"graphs": True, "cuda-graphs": True, "eager": False}
 BOOL_WORDS = (*TRUE_WORDS, *FALSE_WORDS, *MODE_WORDS)
 BOOL_ALLOWED = "true or false (or the mode: graphs, eager)"

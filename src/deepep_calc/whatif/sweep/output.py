@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from ...base.errors import CalcError
-from ...decide.verdict import ARM_NAMES, VERDICT_CODES
+from ...base.vocabulary import VERDICT_CODES
+from ...decide.verdict import ARM_NAMES
 from ...files.safe_write import Output
 from ...physics.bounds import BOUNDS, EXCHANGE_BOUNDS
 from .grid import (

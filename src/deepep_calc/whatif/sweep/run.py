@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from ...base.errors import InputError
-from ...decide.verdict import ARM_NAMES, VERDICT_CODES
+from ...base.vocabulary import VERDICT_CODES
+from ...decide.verdict import ARM_NAMES
 from ...files.safe_write import check_distinct, check_output, commit, scenario_inputs
 from .grid import SweepPlan, blocks_per_combination, evaluate_chunk, iter_chunks, plan_sweep
 from .maps import BoundMapGrid, MapGrid, check_map_target

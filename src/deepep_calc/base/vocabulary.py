@@ -1,0 +1,26 @@
+"""The product's words, each defined once: arms, verdict codes and their symbols, yes / no.
+
+Every layer spells these the same way, so they live at the bottom. The orders matter: a sweep
+stores a verdict as its index in `VERDICT_CODES` (int8 columns) and an arm as its index in
+`ARMS`; `VERDICTS_SHOWN` is the order the faces list the verdicts in (cards, legends).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+# The ways to lay one MoE model out: DeepEP all-to-all, allgather (dense EP), tensor
+# parallelism, single-node replicas. (An AIPerf export's "dense" / "deepep" side is not an arm:
+# see `files/discover.py`.)
+Arm = Literal["deepep", "allgather", "tp", "replica"]
+ARMS: tuple[Arm, ...] = get_args(Arm)
+
+# The three answers.
+VerdictCode = Literal["dense", "deepep", "capacity"]
+VERDICT_CODES: tuple[VerdictCode, ...] = get_args(VerdictCode)
+VERDICTS_SHOWN: tuple[VerdictCode, ...] = ("dense", "capacity", "deepep")
+SYMBOLS: dict[VerdictCode, str] = {"dense": "■", "capacity": "◆", "deepep": "▲"}
+
+# What a yes / no field accepts, on the command line, in a sweep list and in the web form.
+TRUE_WORDS = ("true", "yes", "on", "1")
+FALSE_WORDS = ("false", "no", "off", "0")
