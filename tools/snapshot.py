@@ -120,7 +120,9 @@ def main() -> int:
         parser.error(f"--only: {', '.join(unknown)} is not a case; the cases are {', '.join(CASES)}")
     got = {name: fingerprint(CASES[name]) for name in names}
     if opts.output:
-        opts.output.write_text(json.dumps(got, indent=1) + "\n")
+        from deepep_calc.files.safe_write import write_atomic
+
+        write_atomic(opts.output, json.dumps(got, indent=1) + "\n", "-o")
         print(f"{len(got)} fingerprints written to {opts.output}")
         return 0
     want = json.loads(opts.check.read_text())

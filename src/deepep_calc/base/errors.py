@@ -71,7 +71,3 @@ class FileInputError(CalcError):
     def __init__(self, path: Any, problem: str, field: str | None = None) -> None:
         super().__init__(f"{path}: {problem}", field)
         self.path = str(path)
-
-
-class NoDataError(CalcError):
-    """The model has nothing trustworthy to say for this shape; we refuse rather than guess."""

@@ -199,6 +199,8 @@ def fresh_text() -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover - generator entry point
+    from ..files.safe_write import write_atomic
+
     target = Path(__file__).resolve().parent.parent / "catalog" / "data" / BANDS_FILE
-    target.write_text(fresh_text(), encoding="utf-8")
+    write_atomic(target, fresh_text(), BANDS_FILE)
     sys.stdout.write(f"wrote {target}\n")
