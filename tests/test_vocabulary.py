@@ -1,4 +1,4 @@
-"""The product's words are defined once (base/vocabulary.py) and spelled nowhere else."""
+"""The product's words (and a field's flag spelling) are defined once, in base/vocabulary.py."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ COPIES = {
         r"""\(\s*"dense",\s*"(?:deepep|capacity)",\s*"(?:deepep|capacity)"\s*\)"""
     ),
     "the verdict symbols": re.compile(r"""["']dense["']\s*:\s*["']■"""),
+    "the flag spelling": re.compile(r"""replace\(\s*['"]_['"],\s*['"]-['"]\s*\)"""),
     "the yes words": re.compile(
         r"""\(\s*"(?:on|true)",\s*"(?:true|yes|on|1)",\s*"(?:1|on|yes)",\s*"(?:yes|1)"\s*\)"""
     ),
@@ -29,6 +30,7 @@ def test_orders_the_stored_columns_rely_on() -> None:
     assert set(v.VERDICTS_SHOWN) == set(v.VERDICT_CODES) == set(v.SYMBOLS)
     assert (*v.ARMS, NO_ARM) == ARM_NAMES  # a sweep's int8 recommended-arm column
     assert not set(v.TRUE_WORDS) & set(v.FALSE_WORDS)
+    assert v.flag_of("max_qps") == "--max-qps" and v.flag_of("nodes") == "--nodes"
 
 
 def test_no_module_declares_its_own_copy() -> None:

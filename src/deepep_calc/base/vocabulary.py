@@ -24,3 +24,8 @@ SYMBOLS: dict[VerdictCode, str] = {"dense": "■", "capacity": "◆", "deepep": 
 # What a yes / no field accepts, on the command line, in a sweep list and in the web form.
 TRUE_WORDS = ("true", "yes", "on", "1")
 FALSE_WORDS = ("false", "no", "off", "0")
+
+
+def flag_of(field: str) -> str:
+    """The command-line flag of a scenario field, as error lines name it: `max_qps` -> `--max-qps`."""
+    return f"--{field.replace('_', '-')}"

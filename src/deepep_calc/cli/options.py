@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..base.vocabulary import FALSE_WORDS, TRUE_WORDS
+from ..base.vocabulary import FALSE_WORDS, TRUE_WORDS, flag_of
 from ..question.fields import DEFAULTS, FIELDS
 from .completion import SINGLE as COMPLETE
 
@@ -225,7 +225,7 @@ def disagg_fields(split: str, fields: dict[str, Any]) -> None:
     for name, value in (("prefill_nodes", p), ("decode_nodes", d)):
         given = fields.get(name)
         if given is not None and given != value:
-            flag = f"--{name.replace('_', '-')}"
+            flag = flag_of(name)
             raise InputError(
                 flag, given, f"{value}, as --disagg {split.strip()} says (or give only one of the two)"
             )

@@ -23,6 +23,7 @@ from typing import Any
 from ..base.arrays import first, np
 from ..base.errors import CalcError
 from ..base.quantity import Q
+from ..base.vocabulary import flag_of
 from ..catalog.hardware import load_instances
 from ..catalog.models import DTYPE_BYTES
 from ..catalog.transports import load_transports
@@ -181,7 +182,7 @@ def _less(result: Any, name: str, targets: bool) -> Fix | None:
     broken = _search(result, name, 1, current, targets, working=False)
     if broken is None or broken <= 1:
         return None
-    flag = f"--{name.replace('_', '-')}"
+    flag = flag_of(name)
     for value in range(broken - 1, max(broken - 1 - _CONFIRM_TRIES, 0), -1):
         fix = _fix(result, {name: value}, f"{flag} {value:,}", targets)
         if fix is not None:

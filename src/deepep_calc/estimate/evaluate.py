@@ -5,7 +5,7 @@ attaches the verdict; the flip search, sweeps and the planner call `compute` dir
 
 Each arm gets memory, decode step, TTFT, aggregate throughput and cost from the physics, with
 the constants of the fitted table (`fit/build.py`: fitted once, never here). Where the
-scenario is a measured cell (facts/measured.md), the measured numbers replace the model's for
+scenario is a measured cell (`catalog/data/measured.toml`), the measured numbers replace the model's for
 that arm, tagged measured: the calibration point is reproduced exactly, not approximately.
 Every modelled figure carries the band its kind of figure missed references by out of sample.
 

@@ -1,37 +1,11 @@
 """Safe writes: the one way every output of the tool reaches the disk or a stream.
 
-Reports, sweep tables, verdict maps and calibration profiles all go through `check_output`
-(before any work) and `commit` (after all of it), so one set of rules holds for all of them:
-
-- `-` is standard output. A character device or a FIFO (`/dev/null`, a named pipe) is opened
-  and written to, never renamed over, so a device stays a device. A FIFO is opened when it is
-  checked, without blocking: one nobody reads is refused in one line instead of waiting
-  forever. A path that is the very file standard output or standard error already points at
-  (`/dev/stdout`, `/proc/self/fd/1`, or `out.md` under `> out.md`) is written to through that
-  stream.
-- A regular file is replaced atomically: the bytes go to a hidden temporary file in the
-  target's own directory, which is flushed to disk (fsync), renamed over the target, and the
-  directory is fsynced so the rename itself survives a crash. A reader sees the old file or
-  the new one, never half of one.
-- A symbolic link is written through: the file it points to is replaced (atomically, in that
-  file's directory) and the link stays. A dangling link or a link loop is refused.
-- Refused before any work, each as one line naming the path: a directory, a block device or a
-  socket; a read-only file (judged by its mode bits, so even root does not overwrite a file
-  someone made read-only); a read-only or missing directory; an existing file when the
-  command says not to overwrite; any input file of the same command, however it is spelled
-  (compared by device and inode, after following links); two outputs that are one file.
-- A new file gets the mode a plain `open()` gives (0666 less the umask: the temporary file is
-  created with 0666 and the kernel applies the umask, or the folder's default ACL); a replaced
-  file keeps its permission bits (and, for root, its owner), as an overwrite in place would.
-- Several outputs of one command are committed together: every temporary file is complete
-  and synced before the first rename; if a rename fails, the ones already done are undone
-  (the previous file is kept as a hard link until the end). Streams cannot be taken back:
-  they are written after every file is staged, just before the renames.
-- On any failure, Ctrl-C or a terminating signal included, temporary files are removed and
-  nothing partial is left under a target's name. Creating a temporary file, the renames of a
-  commit and the cleanup hold SIGINT, SIGTERM and SIGHUP until they end (`_signals_held`,
-  with the CLI's handler asking `defer_while_held`), so a signal can neither leave a file the
-  cleanup does not know of nor split one commit in two.
+Every output (reports, sweep tables, maps, calibration profiles, the generated catalogs and
+docs) is checked with `check_output` before any work and committed with `commit` after all of
+it. The rules themselves (standard output and devices, atomic replacement, links written
+through, what is refused, modes, several outputs committed together, signals held during the
+renames) are the contract in docs/security.md ("What every file the CLI writes guarantees"); each is
+implemented once here.
 
 Every failure is a `FileInputError`: one line, exit code 2. A closed pipe on standard output
 is left as `BrokenPipeError`: the CLI treats it as a normal end.

@@ -274,12 +274,23 @@ def _keep_builtin(state: EngineFitState, table: Table) -> None:
 
 
 def _one_round(obs: Sequence[Obs], table: Table, keep: bool = False) -> Table:
+    """One pass of the four stages, each on the constants the ones before it fitted."""
     state = EngineFitState({}, {})
     ttft_now = {k[0]: v.ttft_steps.scalar for k, v in table.engines.items() if not k[1]}
-    ps = [pieces(o, table) for o in obs]
+    if not keep:  # a user's calibration keeps the table's hardware constants
+        table = _stage_graphs([pieces(o, table) for o in obs], table, state, ttft_now)
+    ps = [pieces(o, table) for o in obs]  # exchange with the fitted engine terms
+    _stage_eager(ps, table, state, ttft_now, keep)
+    _stage_proxy(ps, table, state, ttft_now, keep)
+    _stage_ttft(ps, table, state, keep)
+    return _table_with(table, state)
 
-    # Stage G: dense arms (and one-node EP) under CUDA graphs.
-    graph_dense = [] if keep else [p for p in ps if p.obs.graphs and _hardware_row(p)]
+
+def _stage_graphs(ps: list[Pieces], table: Table, state: EngineFitState, ttft_now: dict[str, float]) -> Table:
+    """Stage G: dense arms (and one-node EP) under CUDA graphs pin the hardware constants (the
+    kernel floor, the expert efficiency), each engine's graph-mode host cost per step, and what
+    each engine adds around its collectives. A relative least squares, non-negative."""
+    graph_dense = [p for p in ps if p.obs.graphs and _hardware_row(p)]
     engines_g = sorted({p.obs.engine for p in graph_dense})
     terms_g = sorted({(p.obs.engine, p.kind) for p in graph_dense if p.kind is not None})
     floor, expert_eff = table.kernel_floor_us, table.expert_efficiency
@@ -328,10 +339,14 @@ def _one_round(obs: Sequence[Obs], table: Table, keep: bool = False) -> Table:
                 _tag(mine)(float(x[base + 2 * j]), "us", what),
                 _tag(mine)(float(x[base + 2 * j + 1]), "us", what),
             )
-    table = replace(table, kernel_floor_us=floor, expert_efficiency=expert_eff, arm_terms=arm_terms)
-    ps = [pieces(o, table) for o in obs]  # exchange with the fitted engine terms
+    return replace(table, kernel_floor_us=floor, expert_efficiency=expert_eff, arm_terms=arm_terms)
 
-    # Stage E: dense arms, eager: launch_us per engine (step_us from graphs, else prior / mean).
+
+def _stage_eager(
+    ps: list[Pieces], table: Table, state: EngineFitState, ttft_now: dict[str, float], keep: bool
+) -> None:
+    """Stage E: dense arms, eager: each engine's launch cost per kernel (the host cost per step
+    from graph mode, else the prior engine's or the mean)."""
     _fill_step_us_for_eager(state)
     if not keep:  # every engine's host cost per step, before the launch cost is solved against it
         _fill_missing_partial(state, ("step_us",))
@@ -361,7 +376,7 @@ def _one_round(obs: Sequence[Obs], table: Table, keep: bool = False) -> Table:
             target = _step_target(p, table, ttft_now.get(e, 1.0))
             if target is None:
                 continue
-            gpu = p.gpu(floor.scalar)
+            gpu = p.gpu(table.kernel_floor_us.scalar)
             if target <= gpu:  # GPU-bound: says nothing about the launch cost
                 continue
             rows.append(p.kernels / target)
@@ -377,7 +392,13 @@ def _one_round(obs: Sequence[Obs], table: Table, keep: bool = False) -> Table:
     else:  # an engine without a dense eager run borrows its prior engine's launch cost, if any
         _borrow_prior_launch(state)
 
-    # Stage P: DeepEP over a host proxy, eager, cross-node.
+
+def _stage_proxy(
+    ps: list[Pieces], table: Table, state: EngineFitState, ttft_now: dict[str, float], keep: bool
+) -> None:
+    """Stage P: DeepEP over a host proxy, eager, cross-node: the proxy's fixed and per-lane cost
+    per MoE layer (and the launch cost too, for an engine with no dense eager run)."""
+    floor = table.kernel_floor_us.scalar
     for e in sorted({p.obs.engine for p in ps}):
         mine = [p for p in ps if p.obs.engine == e and not p.obs.graphs and p.proxied_layers > 0]
         rows = []
@@ -410,7 +431,7 @@ def _one_round(obs: Sequence[Obs], table: Table, keep: bool = False) -> Table:
             continue
         if keep and not lanes_vary:  # a user's runs at one lane count: the built-in lane part stays
             lane = table.engines[(e, False)].proxy_lane_us
-            fixed, _, _ = _fit_proxy(rows, floor.scalar, h, launch or 0.0, lane.scalar, fit_lane=False)
+            fixed, _, _ = _fit_proxy(rows, floor, h, launch or 0.0, lane.scalar, fit_lane=False)
             pin = "; pinned at 0 (a negative value is unphysical)" if fixed == 0.0 else ""
             state.set((e, False), "proxy_fixed_us", fixed, src + pin, _tag(used))
             state.set(
@@ -422,7 +443,13 @@ def _one_round(obs: Sequence[Obs], table: Table, keep: bool = False) -> Table:
             )
             continue
         fixed, lane_us, fitted_launch = _fit_proxy(
-            rows, floor.scalar, h, launch or 0.0, 0.0, fit_lane=lanes_vary, fit_launch=free_launch
+            rows,
+            floor,
+            h,
+            launch or 0.0,
+            0.0,
+            fit_lane=lanes_vary,
+            fit_launch=free_launch,
         )
         pin = "; pinned at 0 (a negative value is unphysical)"
         note = " (one lane count: all of it fixed)" if not lanes_vary else ""
@@ -448,7 +475,10 @@ def _one_round(obs: Sequence[Obs], table: Table, keep: bool = False) -> Table:
     if not keep:
         _fill_missing_partial(state, ("launch_us",))
 
-    # Stage T: TTFT steps per engine (eager and graphs pooled; prefill from the current table).
+
+def _stage_ttft(ps: list[Pieces], table: Table, state: EngineFitState, keep: bool) -> None:
+    """Stage T: TTFT in decode steps per engine (eager and graphs pooled; prefill from the table
+    as the stages before left it)."""
     if keep:
         _keep_builtin(state, table)
     else:
@@ -474,7 +504,6 @@ def _one_round(obs: Sequence[Obs], table: Table, keep: bool = False) -> Table:
         _keep_builtin(state, table)
     else:
         _fill_missing(state)
-    return _table_with(table, state)
 
 
 def _borrow_prior_launch(state: EngineFitState) -> None:

@@ -14,14 +14,11 @@ An eager engine launches asynchronously, so the GPU works while the CPU launches
 kernels: the step is the longer of the two, not their sum. A host-proxied DeepEP exchange in
 an eager engine adds host work the GPU must wait for in every MoE layer (the hand-off to the
 proxy threads and the posts they make), `proxy_fixed_us + proxy_lane_us / lanes` per MoE
-layer. Where the engine waits for it is a per-engine fact (`proxy_wait`, engines.toml, with
-its evidence): where only the exchange kernel waits (vLLM), the proxy's threads run beside the
-launching one, so the cost lengthens the GPU path and hides under a longer CPU path — vLLM at
-EP_NUM_COMMS=8 serves DeepEP at the dense arm's step (measured 0.97 A/B) while at 1 comm the
-proxy sets the step (203 ms); where the engine's own thread syncs on it (TensorRT-LLM: its
-DeepEP step does not grow with the GPU work of 2,048-token prompts) it adds after the longer
-path. It is charged once, here, and only where the evidence puts it (eager, host-proxied,
-cross-node).
+layer. Where the engine waits for it is a per-engine fact (`proxy_wait` in engines.toml, with
+its evidence; docs/model.md has the figures): where only the exchange kernel waits, the cost
+lengthens the GPU path and can hide under a longer CPU path; where the engine's own thread
+syncs on it, it adds after the longer path. It is charged once, here, and only where the
+evidence puts it (eager, host-proxied, cross-node).
 Graph replay removes the launches and runs the proxy's posts concurrently with the replay,
 so under CUDA graphs only the per-step host cost and the GPU path remain.
 

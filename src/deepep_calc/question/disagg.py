@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.errors import InputError
-from ..base.vocabulary import ARMS
+from ..base.vocabulary import ARMS, flag_of
 from ..catalog.kv_transports import EngineKv, KvTransport, engine_kv, get_kv_transport
 from ..catalog.transports import Transport, get_transport
 from .fields import DISAGG_FIELDS, LIMITS
@@ -85,7 +85,7 @@ def is_disaggregated(s: Any) -> bool:
 
 
 def _count(name: str, value: Any) -> int:
-    flag = f"--{name.replace('_', '-')}"
+    flag = flag_of(name)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError(flag, value, "a whole number of nodes, at least 1 (each side needs one)")
     if value > LIMITS[name]:
@@ -118,7 +118,7 @@ def resolve_disagg(s: Any, instance: Any, engine: Any, transport: Transport) -> 
     if not is_disaggregated(s):
         extra = [n for n in DISAGG_FIELDS if getattr(s, n, None) is not None]
         if extra:
-            flag = f"--{extra[0].replace('_', '-')}"
+            flag = flag_of(extra[0])
             raise InputError(
                 flag,
                 getattr(s, extra[0]),
@@ -131,9 +131,9 @@ def resolve_disagg(s: Any, instance: Any, engine: Any, transport: Transport) -> 
     for name, other in (("prefill_nodes", "decode_nodes"), ("decode_nodes", "prefill_nodes")):
         if getattr(s, name) is None:
             raise InputError(
-                f"--{name.replace('_', '-')}",
+                flag_of(name),
                 None,
-                f"missing; give a node count beside --{other.replace('_', '-')} (or --disagg xPyD)",
+                f"missing; give a node count beside {flag_of(other)} (or --disagg xPyD)",
             )
     p, d = _count("prefill_nodes", s.prefill_nodes), _count("decode_nodes", s.decode_nodes)
     if p + d > LIMITS["nodes"]:

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from ..base.arrays import is_array, loaded, np
 from ..base.errors import InputError
 from ..base.records import Record
+from ..base.vocabulary import flag_of
 from ..catalog.engines import Engine, get_engine
 from ..catalog.hardware import Instance, get_instance
 from ..catalog.model_catalog import resolve_model
@@ -131,7 +132,7 @@ def _check_types(s: Scenario, names: Iterable[str] | None = None) -> None:
         value = getattr(s, name)
         if value is None and name in _OPTIONAL:
             continue
-        flag = f"--{name.replace('_', '-')}"
+        flag = flag_of(name)
         if kind == "int":
             if isinstance(value, bool) or not isinstance(value, numbers.Real):
                 raise InputError(flag, value, "a whole number")
@@ -214,7 +215,7 @@ VARIABLE = ("nodes", "comms", "max_qps", "concurrency", "isl", "osl", "cuda_grap
 
 def check_array(name: str, arr: np.ndarray) -> None:
     """Array twin of the scalar checks: whole numbers in (0, limit]."""
-    flag = f"--{name.replace('_', '-')}"
+    flag = flag_of(name)
     if arr.size == 0:
         raise InputError(flag, "[]", "at least one value")
     if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
@@ -228,26 +229,24 @@ def check_array(name: str, arr: np.ndarray) -> None:
 def _whole_float(name: str, value: float) -> float:
     """The scalar twin of `check_array`: a whole number in (0, limit], as a float."""
     if not (0 < value <= LIMITS[name] and float(value).is_integer()):
-        raise InputError(f"--{name.replace('_', '-')}", value, f"whole numbers from 1 to {LIMITS[name]:,}")
+        raise InputError(flag_of(name), value, f"whole numbers from 1 to {LIMITS[name]:,}")
     return float(value)
 
 
 def _positive_int(field: str, value: Any, limit: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise InputError(f"--{field.replace('_', '-')}", value, "a whole number greater than 0")
+        raise InputError(flag_of(field), value, "a whole number greater than 0")
     if value > limit:
-        raise InputError(
-            f"--{field.replace('_', '-')}", value, f"at most {limit:,} (outside what the model covers)"
-        )
+        raise InputError(flag_of(field), value, f"at most {limit:,} (outside what the model covers)")
 
 
 def _positive_float(field: str, value: Any) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise InputError(f"--{field.replace('_', '-')}", value, "a number greater than 0")
+        raise InputError(flag_of(field), value, "a number greater than 0")
     if value != value or value in (float("inf"), float("-inf")) or value > FLOAT_LIMIT:
-        raise InputError(f"--{field.replace('_', '-')}", value, "a finite number below 1e12")
+        raise InputError(flag_of(field), value, "a finite number below 1e12")
 
 
 def check_numbers(s: Scenario) -> None:
@@ -385,7 +384,7 @@ def _apply_overrides(model: ModelSpec, s: Scenario) -> ModelSpec:
         value = getattr(s, name)
         if value is None:
             continue
-        flag = f"--{name.replace('_', '-')}"
+        flag = flag_of(name)
         if name == "kv_dtype":  # any case, as --weight-dtype: FP8 and fp8 are one dtype
             if not isinstance(value, str) or value.strip().lower() not in DTYPES:
                 raise InputError(flag, value, f"one of {', '.join(DTYPES)}")

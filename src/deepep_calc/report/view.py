@@ -23,7 +23,7 @@ from typing import Any
 from ..base import palette
 from ..base.arrays import first_float
 from ..base.quantity import Q
-from ..base.vocabulary import SYMBOLS, VERDICTS_SHOWN
+from ..base.vocabulary import SYMBOLS, VERDICTS_SHOWN, flag_of
 from ..catalog.transports import deepep_route, load_transports
 from ..decide.launch import run_blocks
 from ..decide.verdict import ARM_LABELS, TITLES
@@ -320,7 +320,7 @@ def cli_command(scenario: Any) -> str:
         if key == "cuda_graphs":
             parts.append("--cuda-graphs")
             continue
-        parts += [f"--{key.replace('_', '-')}", shlex.quote(str(value))]
+        parts += [flag_of(key), shlex.quote(str(value))]
     return " ".join(parts)
 
 

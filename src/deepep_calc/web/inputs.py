@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..base.errors import CalcError, FileInputError, InputError
-from ..base.vocabulary import TRUE_WORDS
+from ..base.vocabulary import TRUE_WORDS, flag_of
 from ..catalog.hf import MAX_CONFIG_BYTES, spec_from_hf_dict
 from ..catalog.model_catalog import load_models, preset_names
 from ..catalog.models import ModelSpec
@@ -53,10 +53,6 @@ _EXPECT = {
     "bool": "true or false",
     "string": "text",
 }
-
-
-def flag(name: str) -> str:
-    return f"--{name.replace('_', '-')}"
 
 
 def input_name(err: CalcError) -> str | None:
@@ -112,7 +108,7 @@ def from_validation(err: ValidationError) -> CalcError:
     else:
         allowed = _EXPECT.get(head, str(first.get("msg", "a valid value")).lower())
     shown = value if isinstance(value, int | float | str | bool) or value is None else type(value).__name__
-    return InputError(flag(name), shown, allowed)
+    return InputError(flag_of(name), shown, allowed)
 
 
 def request_from_json(data: Any) -> EvaluateRequest:
@@ -131,14 +127,14 @@ def request_from_form(form: Mapping[str, Any], upload: str | None = None) -> Eva
             try:
                 data[name] = int(text)
             except ValueError:
-                raise InputError(flag(name), text, _EXPECT["int"]) from None
+                raise InputError(flag_of(name), text, _EXPECT["int"]) from None
     for name in FLOAT_FIELDS:
         text = str(form.get(name) or "").strip()
         if text:
             try:
                 data[name] = float(text)
             except ValueError:
-                raise InputError(flag(name), text, _EXPECT["float"]) from None
+                raise InputError(flag_of(name), text, _EXPECT["float"]) from None
     for name in TEXT_FIELDS:
         text = str(form.get(name) or "").strip()
         if text:

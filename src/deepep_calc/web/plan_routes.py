@@ -18,7 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from ..base.errors import CalcError, InputError
-from ..base.vocabulary import TRUE_WORDS
+from ..base.vocabulary import TRUE_WORDS, flag_of
 from ..catalog.engines import load_engines
 from ..catalog.hardware import load_instances
 from ..catalog.model_catalog import preset_names
@@ -109,7 +109,7 @@ def body_from_query(params: Any) -> PlanRequestBody | None:
                 data[name] = kind(text)
             except ValueError:
                 expect = "a whole number" if kind is int else "a number"
-                raise InputError(f"--{name.replace('_', '-')}", text, expect) from None
+                raise InputError(flag_of(name), text, expect) from None
     for name in ("instances", "engines"):
         values = [v for v in params.getlist(name) if v.strip()]
         if values:

@@ -18,7 +18,7 @@ from typing import Any, Literal, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from ..base.errors import InputError
-from ..base.vocabulary import VerdictCode
+from ..base.vocabulary import VerdictCode, flag_of
 from ..estimate.kernel import LIMITS as KERNEL_LIMITS
 from ..question.fields import FLOAT_LIMIT, LIMITS, OVERRIDE_LIMIT
 from ..question.scenario import FLOAT_FIELDS, Scenario
@@ -157,9 +157,7 @@ class EvaluateRequest(ScenarioBody):  # type: ignore[misc, valid-type]
             for name, value in (("prefill_nodes", p), ("decode_nodes", d)):
                 given = out.get(name)
                 if given is not None and given != value:
-                    raise InputError(
-                        f"--{name.replace('_', '-')}", given, f"{value}, as disagg {out['disagg']} says"
-                    )
+                    raise InputError(flag_of(name), given, f"{value}, as disagg {out['disagg']} says")
                 out[name] = value
         p, d = out.get("prefill_nodes"), out.get("decode_nodes")
         if isinstance(p, int) and isinstance(d, int) and not isinstance(p, bool) and not isinstance(d, bool):

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ...base.errors import CalcError, InputError
-from ...base.vocabulary import FALSE_WORDS, TRUE_WORDS
+from ...base.vocabulary import FALSE_WORDS, TRUE_WORDS, flag_of
 from ...decide.verdict import classify_indices
 from ...estimate.disagg import compute_with_disagg
 from ...estimate.evaluate import check_splittable, table_for
@@ -97,10 +97,6 @@ def graphs_word(flag_name: str, word: str) -> bool:
     raise InputError(flag_name, word.strip(), BOOL_ALLOWED)
 
 
-def flag(name: str) -> str:
-    return f"--{name.replace('_', '-')}"
-
-
 # Parsing -------------------------------------------------------------------------------------
 
 _RANGE = re.compile(r"^\s*([^:]+):([^:]+)(?::\s*([x+]?)\s*([^:]+))?\s*$")
@@ -112,10 +108,10 @@ def _number(name: str, text: str, kind: type) -> float:
         value = float(text)
     except ValueError:
         raise InputError(
-            flag(name), text.strip(), f"{allowed}, a comma list or a range a:b[:xK|:+K]"
+            flag_of(name), text.strip(), f"{allowed}, a comma list or a range a:b[:xK|:+K]"
         ) from None
     if kind is int and (not math.isfinite(value) or value != int(value)):
-        raise InputError(flag(name), text.strip(), "whole numbers")
+        raise InputError(flag_of(name), text.strip(), "whole numbers")
     return value
 
 
@@ -127,19 +123,19 @@ def _range(name: str, text: str, kind: type) -> list[float]:
     op, step_text = m.group(3) or "+", m.group(4)
     step = _number(name, step_text, float) if step_text is not None else 1.0
     if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
-        raise InputError(flag(name), text, "a range a:b with a <= b")
+        raise InputError(flag_of(name), text, "a range a:b with a <= b")
     # The count is worked out from the ends and the step before anything is built, so a
     # range of billions of values is refused without allocating them (or looping over them).
     if op == "x":
         if not (math.isfinite(step) and step > 1) or lo <= 0:
-            raise InputError(flag(name), text, "a geometric range a:b:xK with a > 0 and K > 1")
+            raise InputError(flag_of(name), text, "a geometric range a:b:xK with a > 0 and K > 1")
         steps = math.log(hi / lo) / math.log(step)
     else:
         if not (math.isfinite(step) and step > 0):
-            raise InputError(flag(name), text, "an arithmetic range a:b:+K with K > 0")
+            raise InputError(flag_of(name), text, "an arithmetic range a:b:+K with K > 0")
         steps = (hi - lo) / step
     if not math.isfinite(steps) or steps + 1 > MAX_AXIS_VALUES:
-        raise InputError(flag(name), text, f"at most {MAX_AXIS_VALUES:,} values per field")
+        raise InputError(flag_of(name), text, f"at most {MAX_AXIS_VALUES:,} values per field")
     count = math.floor(steps + 1e-9) + 1
     values = lo * np.power(step, np.arange(count)) if op == "x" else lo + step * np.arange(count)
     if kind is int:
@@ -155,11 +151,11 @@ def parse_values(name: str, text: str | None) -> list[Any]:
         return [DEFAULTS.get(name)]
     parts = [p.strip() for p in str(text).split(",")]
     if any(not p for p in parts):
-        raise InputError(flag(name), text, "a comma list with no empty items")
+        raise InputError(flag_of(name), text, "a comma list with no empty items")
     out: list[Any] = []
     for part in parts:
         if name in BOOL_FIELDS:
-            out.append(graphs_word(flag(name), part))
+            out.append(graphs_word(flag_of(name), part))
         elif name in INT_FIELDS or name in FLOAT_FIELDS:
             kind = int if name in INT_FIELDS else float
             if ":" in part:
@@ -168,7 +164,7 @@ def parse_values(name: str, text: str | None) -> list[Any]:
                 out.append(_number(name, part, kind))
         elif name == "alternative":
             if part.lower() not in ALTERNATIVES:
-                raise InputError(flag(name), part, "allgather or tp")
+                raise InputError(flag_of(name), part, "allgather or tp")
             out.append(part.lower())
         else:
             out.append(part)
@@ -273,7 +269,7 @@ def _disagg_split(raw: Mapping[str, str | None]) -> dict[str, str | None]:
         p, d = parse_disagg(split)
         for name, value in (("prefill_nodes", p), ("decode_nodes", d)):
             if raw.get(name) is not None and str(raw[name]).strip() != str(value):
-                raise InputError(flag(name), raw[name], f"{value}, as --disagg {split} says (or give one)")
+                raise InputError(flag_of(name), raw[name], f"{value}, as --disagg {split} says (or give one)")
             raw[name] = str(value)
     if (raw.get("prefill_nodes") is not None or raw.get("decode_nodes") is not None) and raw.get(
         "nodes"
