@@ -16,13 +16,12 @@ from pydantic import BaseModel, ConfigDict
 
 from ..base import palette
 from ..base.quantity import Q
-from ..catalog.measured import load_cells, load_facts
-from ..catalog.transports import KernelRef, load_transports
+from ..catalog.measured import load_cells
+from ..catalog.transports import load_transports
 from ..decide.answer import evaluate
 from ..estimate.evaluate import Result
+from ..estimate.operations import campaign_proxy, kernel_standing, native_vs_proxy, step_operations
 from ..fit.observations import cell_scenario
-from ..physics.deepep import KernelShape
-from ..physics.layout import layout
 from ..question.scenario import Scenario
 
 
@@ -160,57 +159,31 @@ def signature() -> list[dict[str, Any]]:
 
 def per_operation(base: Result) -> list[dict[str, Any]]:
     """One decode step of the DeepEP arm at the calibration scenario, counted operation by operation."""
-    r = base.resolved
-    m, t, inst = r.model, r.transport, r.instance
-    lay = layout(r, "deepep")
-    world = int(lay.ranks)
-    gpn = r.gpus_per_node
-    tokens = Q.derived(
-        float(lay.seqs_per_rank), "tokens", f"concurrency {r.scenario.concurrency} / {world} ranks"
-    )
-    pairs = (tokens * m.topk).as_("pairs", f"tokens x top-{m.topk}")
-    remote_share = (world - gpn) / world
-    remote = (pairs * remote_share).as_("pairs", f"x (EP - GPUs per node) / EP = {remote_share:g}")
-    posts = (remote * t.ops_per_token).as_(
-        "work requests", f"x {t.ops_per_token} per remote pair on SRD ({t.name})"
-    )
-    shape = KernelShape(1, m.hidden, m.topk, m.experts, "fp8")
-    dispatch_kb = (remote * shape.dispatch_bytes_per_token / 1000.0).as_(
-        "KB",
-        f"x {shape.dispatch_bytes_per_token:,.0f} B per FP8 token (hidden {m.hidden} + scales + routing)",
-    )
-    line = inst.net_gb_s_per_gpu(gpn)
-    wire_us = (dispatch_kb / line).as_("us", f"at line rate: {line.source}")
-    dee = base.arms["deepep"]
-    layers = m.moe_layers
-    kernels = dee.breakdown_ms["moe_comm"]
-    proxy = dee.breakdown_ms["proxy"]
-    path_us = ((kernels + proxy) * (1000.0 / layers)).as_(
-        "us", "model: (kernels + proxy) per step / MoE layers"
-    )
-    nic_pct = nic_utilisation_pct()
-    idle_pct = (100.0 - nic_pct).as_("%", "100 % - NIC utilisation")
+    op = step_operations(base)
     return [
-        _row("Tokens per rank per step", tokens, 0),
-        _row("Token-expert pairs per rank per MoE layer", pairs, 0),
-        _row("of which leave the node", remote, 0),
+        _row("Tokens per rank per step", op.tokens, 0),
+        _row("Token-expert pairs per rank per MoE layer", op.pairs, 0),
+        _row("of which leave the node", op.remote, 0),
         _row(
-            "Work requests posted, per direction", posts, 0, "payload and notice are separate writes on SRD"
+            "Work requests posted, per direction",
+            op.posts,
+            0,
+            "payload and notice are separate writes on SRD",
         ),
-        _row("Dispatch bytes leaving the node per layer", dispatch_kb, 1),
-        _row("Wire time for those bytes at line rate", wire_us, 2),
-        _row("Time the path spends per MoE layer", path_us, 0, "kernels plus host-proxy round trips"),
-        _row(f"Host-proxy cost per step ({layers} MoE layers)", proxy, 1),
-        _row("Dispatch + combine kernels per step", kernels, 1),
+        _row("Dispatch bytes leaving the node per layer", op.dispatch_kb, 1),
+        _row("Wire time for those bytes at line rate", op.wire_us, 2),
+        _row("Time the path spends per MoE layer", op.path_us, 0, "kernels plus host-proxy round trips"),
+        _row(f"Host-proxy cost per step ({op.moe_layers} MoE layers)", op.proxy_ms, 1),
+        _row("Dispatch + combine kernels per step", op.kernels_ms, 1),
         _row(
             "DeepEP tax per output token",
             base.tax_ms_per_token,
             1,
             "1000 / DeepEP per-user - 1000 / dense per-user",
         ),
-        _row("NIC utilisation on the dispatch path", nic_pct, 1),
-        *model_nic_rows(dee),
-        _row("Time the fabric sits idle", idle_pct, 1),
+        _row("NIC utilisation on the dispatch path", op.nic_pct, 1),
+        *model_nic_rows(base.arms["deepep"]),
+        _row("Time the fabric sits idle", op.idle_pct, 1),
     ]
 
 
@@ -237,29 +210,11 @@ def model_nic_rows(arm: Any) -> list[dict[str, Any]]:
     ]
 
 
-def nic_utilisation_pct() -> Q:
-    nic = load_facts()["nic_utilisation"].q()
-    return Q(nic.value * 100.0, "%", nic.tag, nic.source)  # a unit change, not a derivation
-
-
-def _campaign_proxy() -> KernelRef:
-    proxy = load_transports()["efa-proxy"]
-    for ref in proxy.cross_check:
-        if "campaign" in ref.source:
-            return ref
-    return proxy.reference
-
-
-def _pair(ref: KernelRef) -> tuple[Q, Q]:
-    assert ref.dispatch_us is not None and ref.combine_us is not None
-    return Q.measured(ref.dispatch_us, "us", ref.source), Q.measured(ref.combine_us, "us", ref.source)
-
-
 def kernel_status() -> dict[str, Any]:
     """The CQ-poll campaign against the same-day proxy, the shipping EFA-GDA and InfiniBand."""
     tr = load_transports()
     entries = [
-        ("efa-proxy", "Host proxy, same campaign", _campaign_proxy(), palette.HOST_PROXIED),
+        ("efa-proxy", "Host proxy, same campaign", campaign_proxy(), palette.HOST_PROXIED),
         (
             "efa-native-cqpoll",
             "Native GPU-initiated, CQ polling",
@@ -269,28 +224,25 @@ def kernel_status() -> dict[str, Any]:
         ("efa-gda", "EFA-GDA (shipping)", tr["efa-gda"].reference, palette.GPU_INITIATED),
         ("ib-ibgda", "InfiniBand IBGDA", tr["ib-ibgda"].reference, palette.GPU_INITIATED),
     ]
-    ib_d, ib_c = _pair(tr["ib-ibgda"].reference)
-    rows = []
-    for name, label, ref, colour in entries:
-        d, c = _pair(ref)
-        rows.append(
-            {
-                "transport": name,
-                "label": label,
-                "colour": colour,
-                "where": ref.label,
-                "dispatch": d.to_json(),
-                "combine": c.to_json(),
-                "vs_ib_dispatch": (d / ib_d).as_("x").to_json(),
-                "vs_ib_combine": (c / ib_c).as_("x").to_json(),
-            }
-        )
-    pd, pc = _pair(_campaign_proxy())
-    nd, nc = _pair(tr["efa-native-cqpoll"].reference)
+    standing = kernel_standing([(name, ref) for name, _, ref, _ in entries])
+    rows = [
+        {
+            "transport": k.transport,
+            "label": label,
+            "colour": colour,
+            "where": k.ref.label,
+            "dispatch": k.dispatch.to_json(),
+            "combine": k.combine.to_json(),
+            "vs_ib_dispatch": k.vs_ib_dispatch.to_json(),
+            "vs_ib_combine": k.vs_ib_combine.to_json(),
+        }
+        for k, (_, label, _, colour) in zip(standing, entries, strict=True)
+    ]
+    dispatch, combine = native_vs_proxy()
     return {
         "rows": rows,
-        "native_vs_proxy_dispatch": (nd / pd).as_("x").to_json(),
-        "native_vs_proxy_combine": (nc / pc).as_("x").to_json(),
+        "native_vs_proxy_dispatch": dispatch.to_json(),
+        "native_vs_proxy_combine": combine.to_json(),
     }
 
 

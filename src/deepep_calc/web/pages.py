@@ -23,13 +23,13 @@ from ..catalog.model_catalog import preset_names
 from ..catalog.models import DTYPES
 from ..catalog.transports import load_transports
 from ..estimate.evaluate import Result
+from ..estimate.operations import nic_utilisation_pct
 from ..question.disagg import SIDE_ARMS
 from ..question.fields import DEFAULTS
 from ..report import view
 from .api import details_of
 from .guard import FORM_LIMIT
 from .inputs import CONFIG_ORIGIN, api_message, input_name, request_from_form, run
-from .mechanism import nic_utilisation_pct
 
 router = APIRouter(include_in_schema=False)
 
