@@ -3,6 +3,7 @@
 import math
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -61,6 +62,7 @@ def _finite_or_none(q: Any) -> None:
     assert math.isfinite(v) or (q.unit == "$/Mtok" and math.isnan(v)), q
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fields)
 def test_evaluate_never_crashes(kw: dict[str, Any]) -> None:

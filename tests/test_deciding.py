@@ -73,6 +73,7 @@ def test_the_card_and_the_page_show_the_deciding_comparison(capsys, client) -> N
     assert "DeepEP / single-node replicas, aggregate" in render_markdown(result)
 
 
+@pytest.mark.slow
 def test_the_tornado_is_against_the_deciding_arm() -> None:
     rows = sensitivity(REPLICA_WINS)
     assert rows and all(r.versus == ("deepep", "replica") for r in rows)

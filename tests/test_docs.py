@@ -22,6 +22,7 @@ def test_measured_doc_lists_every_headline_number() -> None:
         assert number in text
 
 
+@pytest.mark.slow
 def test_model_doc_generated_sections_are_current() -> None:
     from deepep_calc.report.model_doc import render
 
@@ -43,6 +44,7 @@ def _close(a: object, b: object, path: str = "") -> None:
         assert a == b, path
 
 
+@pytest.mark.slow
 def test_shipped_fit_is_what_a_fresh_fit_gives() -> None:
     """catalog/data/fitted.toml is the fit of today's catalogs: regenerate it with
     `python -m deepep_calc.whatif.ship_fit` whenever a reference or an equation changes."""

@@ -310,6 +310,7 @@ def test_every_prefix_of_a_small_config(workdir: Path) -> None:
         assert isinstance(attempt(HF_IMP, path), CalcError), n
 
 
+@pytest.mark.slow
 @examples(150)
 @given(
     data=st.data(), config=st.sampled_from(HF_CONFIGS), op=st.sampled_from(["replace", "delete", "sibling"])
@@ -687,6 +688,7 @@ USED = {
 NUMBERS = [0, -1, 1e-300, 1e-9, 0.5, 1e11, 1e12, 1e13, 2**53, math.nan, math.inf, "7", None]
 
 
+@pytest.mark.slow
 @examples(60)
 @given(data=st.data(), op=st.sampled_from(["replace", "delete"]), side=st.sampled_from(["dense", "deepep"]))
 def test_cli_calibrate_on_a_mutated_export(

@@ -243,6 +243,7 @@ def test_a_fifo_whose_reader_leaves_is_a_one_line_error(tmp_path, capsys):
     refused(code, out, err, str(fifo), "closed the pipe")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args",
     [
@@ -474,6 +475,7 @@ def test_report_never_overwrites_the_config_it_reads(tmp_path, capsys):
 # calibrate validates the profile before writing -------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_profile_the_reader_would_refuse_is_never_written(tmp_path, capsys):
     dense, deepep = exports(tmp_path)
     for path in (dense, deepep):

@@ -124,6 +124,7 @@ def scenarios(draw: st.DrawFn, overrides: bool = True) -> Scenario:
 # 1. finite or not feasible, and no floating-point error on the way
 
 
+@pytest.mark.slow
 @examples(200)
 @given(scenarios())
 def test_every_output_is_finite_or_explicitly_not_feasible(scenario: Scenario) -> None:
@@ -156,6 +157,7 @@ def growths(draw: st.DrawFn) -> tuple[Scenario, dict[str, Any]]:
     return base, {k: draw(options[k]) for k in chosen}
 
 
+@pytest.mark.slow
 @examples(120)
 @given(growths())
 def test_memory_per_gpu_never_falls_when_the_model_grows(case: tuple[Scenario, dict[str, Any]]) -> None:
@@ -257,6 +259,7 @@ def assert_measured_only_where_replayed(result: Result) -> None:
         assert metric in REPLAYED, path
 
 
+@pytest.mark.slow
 @examples(150)
 @given(scenarios())
 def test_no_output_is_stronger_than_its_weakest_input(scenario: Scenario) -> None:

@@ -51,6 +51,7 @@ def test_the_card_under_a_plan_recommends_the_plans_choice(fields: dict[str, Any
                 assert any("is left out by --measured-only" in r for r in v.reasons)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("measured_only", [False, True])
 def test_the_cli_prints_one_complete_launch_block(capsys, measured_only: bool) -> None:
     args = ["plan", "--model", "glm-4.5", "--concurrency", "64"] + (

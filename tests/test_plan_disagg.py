@@ -135,6 +135,7 @@ def test_every_split_row_is_evaluates_own_figures(small):
             assert (np.isnan(table) and np.isnan(model)) or rel(table, model) < 1e-9, (name, config)
 
 
+@pytest.mark.slow
 def test_brute_force_finds_nothing_cheaper_that_meets_the_targets(small):
     brute = brute_force(SMALL)
     meeting = [b for b in brute if b["meets"]]

@@ -177,6 +177,7 @@ def test_default_bind_is_loopback_only(served):
     assert listening_addresses(served.port) == ["0100007F"]  # 127.0.0.1, nothing else
 
 
+@pytest.mark.slow
 def test_public_bind_warns_and_sigterm_drains_the_request_in_flight(spawn):
     server = spawn("--host", "0.0.0.0")
     assert listening_addresses(server.port) == ["00000000"]
@@ -216,6 +217,7 @@ def test_public_bind_warns_and_sigterm_drains_the_request_in_flight(spawn):
     assert f"serving on http://0.0.0.0:{server.port}/" in out
 
 
+@pytest.mark.slow
 def test_a_repeated_sigterm_while_stopping_still_exits_zero(spawn):
     """Service managers ask again when a stop is slow: a SIGTERM landing while the server is
     already on its way out must not turn exit 0 into death by signal (-15)."""
@@ -229,6 +231,7 @@ def test_a_repeated_sigterm_while_stopping_still_exits_zero(spawn):
     assert (server.proc.returncode, err) == (0, "")
 
 
+@pytest.mark.slow
 def test_sigterm_on_an_idle_server_exits_zero_quickly(spawn):
     server = spawn()
     keep_alive = socket.create_connection(("127.0.0.1", server.port))  # an idle kept-alive client
@@ -923,6 +926,7 @@ def test_an_address_this_machine_lacks_is_one_line(host, needle):
     assert needle in run.stderr
 
 
+@pytest.mark.slow
 def test_sigterm_with_a_stalled_client_exits_zero_and_silent(spawn):
     """A client that never finishes its request: cancelled after the grace period, quietly."""
     server = spawn()

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 TOOL = Path(__file__).resolve().parent.parent / "tools" / "snapshot.py"
 
 
@@ -17,6 +19,7 @@ def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_written_fingerprints_check_identical_and_a_changed_one_is_named(tmp_path: Path) -> None:
     saved = tmp_path / "before.json"
     assert run("-o", saved, "--only", "card,kernel-4-tokens").returncode == 0

@@ -125,6 +125,7 @@ FLIP_SPREAD: list[dict[str, Any]] = [
 ]
 
 
+@pytest.mark.slow
 def test_the_batched_flip_search_finds_the_one_by_one_flip(monkeypatch: pytest.MonkeyPatch) -> None:
     """The flip search's vectorised pass over its remaining candidates quotes exactly what the
     one-by-one search quotes (label, code, ratio and tag), on a spread that exercises it."""

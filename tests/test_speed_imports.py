@@ -133,6 +133,7 @@ ONE_SCENARIO = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", ONE_SCENARIO)
 def test_one_scenario_imports_no_numpy_pydantic_or_toml(argv: list[str]) -> None:
     """One scenario runs on plain floats (base/arrays.py): numpy (~0.1 s to import), pydantic

@@ -48,6 +48,7 @@ def test_platform():
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ci", ["", "1"])
 def test_ci_turns_a_skip_for_something_missing_into_a_failure(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, ci: str

@@ -72,6 +72,7 @@ def test_the_card_the_report_and_the_page_show_the_statuses(capsys, client) -> N
     assert 'class="status status-within-the-band">within the band</td>' in page
 
 
+@pytest.mark.slow
 def test_a_plan_point_whose_band_crosses_a_target_says_so(capsys) -> None:
     fields = {"model": "qwen3-235b-a22b", "concurrency": 64, "slo_tok_s": 40}
     plan = run_plan(plan_request(**fields))

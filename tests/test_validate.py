@@ -132,6 +132,7 @@ def test_leaving_the_designated_reference_out_refits_from_the_others() -> None:
     assert alone.beta_dispatch_us.source.startswith("no reference of efa-gda")  # unmeasured: class
 
 
+@pytest.mark.slow
 def test_unmeasured_transports_are_reported_apart(cv: Report) -> None:
     """Held out, a transport with one cross-node reference (or a library with one row inside a
     node) has nothing left: those rows are counted apart."""
@@ -182,6 +183,7 @@ def test_nvlink_token_scaling_is_fitted_by_least_squares(report: Report) -> None
             assert sum(abs(r.error) > 0.01 for r in rows) >= len(rows) // 2, lib
 
 
+@pytest.mark.slow
 def test_held_out_predictions_exist_for_every_in_scope_row(cv: Report) -> None:
     for r in cv.rows:
         if r.in_scope:
@@ -189,6 +191,7 @@ def test_held_out_predictions_exist_for_every_in_scope_row(cv: Report) -> None:
     assert all(a.held_out_ratio is not None for a in cv.ab)
 
 
+@pytest.mark.slow
 def test_held_out_accuracy_by_kind(cv: Report) -> None:
     """Regression guards at today's out-of-sample figures (docs/model.md quotes them)."""
     kinds = cv.kinds()
@@ -207,6 +210,7 @@ def _by_pair(cv: Report) -> dict[str, ABRow]:
 TRT_PAIRS = ("trt-ab-k1-c4", "trt-ab-k8-c4", "trt-ab-k8-c32", "trt-ab-k8-c16-isl2048")
 
 
+@pytest.mark.slow
 def test_held_out_ratio_within_010_on_trtllm_and_sglang_pairs(cv: Report) -> None:
     """trt-ab-k1-c4 is left to the target test: its measured aggregate ratio (0.60) sits below its
     per-user ratio (0.69) because both 40-request runs include a cold start (the next test),
@@ -222,6 +226,7 @@ def test_held_out_ratio_within_010_on_trtllm_and_sglang_pairs(cv: Report) -> Non
     assert abs(ab["trt-ab-k1-c4"].ratio_error) <= 0.11
 
 
+@pytest.mark.slow
 def test_held_out_winner_right_on_every_dense_vs_deepep_pair(cv: Report) -> None:
     """Every A/B of DeepEP against a dense alternative: the held-out call agrees (dense, tie
     counted as dense, or DeepEP), including the DeepSeek-scale A/B where DeepEP wins."""
@@ -232,6 +237,7 @@ def test_held_out_winner_right_on_every_dense_vs_deepep_pair(cv: Report) -> None
     assert ab["u926-dsv3"].measured_call == ab["u926-dsv3"].predicted_call == "deepep"
 
 
+@pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="known miss: docs/model.md section 9, 'Where the model misses'")
 def test_target_ratio_within_010_on_every_pair(cv: Report) -> None:
     """Misses today: the single-node A/Bs of [NIXL] and [U926] held out (each leaves vLLM's AGRS
@@ -240,6 +246,7 @@ def test_target_ratio_within_010_on_every_pair(cv: Report) -> None:
     assert all(abs(a.ratio_error) <= 0.10 for a in cv.ab)
 
 
+@pytest.mark.slow
 def test_target_winner_right_on_every_pair(cv: Report) -> None:
     """Issue 9's target, met: every A/B pair's held-out call agrees with the measured one."""
     assert all(a.agree for a in cv.ab), [(a.pair, a.measured_call, a.predicted_call) for a in cv.ab]
@@ -258,6 +265,7 @@ def test_trtllm_waits_for_its_proxy_on_the_host(report: Report) -> None:
     assert "assumed" in engines["sglang"].proxy_wait_source  # no SGLang run tells the two apart
 
 
+@pytest.mark.slow
 def test_vllm_comms_gain_and_ab_ratio_together(cv: Report) -> None:
     """Issue 9's check: EP_NUM_COMMS 1 -> 8 on vLLM eager halves the DeepEP step as the cells do
     (203 -> 100-106 ms) while the A/B ratio stays near the measured 0.97; the sum model (proxy
@@ -271,12 +279,14 @@ def test_vllm_comms_gain_and_ab_ratio_together(cv: Report) -> None:
     assert abs(ab.ratio_error) <= 0.05
 
 
+@pytest.mark.slow
 def test_target_kernel_held_out_mape_within_20pct(cv: Report) -> None:
     """Issue 9's target, every in-scope kernel row held out (unmeasured transports included)."""
     assert cv.kinds()["kernel"]["held_out_mape"] <= 0.20
     assert cv.kernel_split()["measured"]["held_out_mape"] <= 0.20
 
 
+@pytest.mark.slow
 def test_readme_quotes_the_held_out_figures(cv: Report) -> None:
     """README's accuracy table is the cross-validation's, to the printed 0.1 %."""
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
@@ -293,10 +303,12 @@ def test_readme_quotes_the_held_out_figures(cv: Report) -> None:
         assert m.group(2) == f"{g['held_out_mape'] * 100:.1f}", kind
 
 
+@pytest.mark.slow
 def test_every_pair_is_an_observed_a_b(cv: Report) -> None:
     assert {a.pair for a in cv.ab} == set(pairs(observations()))
 
 
+@pytest.mark.slow
 def test_bands_bracket_one_and_come_from_held_out_rows(cv: Report) -> None:
     """One band per kind where references cover a combination, one more per serving kind from
     the leave-a-combination-out misses (kernels have no such combination)."""
@@ -307,6 +319,7 @@ def test_bands_bracket_one_and_come_from_held_out_rows(cv: Report) -> None:
         assert 0 < lo <= 1.0 <= hi, kind
 
 
+@pytest.mark.slow
 def test_bands_cover_at_least_80_percent_of_what_was_held_out(cv: Report) -> None:
     """Issue #25's target: each held-out figure against the band made from the others' misses
     (never its own), per kind of figure and for both evidence levels."""
@@ -334,6 +347,7 @@ def test_a_figure_far_from_every_reference_carries_the_wider_band() -> None:
     assert table.band("step", covered=False)[1] > table.band("step")[1]
 
 
+@pytest.mark.slow
 def test_group_cv_covers_every_engine_model_transport(cv: Report) -> None:
     by = {g.by: {name for name, _, _ in g.folds} for g in cv.group_cv}
     assert by["engine"] == {"trtllm", "vllm", "sglang"}
@@ -353,6 +367,7 @@ def test_call_uses_the_noise_band() -> None:
     assert tie_vs_dense.ratio_error == pytest.approx(-0.07)
 
 
+@pytest.mark.slow
 def test_markdown_is_deterministic_and_complete(cv: Report) -> None:
     a, b = validation_markdown(cv), validation_markdown(cv)
     assert a == b
@@ -360,6 +375,7 @@ def test_markdown_is_deterministic_and_complete(cv: Report) -> None:
         assert heading in a
 
 
+@pytest.mark.slow
 def test_cli_validate_cv_json(capsys: pytest.CaptureFixture[str]) -> None:
     main(["validate", "--cv", "--json"])  # returns normally on success (errors exit 2)
     out = json.loads(capsys.readouterr().out)
@@ -403,6 +419,7 @@ def test_a_catalog_steady_state_aggregate_is_its_exports(cell: str, arm: str) ->
     assert math.isclose(m.steady_aggregate_tok_s, run.steady_aggregate_tok_s.scalar, abs_tol=0.01)
 
 
+@pytest.mark.slow
 def test_the_steady_state_ratio_is_shown_beside_the_measured_one(cv: Report) -> None:
     """Validation keeps the measured ratio as the one its accuracy figures use, and shows the
     steady-state one beside it; held out, the model is within 0.10 of the steady state."""
