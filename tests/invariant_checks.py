@@ -93,7 +93,7 @@ def assert_finite_or_not_feasible(result: Result) -> None:
 def kernel_log_loss(rows: Any, table: Any) -> float:
     """Sum of squared log errors of a table's kernel predictions over fit rows: the loss the
     kernel fit minimises, written out here so tests check the fit against it, not against itself."""
-    from deepep_calc.whatif.validate import kernel_prediction
+    from deepep_calc.accuracy.validate import kernel_prediction
 
     total = 0.0
     for r in rows:

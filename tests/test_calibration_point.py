@@ -56,8 +56,8 @@ def test_the_fit_is_not_exactly_determined_for_trtllm() -> None:
     """The TRT-LLM constants rest on more observations than unknowns: dense arms pin the launch
     cost (4 cells, 1 unknown), DeepEP arms the proxied host cost (7 runs, 2 unknowns), so the
     model misses each measured step by a little instead of hitting every one by construction."""
+    from deepep_calc.accuracy.validate import validate
     from deepep_calc.fit.observations import observations
-    from deepep_calc.whatif.validate import validate
 
     trt = {o.id for o in observations() if o.engine == "trtllm" and o.step_ms is not None}
     rows = [r for r in validate().rows if r.kind == "step" and r.reference in trt]

@@ -7,12 +7,12 @@ import tomllib
 
 import pytest
 
+from deepep_calc.accuracy import disagg_refs
+from deepep_calc.accuracy.validate import GroupCV, Row, validate
 from deepep_calc.catalog._toml import DATA
 from deepep_calc.catalog.kv_transports import BANDS_FILE
 from deepep_calc.catalog.references import load_disagg_refs, not_compared
 from deepep_calc.report.accuracy_md import disagg_markdown
-from deepep_calc.whatif import disagg_refs
-from deepep_calc.whatif.validate import GroupCV, Row, validate
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +21,7 @@ def report():
 
 
 def test_the_shipped_band_is_what_the_references_give_today():
-    """catalog/data/disagg_bands.toml: regenerate with `python -m deepep_calc.whatif.disagg_refs`
+    """catalog/data/disagg_bands.toml: regenerate with `python -m deepep_calc.accuracy.disagg_refs`
     when a disaggregated reference or the model changes."""
     fresh = tomllib.loads(disagg_refs.fresh_text())
     shipped = tomllib.loads((DATA / BANDS_FILE).read_text(encoding="utf-8"))

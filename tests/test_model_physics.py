@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from deepep_calc import Scenario, evaluate
+from deepep_calc.accuracy.validate import serving_prediction
 from deepep_calc.catalog.hardware import get_instance
 from deepep_calc.catalog.transports import load_transports
 from deepep_calc.estimate.evaluate import compute
@@ -17,7 +18,6 @@ from deepep_calc.fit.build import built_in_table
 from deepep_calc.fit.observations import observations
 from deepep_calc.physics.deepep import KernelShape, kernel_us, messages
 from deepep_calc.question.scenario import resolve
-from deepep_calc.whatif.validate import serving_prediction
 
 
 def _kernel(name: str, tokens: float) -> float:

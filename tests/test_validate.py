@@ -17,6 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from deepep_calc.accuracy.validate import (
+    ABRow,
+    Report,
+    cross_validate,
+    kernel_prediction,
+    validate,
+)
 from deepep_calc.catalog.engines import load_engines
 from deepep_calc.catalog.measured import load_cells
 from deepep_calc.catalog.transports import load_transports
@@ -26,13 +33,6 @@ from deepep_calc.fit.build import fit_kernels
 from deepep_calc.fit.kernels import KernelRow, fit_rows, kernel_rows, nvlink_rows
 from deepep_calc.fit.observations import observations, pairs
 from deepep_calc.report.accuracy_md import validation_markdown
-from deepep_calc.whatif.validate import (
-    ABRow,
-    Report,
-    cross_validate,
-    kernel_prediction,
-    validate,
-)
 from invariant_checks import kernel_log_loss
 
 

@@ -17,7 +17,7 @@ def banded(q: Q, table: Table, kind: str, inverse: bool = False, covered: Any = 
     """The figure with the band of its kind (modelled figures only; measured ones have none).
 
     A band (low, high) bounds model / reference over the cross-validated misses of that kind
-    (whatif/validate.py); `covered` False (or per row) takes the wider band of combinations no
+    (accuracy/validate.py); `covered` False (or per row) takes the wider band of combinations no
     reference covered. For a figure that is the inverse of the banded kind (per-user rate from
     the step, cost from the aggregate) the factors swap and invert.
     """

@@ -2,7 +2,7 @@
 cover, so a figure far from any of them carries a wider band.
 
 A modelled figure's band is the spread of the model's out-of-sample misses on figures like
-it (`whatif/validate.py`). Where references of the same combination exist, that is the miss
+it (`accuracy/validate.py`). Where references of the same combination exist, that is the miss
 of a reference left out one at a time; where none does — DeepSeek-V3 on SGLang under CUDA
 graphs, say, when every SGLang reference is Qwen3 in eager mode — it is the miss of whole
 combinations left out of the fit and predicted, which is larger and is the honest one.

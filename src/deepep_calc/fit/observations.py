@@ -1,6 +1,6 @@
 """Serving observations: every measured cell side and every serving reference, as one record.
 
-The fit (`fit/engines.py`) and the accuracy report (`whatif/validate.py`) work from these, so a
+The fit (`fit/engines.py`) and the accuracy report (`accuracy/validate.py`) work from these, so a
 cell of measured.toml and a DeepSeek-scale row of references.toml are handled the same way:
 a scenario, the arm that ran it, what was measured, how much to trust it, and the groups a
 cross-validation can leave out (engine, model, transport, instance, A/B pair).

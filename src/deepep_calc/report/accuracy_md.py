@@ -1,6 +1,6 @@
 """The accuracy report as Markdown: what `validate --md` prints and docs/model.md embeds.
 
-Deterministic text from `whatif/validate.py`'s report and `whatif/disagg_refs.py`'s rows, so
+Deterministic text from `accuracy/validate.py`'s report and `accuracy/disagg_refs.py`'s rows, so
 the document regenerates byte for byte (`tests/test_docs.py`).
 """
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ..whatif import disagg_refs
-from ..whatif.validate import Report, cross_validate
+from ..accuracy import disagg_refs
+from ..accuracy.validate import Report, cross_validate
 
 
 def _pct(x: float | None) -> str:

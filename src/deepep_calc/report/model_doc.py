@@ -124,11 +124,11 @@ def anchors_table() -> str:
     """Every fitted constant with the references it rests on and how those references are
     missed in sample and held out (the cross-validated report), so a constant fitted to the one
     figure it then reproduces shows as exactly determined, not as accuracy."""
+    from ..accuracy.validate import cross_validate
     from ..catalog.transports import load_transports
     from ..fit.build import built_in_table
     from ..fit.kernels import HOME, fit_rows, kernel_rows, nvlink_rows, spans_tokens
     from ..fit.observations import observations
-    from ..whatif.validate import cross_validate
 
     rep = cross_validate()
     table = built_in_table()
@@ -198,8 +198,8 @@ def validation_tables() -> str:
 
 
 def disaggregation_tables() -> str:
-    from ..whatif import disagg_refs
-    from ..whatif.validate import GroupCV, Row
+    from ..accuracy import disagg_refs
+    from ..accuracy.validate import GroupCV, Row
     from .accuracy_md import disagg_markdown
 
     return disagg_markdown(disagg_refs.rows(Row), disagg_refs.group_folds(GroupCV)).strip()

@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ..whatif import disagg_refs
+from ..accuracy import disagg_refs
 from . import term
 
 

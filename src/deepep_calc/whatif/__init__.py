@@ -1,1 +1,1 @@
-"""Questions about many scenarios: sweeps, the planner, sensitivity, validation."""
+"""Questions about many scenarios: sweeps, the planner, sensitivity."""

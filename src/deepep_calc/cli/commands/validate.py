@@ -24,7 +24,7 @@ def register(app: click.Group) -> None:
 @click.option("--sources", is_flag=True, help="number every reference's source and list them at the end")
 def validate_cmd(cross_validated: bool, as_json: bool, as_md: bool, sources: bool) -> None:
     """The model against every published reference, in sample and (--cv) out of sample."""
-    from ...whatif.validate import validate
+    from ...accuracy.validate import validate
 
     report = validate(cross_validated=cross_validated)
     if as_json:

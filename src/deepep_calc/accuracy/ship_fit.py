@@ -1,6 +1,6 @@
 """Writes the shipped fit: refit every reference, cross-validate, and rewrite the file.
 
-    python -m deepep_calc.whatif.ship_fit
+    python -m deepep_calc.accuracy.ship_fit
 
 `catalog/data/fitted.toml` is what every process reads (`fit/shipped.py`); this is how it is
 made. It sits with the what-ifs because the bands it records come from the cross-validation

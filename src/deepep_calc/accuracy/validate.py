@@ -197,7 +197,7 @@ class Report:
     group_cv: list[GroupCV] = field(default_factory=list)
     not_compared: list[tuple[str, str]] = field(default_factory=list)
     cross_validated: bool = False
-    # disaggregated deployments (whatif/disagg_refs.py): compared apart, never fitted, outside
+    # disaggregated deployments (accuracy/disagg_refs.py): compared apart, never fitted, outside
     # the bands above; their own band is the wider band of out-of-range disaggregated figures
     disaggregated: list[Row] = field(default_factory=list)
     disaggregated_cv: list[GroupCV] = field(default_factory=list)
