@@ -60,7 +60,7 @@ class Target:
 
 # The module table. To add a module, add one row.
 TARGETS: tuple[Target, ...] = (
-    Target("quantity", "src/deepep_calc/base/quantity.py", ("tests/test_quantity.py",)),
+    Target("quantity", "src/deepep_calc/base/quantity.py", ("tests/base/test_quantity.py",)),
     Target("params", "src/deepep_calc/physics/params.py", ("tests/physics/test_params.py",)),
     Target("compute", "src/deepep_calc/physics/compute.py", ("tests/physics/test_compute.py",)),
     Target("deepep", "src/deepep_calc/physics/deepep.py", ("tests/physics/test_deepep.py",)),
@@ -71,19 +71,19 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "cells",
         "src/deepep_calc/estimate/evaluate.py",
-        ("tests/test_measured_cells.py",),
+        ("tests/estimate/test_measured_cells.py",),
         ("measured_cell_for", "_is_cell_scenario", "_same_batching", "_native_dtype", "_apply_cell"),
     ),
     Target(
         "aiperf-metrics",
         "src/deepep_calc/files/aiperf/metrics.py",
-        ("tests/test_aiperf_metrics.py",),
+        ("tests/files/test_aiperf_metrics.py",),
         ("number", "block", "stat", "_check_range", "count", "metric", "csv_tag", "csv_cell"),
     ),
     Target(
         "verdict",
         "src/deepep_calc/decide/verdict.py",
-        ("tests/test_verdict.py", "tests/test_verdict_oracle.py"),
+        ("tests/decide/test_verdict.py", "tests/decide/test_verdict_oracle.py"),
         (
             "_meets",
             "decision_aggregates",

@@ -17,13 +17,32 @@ def test_no_test_reads_outside_the_repository() -> None:
     """No test or benchmark reaches for a sibling checkout (`../shared` and the like)."""
     pattern = re.compile(r"""REPO\.parent\b|parents\[2\]|\.\./shared|["']shared["'] /""")
     offenders = []
-    for path in [*TESTS.glob("*.py"), *(REPO / "benchmarks").glob("*.py")]:
+    for path in [*TESTS.rglob("*.py"), *(REPO / "benchmarks").glob("*.py")]:
         if path.name == Path(__file__).name:
             continue
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if pattern.search(line):
                 offenders.append(f"{path.name}:{n}: {line.strip()}")
     assert offenders == []
+
+
+def test_tests_in_folders_take_their_paths_from_one_module() -> None:
+    """A test below tests/<package>/ finds the repository through tests/paths.py, never by
+    counting parents of its own file, so moving it to another folder breaks nothing."""
+    offenders = [
+        str(path.relative_to(TESTS))
+        for path in TESTS.glob("*/**/*.py")
+        if "fixtures" not in path.parts and "Path(__file__)" in path.read_text(encoding="utf-8")
+    ]
+    assert offenders == []
+
+
+def test_the_tests_mirror_the_source_tree() -> None:
+    """Every folder of tests/ but the fixtures is a package of src/deepep_calc/."""
+    packages = {p.name for p in (REPO / "src" / "deepep_calc").iterdir() if (p / "__init__.py").exists()}
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
+    folders.discard("fixtures")
+    assert folders <= packages, folders - packages
 
 
 def test_real_aiperf_exports_are_in_the_repository() -> None:

@@ -11,7 +11,7 @@ single-line `FileInputError` naming the JSON field, because the person fixing it
 the file, not at this code.
 
 Imports run one way: base -> families, dtypes -> spec -> loader. This module only re-exports
-what callers use (`_build` is the schema-validation step `tests/test_hf_config.py` drives).
+what callers use (`_build` is the schema-validation step `tests/catalog/test_hf_config.py` drives).
 """
 
 from deepep_calc.catalog.hf.base import MAX_CONFIG_BYTES

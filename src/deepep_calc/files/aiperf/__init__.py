@@ -18,7 +18,7 @@ look at it, but must be told.
 
 Imports run one way: files, metrics, names -> run, workload -> build, flat / records /
 csv_export -> reader; pairs sits beside reader. This module only re-exports what callers use
-(the underscore names are the ones `tests/test_aiperf_metrics.py` and `calibrate/runs.py` use).
+(the underscore names are the ones `tests/files/test_aiperf_metrics.py` and `calibrate/runs.py` use).
 """
 
 from deepep_calc.base.textfile import MAX_FILE_BYTES, MIN_POSITIVE, read_text_file, stat_path

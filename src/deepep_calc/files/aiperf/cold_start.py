@@ -1,7 +1,7 @@
 """A run whose first wave of requests waited for a cold start, read from its export's statistics.
 
 Why a module of its own: the catalog's steady-state aggregates are derived by this rule from
-the shared exports (`tests/test_validate.py` holds the two equal), and `calibrate` applies the
+the shared exports (`tests/accuracy/test_validate.py` holds the two equal), and `calibrate` applies the
 same rule to a user's runs, so the rule is written once.
 
 The signature, from the summary statistics alone (an export carries no per-request timeline):

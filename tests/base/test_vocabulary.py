@@ -1,0 +1,44 @@
+"""The product's words (and a field's flag spelling) are defined once, in base/vocabulary.py."""
+
+from __future__ import annotations
+
+import re
+
+from deepep_calc.base import vocabulary as v
+from deepep_calc.decide.verdict import ARM_NAMES, NO_ARM
+from paths import REPO
+
+SRC = REPO / "src" / "deepep_calc"
+
+# A literal copy of one of the lists, in any order of its words
+COPIES = {
+    "the arms": re.compile(r"""\(\s*"deepep",\s*"allgather",\s*"tp",\s*"replica"\s*[,)]"""),
+    "the verdict codes": re.compile(
+        r"""\(\s*"dense",\s*"(?:deepep|capacity)",\s*"(?:deepep|capacity)"\s*\)"""
+    ),
+    "the verdict symbols": re.compile(r"""["']dense["']\s*:\s*["']■"""),
+    "the flag spelling": re.compile(r"""replace\(\s*['"]_['"],\s*['"]-['"]\s*\)"""),
+    "the yes words": re.compile(
+        r"""\(\s*"(?:on|true)",\s*"(?:true|yes|on|1)",\s*"(?:1|on|yes)",\s*"(?:yes|1)"\s*\)"""
+    ),
+}
+
+
+def test_orders_the_stored_columns_rely_on() -> None:
+    assert v.ARMS == ("deepep", "allgather", "tp", "replica")
+    assert v.VERDICT_CODES == ("dense", "deepep", "capacity")  # a sweep's int8 verdict column
+    assert set(v.VERDICTS_SHOWN) == set(v.VERDICT_CODES) == set(v.SYMBOLS)
+    assert (*v.ARMS, NO_ARM) == ARM_NAMES  # a sweep's int8 recommended-arm column
+    assert not set(v.TRUE_WORDS) & set(v.FALSE_WORDS)
+    assert v.flag_of("max_qps") == "--max-qps" and v.flag_of("nodes") == "--nodes"
+
+
+def test_no_module_declares_its_own_copy() -> None:
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).as_posix()
+        if rel == "base/vocabulary.py":
+            continue
+        code = path.read_text(encoding="utf-8")
+        found += [f"{rel}: {what}" for what, pattern in COPIES.items() if pattern.search(code)]
+    assert not found, "import these from deepep_calc.base.vocabulary instead: " + "; ".join(found)

@@ -1,0 +1,173 @@
+"""The command-line contract: commands, --json shapes, one-line errors with exit code 2."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli_runner import run_cli
+from paths import TESTS
+
+Q_KEYS = {"value", "unit", "tag", "source"}
+BAND_KEYS = {"low", "high"}  # additive: a modelled figure carries its band, a measured one none
+
+
+def _is_q(d: dict) -> bool:
+    keys = set(d)
+    if keys == Q_KEYS:
+        return True
+    return keys == Q_KEYS | BAND_KEYS and d["tag"] != "measured" and d["low"] <= d["value"] <= d["high"]
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    return run_cli(capsys, *argv)
+
+
+def test_default_card_shows_calibration(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run([], capsys)
+    assert code == 0
+    assert "19.6 tok/s ●" in out and "27.6 tok/s ●" in out and "14.7 ms/token ◐" in out  # tag markers
+    assert "● measured" in out  # and their legend
+    assert "Use DENSE" in out
+
+
+def test_evaluate_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["evaluate", "--json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert {"scenario", "verdict", "arms", "ratio_deepep_vs_alternative", "tax_ms_per_token"} <= doc.keys()
+    assert doc["verdict"]["code"] in ("dense", "capacity", "deepep")
+    assert {"headline", "reasons", "advisories", "flags"} <= doc["verdict"].keys()
+    assert set(doc["arms"]) == {"deepep", "allgather", "replica"}
+    for arm in doc["arms"].values():
+        assert isinstance(arm["feasible"], bool) and isinstance(arm["fits_memory"], bool)
+        for key in (
+            "per_user_tok_s",
+            "step_ms",
+            "aggregate_tok_s",
+            "ttft_ms",
+            "usd_per_mtok",
+            "memory_gb_per_gpu",
+        ):
+            assert _is_q(arm[key]) and arm[key]["tag"] in ("measured", "derived", "assumed")
+        assert all(set(v) == Q_KEYS for v in arm["breakdown_ms"].values())
+    # at the calibration scenario the measured figures carry no band; the TTFT (modelled) does
+    dee = doc["arms"]["deepep"]
+    assert dee["per_user_tok_s"]["tag"] == "measured" and "low" not in dee["per_user_tok_s"]
+    assert dee["ttft_ms"]["tag"] != "measured" and {"low", "high"} <= set(dee["ttft_ms"])
+    assert doc["tax_ms_per_token"]["tag"] == "derived"
+    assert round(doc["tax_ms_per_token"]["value"], 1) == 14.7
+
+
+def test_evaluate_tp_alternative(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        ["evaluate", "--alternative", "tp", "--model", "deepseek-v3", "--nodes", "4", "--json"], capsys
+    )
+    assert code == 0 and set(json.loads(out)["arms"]) == {"deepep", "tp", "replica"}
+
+
+def test_kernel_json_reproduces_the_reference_at_its_own_qps(capsys: pytest.CaptureFixture[str]) -> None:
+    """EP_EFA_MAX_QPS is part of the question: the gate run (6 QPs) answers --max-qps 6, the
+    QP-cap-2 campaign answers the default 2, and 3 QPs (no reference) is the model, between."""
+
+    def kernel(*extra: str) -> dict:
+        code, out, _ = run(
+            ["kernel", "--transport", "efa-proxy", "--instance", "p5en", "--ep", "16", *extra, "--json"],
+            capsys,
+        )
+        assert code == 0
+        return json.loads(out)
+
+    at6 = kernel("--max-qps", "6")
+    assert set(at6) == {"dispatch_us", "combine_us", "total_us", "parts_us", "binds", "measurements"}
+    assert at6["dispatch_us"]["value"] == 185.4 and at6["dispatch_us"]["tag"] == "measured"
+    assert at6["combine_us"]["value"] == 258.2
+    assert kernel("--qps", "6") == at6  # the old spelling still works
+    at2 = kernel()
+    assert (at2["dispatch_us"]["value"], at2["combine_us"]["value"]) == (380.0, 360.0)
+    assert at2["dispatch_us"]["tag"] == "measured" and "V2Q" in at2["dispatch_us"]["source"]
+    at3 = kernel("--max-qps", "3")
+    assert at3["total_us"]["tag"] != "measured" and {"low", "high"} <= set(at3["total_us"])
+    assert at6["total_us"]["value"] < at3["total_us"]["value"]  # fewer queue pairs, slower
+    more = kernel("--max-qps", "129")  # not credited above the reference's count: the model at 6
+    assert more["total_us"]["tag"] != "measured"
+    at7 = kernel("--max-qps", "7")  # no reference at 7 either: the model, capped at 6 as well
+    assert more["total_us"]["value"] == pytest.approx(at7["total_us"]["value"], rel=1e-9)
+    # the model at 6 QPs is the pooled fit of six efa-proxy references: near the gate run, not it
+    assert more["total_us"]["value"] == pytest.approx(at6["total_us"]["value"], rel=0.20)
+
+
+@pytest.mark.parametrize("cmd", ["models", "instances", "transports"])
+def test_catalog_commands(cmd: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run([cmd, "--json"], capsys)
+    rows = json.loads(out)
+    assert code == 0 and len(rows) >= 3 and all("name" in r for r in rows)
+    code, text, _ = run([cmd], capsys)
+    assert code == 0 and rows[0]["name"] in text
+
+
+def test_instances_show_visible_unit_conversion(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(["instances", "--json"], capsys)
+    p5en = next(r for r in json.loads(out) if r["name"] == "p5en")
+    assert p5en["network_gb_s_per_gpu_per_dir"] == 50.0
+    assert "3200 Gb/s" in p5en["network_conversion"] and "/ 8 bit/B" in p5en["network_conversion"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["evaluate", "--model", "no-such-model"], "--model"),
+        (["evaluate", "--instance", "p9"], "--instance"),
+        (["evaluate", "--transport", "carrier-pigeon"], "--transport"),
+        (["evaluate", "--engine", "tgi"], "--engine"),
+        (["evaluate", "--concurrency", "0"], "--concurrency"),
+        (["evaluate", "--concurrency", "-5"], "--concurrency"),
+        (["evaluate", "--nodes", "0"], "--nodes"),
+        (["evaluate", "--nodes", "-1"], "--nodes"),
+        (["evaluate", "--topk", "999"], "--topk"),
+        (["evaluate", "--isl", "abc"], "--isl"),
+        (["evaluate", "--weight-dtype", "fp3"], "--weight-dtype"),
+        (["evaluate", "--transport", "ib-ibgda"], "--transport"),
+        (["evaluate", "--model", "/no/such/dir/config.json"], "config.json"),
+        (["evaluate", "--concurrency", "99999999999"], "--concurrency"),
+        (["kernel", "--ep", "0"], "--ep"),
+        (["kernel", "--topk", "9", "--experts", "8"], "--topk"),
+        (["evaluate", "--no-such-flag"], "no-such-flag"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(
+    argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(argv, capsys)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("deepep-calc: error:"), err
+    assert needle in lines[0]
+    assert "Traceback" not in err
+
+
+def test_malformed_config_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "config.json"
+    bad.write_text('{"model_type": "qwen3_moe", "hidden_size": ')
+    code, _, err = run(["evaluate", "--model", str(bad)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "config.json" in err
+    unknown = tmp_path / "u" / "config.json"
+    unknown.parent.mkdir()
+    unknown.write_text('{"model_type": "llama", "hidden_size": 4096}')
+    code, _, err = run(["evaluate", "--model", str(unknown.parent)], capsys)
+    assert code == 2 and "model_type" in err
+
+
+def test_config_json_path_evaluates(capsys: pytest.CaptureFixture[str]) -> None:
+    folder = TESTS / "fixtures" / "hf" / "deepseek-v3"
+    code, out, _ = run(["evaluate", "--model", str(folder), "--instance", "p5", "--json"], capsys)
+    assert code == 0 and json.loads(out)["verdict"]["code"] == "capacity"
+
+
+def test_console_script_installed() -> None:
+    exe = Path(sys.executable).parent / "deepep-calc"
+    proc = subprocess.run([str(exe), "evaluate", "--concurrency", "-1"], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and proc.stdout == ""
