@@ -23,15 +23,16 @@ from deepep_calc.decide.breakeven import (
     ep_nodes,
     first_true,
     issue_bound,
+    kernel_shifted,
     kernel_tie,
     model,
     qps_kernel,
-    with_kernel_shift,
 )
 from deepep_calc.decide.breakeven import transport as breakeven_transport
 from deepep_calc.decide.verdict import classify_codes
 from deepep_calc.estimate.evaluate import table_for
 from deepep_calc.fit.build import built_in_table
+from deepep_calc.fit.table import Table
 from deepep_calc.physics.deepep import KernelShape, kernel_us, scaleout_bw
 from deepep_calc.question.scenario import Resolved, Scenario, resolve
 
@@ -50,12 +51,12 @@ def _r(s: Scenario) -> Resolved:
     return resolve(s)
 
 
-def _ratio(r: Resolved, **arrays: object) -> float:
-    return float(np.asarray(model(r, **arrays).ratio_deepep_vs_alternative.value).reshape(-1)[0])
+def _ratio(r: Resolved, table: Table | None = None, **arrays: object) -> float:
+    return float(np.asarray(model(r, table, **arrays).ratio_deepep_vs_alternative.value).reshape(-1)[0])
 
 
-def _per_layer_us(r: Resolved) -> float:
-    comm = model(r).arms["deepep"].breakdown_ms["moe_comm"]
+def _per_layer_us(r: Resolved, table: Table | None = None) -> float:
+    comm = model(r, table).arms["deepep"].breakdown_ms["moe_comm"]
     return float(np.asarray(comm.value).reshape(-1)[0]) * 1000.0 / r.model.moe_layers
 
 
@@ -66,13 +67,13 @@ def test_kernel_latency_substituted_back_ties(scenario: Scenario) -> None:
     assert answer.value is not None and answer.value.unit == "us"
     assert answer.value.tag is not None and answer.value.source
     shift = answer.value.scalar - _per_layer_us(r)
-    shifted = with_kernel_shift(r, shift)
+    shifted = kernel_shifted(r, shift)
     # the shifted model really runs its kernels at the answer's latency per layer ...
-    assert _per_layer_us(shifted) == pytest.approx(answer.value.scalar, rel=1e-9)
+    assert _per_layer_us(r, shifted) == pytest.approx(answer.value.scalar, rel=1e-9)
     # ... and there DeepEP's aggregate equals the alternative's
-    assert _ratio(shifted) == pytest.approx(1.0, abs=0.01)
+    assert _ratio(r, shifted) == pytest.approx(1.0, abs=0.01)
     # a little faster wins, a little slower loses
-    assert _ratio(with_kernel_shift(r, shift - 5.0)) > 1.0 > _ratio(with_kernel_shift(r, shift + 5.0))
+    assert _ratio(r, kernel_shifted(r, shift - 5.0)) > 1.0 > _ratio(r, kernel_shifted(r, shift + 5.0))
 
 
 def test_kernel_latency_never_ties_when_the_rest_of_the_step_decides() -> None:
@@ -257,8 +258,7 @@ def test_kernel_shift_moves_only_the_fixed_latency() -> None:
     shape = KernelShape(16.0, 7168, 8, 256)
     base_k = table_for(r).kernel_constants(r.transport.name, r.instance.name)
     base = kernel_us(r.transport, r.instance, 8, 32, shape, 8, 2, base_k)["total"].scalar
-    shifted = with_kernel_shift(r, 40.0)
-    moved_k = table_for(shifted).kernel_constants(r.transport.name, r.instance.name)
+    moved_k = kernel_shifted(r, 40.0).kernel_constants(r.transport.name, r.instance.name)
     moved = kernel_us(r.transport, r.instance, 8, 32, shape, 8, 2, moved_k)["total"].scalar
     assert moved - base == pytest.approx(40.0)
 

@@ -256,8 +256,8 @@ def _fingerprint_if_file(path: Path) -> tuple[str, int] | None:
 def profile_of(r: Resolved) -> Profile | Any | None:
     """The calibration profile a resolved scenario runs with, or None.
 
-    `Resolved.profile` is an override slot (the break-even search puts a shifted stand-in
-    there); left empty, the profile is the file `--calibration` names, read once per content.
+    `Resolved.profile` holds one already read (an uploaded profile, or the one `compute` read
+    for every arm); left empty, it is the file `--calibration` names, read once per content.
     """
     if r.profile is not None:
         return r.profile

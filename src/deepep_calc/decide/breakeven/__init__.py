@@ -48,12 +48,11 @@ from typing import Any
 from ...question.scenario import Scenario, resolve
 from .capacity import capacity_field, capacity_nodes, ep_nodes
 from .concurrency import concurrency_cross, held_concurrency
-from .kernel import AlphaShift, kernel_tie, with_kernel_shift
+from .kernel import kernel_shifted, kernel_tie
 from .search import Answer, first_true, model
 from .transport import comms_bandwidth, comms_proxy, issue_bound, qps_kernel
 
 __all__ = [
-    "AlphaShift",
     "Answer",
     "breakeven",
     "capacity_field",
@@ -65,10 +64,10 @@ __all__ = [
     "first_true",
     "held_concurrency",
     "issue_bound",
+    "kernel_shifted",
     "kernel_tie",
     "model",
     "qps_kernel",
-    "with_kernel_shift",
 ]
 
 

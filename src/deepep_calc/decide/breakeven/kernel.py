@@ -8,7 +8,6 @@ from typing import Any
 from ...base.arrays import np
 from ...base.quantity import Q
 from ...estimate.evaluate import Result, table_for
-from ...fit.profile import profile_of
 from ...fit.table import Table
 from ...question.scenario import Resolved
 from ..verdict import ARM_LABELS
@@ -17,42 +16,22 @@ from .search import Answer, _at, model, why_not_served
 # (a) kernel latency at which DeepEP ties the alternative ------------------------------------
 
 
-class AlphaShift:
-    """A calibration-profile stand-in that adds `delta_us` to every DeepEP dispatch + combine.
+def kernel_shifted(r: Resolved, delta_us: float, table: Table | None = None) -> Table:
+    """The constants `r` runs with, with every DeepEP dispatch + combine `delta_us` slower per
+    MoE layer: a what-if on one fitted constant, passed on as `compute(r, table=...)`.
 
-    The shift goes to the library's local part, the one term every direction adds whatever the
-    pipes (physics/deepep.py), split evenly between dispatch and combine. Any real profile on
-    the scenario keeps its cells, engine constants and its own kernel fit underneath.
+    The shift goes to the library's local fixed latency, the one term every direction adds
+    whatever the pipes (physics/deepep.py); across nodes the model scales that term by the
+    instance factor, so the shift is divided by it first. A calibration profile's constants
+    stay underneath (the table starts from `table_for(r)`).
     """
-
-    def __init__(self, inner: Any, delta_us: float) -> None:
-        self.inner, self.delta = inner, delta_us
-
-    def apply(self, table: Table, r: Resolved) -> Table:
-        if self.inner is not None:
-            table = self.inner.apply(table, r)
-        one_node = r.scenario.nodes <= 1 or r.transport.fabric == "nvlink"
-        factor = 1.0 if one_node else table.instance_factor(r.instance.name).scalar
-        library = r.transport.library
-        nvl = table.nvlink_fit(library)
-        shifted = replace(nvl, alpha_us=(nvl.alpha_us + self.delta / factor).as_("us"))
-        return replace(table, nvlink={**table.nvlink, library: shifted})
-
-    def kernel_fit(self, name: str) -> Any:
-        return self.inner.kernel_fit(name) if self.inner is not None else None
-
-    def cells(self) -> list[Any]:
-        return list(self.inner.cells()) if self.inner is not None else []
-
-    def __getattr__(self, name: str) -> Any:
-        if self.inner is None:
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-
-def with_kernel_shift(r: Resolved, delta_us: float) -> Resolved:
-    """The same scenario with every DeepEP dispatch + combine `delta_us` slower per MoE layer."""
-    return replace(r, profile=AlphaShift(profile_of(r), delta_us))
+    table = table if table is not None else table_for(r)
+    one_node = r.scenario.nodes <= 1 or r.transport.fabric == "nvlink"
+    factor = 1.0 if one_node else table.instance_factor(r.instance.name).scalar
+    library = r.transport.library
+    nvl = table.nvlink_fit(library)
+    shifted = replace(nvl, alpha_us=(nvl.alpha_us + delta_us / factor).as_("us"))
+    return replace(table, nvlink={**table.nvlink, library: shifted})
 
 
 def _per_layer_us(result: Result, layers: int) -> Q:
@@ -77,11 +56,16 @@ def kernel_tie(r: Resolved) -> Answer:
                 short="not applicable",
             )
 
-    def ratio_at(shift: float) -> float:
-        return _at(model(with_kernel_shift(r, shift)).ratio_deepep_vs_alternative).scalar
+    table = table_for(r)
 
-    lowest = -_alpha_total(r)  # every fixed latency gone: the fastest these kernels can be
-    floor = _per_layer_us(model(with_kernel_shift(r, lowest)), layers)
+    def at(shift: float) -> Result:
+        return model(r, table=kernel_shifted(r, shift, table))
+
+    def ratio_at(shift: float) -> float:
+        return _at(at(shift).ratio_deepep_vs_alternative).scalar
+
+    lowest = -_alpha_total(r, table)  # every fixed latency gone: the fastest these kernels can be
+    floor = _per_layer_us(at(lowest), layers)
     high = max(4.0 * now.scalar, 1000.0)  # four times slower than today (at least 1 ms)
     r_low, r_high = ratio_at(lowest), ratio_at(high)
     check = {"now_us": now, "floor_us": floor}
@@ -116,7 +100,7 @@ def kernel_tie(r: Resolved) -> Answer:
     check = {
         **check,
         "solution_us": tie,
-        "ratio_at_solution": _at(model(with_kernel_shift(r, shift)).ratio_deepep_vs_alternative),
+        "ratio_at_solution": _at(at(shift).ratio_deepep_vs_alternative),
     }
     note = (
         f"DeepEP ties {ARM_LABELS[alt_name]} at {tie.scalar:,.1f} µs of dispatch + combine per MoE layer "
@@ -131,9 +115,8 @@ def kernel_tie(r: Resolved) -> Answer:
     return Answer("kernel_tie_us", q, tie, note, check)
 
 
-def _alpha_total(r: Resolved) -> float:
+def _alpha_total(r: Resolved, table: Table) -> float:
     """The local fixed part of one dispatch + combine as the model charges it here (us)."""
-    table = table_for(r)
     local = table.nvlink_fit(r.transport.library).alpha_us.scalar
     if r.scenario.nodes <= 1 or r.transport.fabric == "nvlink":
         return local

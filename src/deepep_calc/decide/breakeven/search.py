@@ -13,6 +13,7 @@ from typing import Any
 from ...base.arrays import np
 from ...base.quantity import Q
 from ...estimate.evaluate import Result, compute
+from ...fit.table import Table
 from ...question.scenario import Resolved
 
 
@@ -39,12 +40,13 @@ class Answer:
 # The model at many points -------------------------------------------------------------------
 
 
-def model(r: Resolved, **arrays: Any) -> Result:
-    """The vectorised model (no measured substitution) at the given numeric fields."""
+def model(r: Resolved, table: Table | None = None, **arrays: Any) -> Result:
+    """The vectorised model (no measured substitution) at the given numeric fields, with the
+    constants of `table` (None: those `r` runs with)."""
     s = r.scenario
     fields = {"concurrency": np.atleast_1d(np.asarray(arrays.pop("concurrency", s.concurrency)))}
     fields.update({k: np.atleast_1d(np.asarray(v)) for k, v in arrays.items()})
-    return compute(r.vary(**fields))
+    return compute(r.vary(**fields), table=table)
 
 
 def _at(q: Q, i: int = 0) -> Q:
