@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from ...base.arrays import np
 from ...base.quantity import Q
