@@ -181,18 +181,17 @@ def test_setting_robustness_keeps_the_settled_advisories() -> None:
     assert result.verdict.advisories == eager.advisories
 
 
-def test_pending_step_runs_with_the_inline_models_it_was_made_under() -> None:
-    """An uploaded config.json is known only inside `inline_models`; the flip search that runs
-    later, when a face reads the advisories, still resolves it."""
+def test_an_uploaded_model_reaches_every_what_if_it_is_carried_to() -> None:
+    """An uploaded config.json is known only to the evaluation it was passed to; the flip search
+    that runs when a face reads the advisories resolves it again from `Resolved.models`."""
     from deepep_calc.catalog.model_catalog import resolve_model
-    from deepep_calc.question.scenario import inline_models
 
     spec = resolve_model("deepseek-v3")
-    with inline_models({"upload:test": spec}):
-        lazy = evaluate(Scenario(model="upload:test", nodes=2))
-        eager = decide(lazy, lazy=False)
+    lazy = evaluate(Scenario(model="upload:test", nodes=2), models={"upload:test": spec})
+    eager = decide(lazy, lazy=False)
     assert lazy.verdict.advisories == eager.advisories
     assert lazy.verdict.robustness == eager.robustness
+    assert lazy.resolved.change(nodes=4).model is spec
 
 
 def test_second_evaluation_equals_the_first() -> None:

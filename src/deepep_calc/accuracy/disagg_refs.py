@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 
 from ..catalog.kv_transports import BANDS_FILE
-from ..catalog.references import DisaggRef, load_disagg_refs
+from ..catalog.references import DisaggRef, load_disagg_refs, reference_models
 from ..estimate.disagg import compute_disagg
 from ..fit.build import built_in_table, fit_table
 from ..fit.kernels import kernel_rows
-from ..fit.observations import observations, reference_models
+from ..fit.observations import observations
 from ..fit.table import Table
 from ..question.scenario import Resolved, Scenario, resolve
 
@@ -97,15 +97,13 @@ def _reaching(transport: str, nodes: int) -> str | None:
 
 def resolved_of(ref: DisaggRef) -> Resolved:
     """The reference's scenario with the layout knobs only references have (attention TP)."""
-    with reference_models():
-        r = resolve(scenario_of(ref))
+    r = resolve(scenario_of(ref), reference_models())
     return replace(r, attention_tp=ref.attention_tp)
 
 
 def predict(ref: DisaggRef, table: Table) -> dict[str, float]:
     """The model's TPOT, TTFT and output tok/s for one reference, at these constants."""
-    with reference_models():
-        d = compute_disagg(resolved_of(ref), table)
+    d = compute_disagg(resolved_of(ref), table)
     return {"step": d.tpot_ms.scalar, "ttft": d.ttft_ms.scalar, "aggregate": d.aggregate_tok_s.scalar}
 
 

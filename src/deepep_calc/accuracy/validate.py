@@ -45,7 +45,7 @@ from ..estimate.evaluate import Result, compute
 from ..fit.build import built_in_table, fit_kernels, fit_table
 from ..fit.evidence import UNCOVERED, obs_key
 from ..fit.kernels import KernelRow, fit_rows, kernel_rows, nvlink_rows, shape_of
-from ..fit.observations import Obs, observations, pairs, reference_models
+from ..fit.observations import Obs, observations, pairs
 from ..fit.table import Table
 from ..physics.deepep import kernel_us
 from . import disagg_refs
@@ -356,9 +356,7 @@ def _kernel_pairs(row: KernelRow, pred: dict[str, float]) -> list[tuple[str, flo
 
 def serving_prediction(o: Obs, table: Table) -> Result:
     """The model (no measured substitution) for one observation, at this table's constants."""
-    r = o.resolved()
-    with reference_models():
-        return compute(r.vary(concurrency=[o.scenario.concurrency]), table=table)
+    return compute(o.resolved().vary(concurrency=[o.scenario.concurrency]), table=table)
 
 
 def _serving_values(o: Obs, table: Table) -> dict[str, float]:

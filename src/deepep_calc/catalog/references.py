@@ -105,7 +105,7 @@ def load_disagg_refs() -> dict[str, DisaggRef]:
 
 
 @cache
-def inline_models() -> dict[str, ModelSpec]:
+def reference_models() -> dict[str, ModelSpec]:
     """Models that only references use (a dense GPT-2 for the engine-overhead rows)."""
     return validate_rows("references.toml", "inline_model", ModelSpec)
 

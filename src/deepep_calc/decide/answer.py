@@ -11,9 +11,11 @@ that reads only the code and the figures pays for neither.
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Mapping
 from typing import Any
 
 from ..base.arrays import first
+from ..catalog.models import ModelSpec
 from ..estimate.disagg import compute_with_disagg
 from ..estimate.evaluate import Result, check_splittable
 from ..question.scenario import Scenario, resolve
@@ -32,13 +34,18 @@ from .remedy import fixes_for
 from .verdict import Verdict, assess, compare, deciding, status_of
 
 
-def evaluate(scenario: Scenario | None = None, /, **fields: Any) -> Result:
-    """Evaluate a scenario (or keyword fields on top of the calibration defaults)."""
+def evaluate(
+    scenario: Scenario | None = None, /, models: Mapping[str, ModelSpec] | None = None, **fields: Any
+) -> Result:
+    """Evaluate a scenario (or keyword fields on top of the calibration defaults).
+
+    `models`: specs known only in memory (an uploaded config.json) by the key `model` names.
+    """
     if scenario is None:
         scenario = Scenario(**fields)
     elif fields:
         scenario = scenario.copy(**fields)
-    r = resolve(scenario)
+    r = resolve(scenario, models)
     check_splittable(r)
     result = compute_with_disagg(r)
     result.verdict = decide(result)

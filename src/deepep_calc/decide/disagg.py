@@ -17,15 +17,16 @@ The figures come from `estimate/disagg.py`; nothing here computes one.
 from __future__ import annotations
 
 import shlex
-from dataclasses import replace
-from types import SimpleNamespace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..base.quantity import Q
 from ..catalog.constants import const
 from ..catalog.engines import ArmFlags
+from ..catalog.models import ModelSpec
 from ..estimate.disagg import DisaggResult, best_split
 from ..question.fields import DISAGG_FIELDS
+from ..question.scenario import Resolved, Scenario
 from .launch import launch
 from .verdict import ARM_LABELS, NO_ARM, tagged
 
@@ -231,8 +232,18 @@ def _plain(q: Q) -> Q:
 # Launch ------------------------------------------------------------------------------------------
 
 
-def _side_result(result: Any, d: DisaggResult, role: str) -> Any:
-    """A stand-in result for one side, as `engine_flags` and `launch` read one."""
+@dataclass(frozen=True)
+class SideView:
+    """One side of a disaggregated deployment, as `engine_flags` and `launch` read a result:
+    they need its question (resolved and as asked) and its model, not its figures."""
+
+    resolved: Resolved
+    scenario: Scenario
+    model: ModelSpec
+
+
+def _side_result(result: Any, d: DisaggResult, role: str) -> SideView:
+    """One side's question: its nodes, transport and graph mode, no disaggregation of its own."""
     side = d.spec.side(role)
     r = result.resolved
     s = result.scenario.copy(
@@ -242,7 +253,7 @@ def _side_result(result: Any, d: DisaggResult, role: str) -> Any:
         **dict.fromkeys(DISAGG_FIELDS),
     )
     rs = replace(r, scenario=s, transport=side.transport, disagg=None, disaggregated=role == "decode")
-    return SimpleNamespace(resolved=rs, scenario=s, model=r.model)
+    return SideView(rs, s, r.model)
 
 
 def _kept(arg: str) -> str:

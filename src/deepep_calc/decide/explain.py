@@ -22,7 +22,7 @@ from ..catalog.transports import load_transports
 from ..estimate.evaluate import compute, deepep_neighbour_cell, duration, like_with_like, measured_cell_for
 from ..physics.layout import exchange_of
 from ..question.fields import LIMITS
-from ..question.scenario import VARIABLE, resolve
+from ..question.scenario import VARIABLE
 from .bounds import bound_reasons
 from .launch import arm_env, launch
 from .verdict import (
@@ -354,12 +354,12 @@ def _from_the_measured_knobs(result: Any) -> list[str]:
 
     r, s = result.resolved, result.scenario
     dee = result.arms["deepep"]
-    if r.varied or not dee.feasible:
+    if not r.measured or not dee.feasible:
         return []
     cell = deepep_neighbour_cell(r)
     if cell is None or cell.deepep is None or cell.deepep.aggregate_tok_s is None:
         return []
-    there = compute(resolve(s.copy(**{"comms": cell.comms, "max_qps": cell.max_qps})))
+    there = compute(r.change(comms=cell.comms, max_qps=cell.max_qps))
     model_there = there.arms["deepep"].model_aggregate_tok_s
     here = dee.model_aggregate_tok_s or dee.aggregate_tok_s
     if model_there is None or not model_there.scalar > 0:
@@ -480,11 +480,11 @@ def _deepep_only(result: Any, update: dict[str, Any]) -> Any:
     """The scenario with `update` applied to knobs only DeepEP reads, computed once per result:
     the flip search and the advisories both ask for EP_NUM_COMMS=8, and the answer is the same."""
     if not REUSE_OTHER_ARMS:
-        return compute(resolve(result.scenario.copy(**update)))
+        return compute(result.resolved.change(**update))
     key = tuple(sorted(update.items()))
     changed = result.whatifs.get(key)
     if changed is None:
-        changed = result.whatifs[key] = compute(resolve(result.scenario.copy(**update)), reuse=result)
+        changed = result.whatifs[key] = compute(result.resolved.change(**update), reuse=result)
     return changed
 
 
@@ -497,7 +497,7 @@ def whatif(result: Any, update: dict[str, Any]) -> Any:
     key = tuple(sorted(update.items()))
     changed = result.whatifs.get(key)
     if changed is None:
-        changed = result.whatifs[key] = compute(resolve(result.scenario.copy(**update)))
+        changed = result.whatifs[key] = compute(result.resolved.change(**update))
     return changed
 
 
@@ -517,7 +517,7 @@ def deepep_arm_whatif(result: Any, update: dict[str, Any]) -> Any:
     arm_key = ("deepep arm", *key)
     changed = result.whatifs.get(arm_key)
     if changed is None:
-        changed = result.whatifs[arm_key] = compute(resolve(result.scenario.copy(**update)), reuse=result)
+        changed = result.whatifs[arm_key] = compute(result.resolved.change(**update), reuse=result)
     return changed
 
 
@@ -653,7 +653,7 @@ def _first_flip_batched(result: Any, code: str, changes: list[tuple[str, dict[st
         if update.keys() <= _DEEPEP_ONLY or not update.keys() <= set(VARIABLE):
             return None
         try:
-            changed = resolve(s.copy(**update))
+            changed = result.resolved.change(**update)
         except CalcError:
             continue
         if any(measured_cell_for(changed, arm) is not None for arm in ("deepep", "allgather")):

@@ -29,7 +29,6 @@ from ..catalog.models import DTYPE_BYTES
 from ..catalog.transports import load_transports
 from ..estimate.evaluate import compute, duration
 from ..question.fields import LIMITS
-from ..question.scenario import resolve
 from .verdict import ARM_LABELS, NO_ARM, assess, tagged
 
 # Transports worth proposing: the production GPU-initiated paths first, then the strongest
@@ -75,7 +74,7 @@ def _changed(result: Any, update: dict[str, Any]) -> Any | None:
     """The changed scenario computed (no verdict words), or None when it is refused."""
 
     try:
-        return compute(resolve(result.scenario.copy(**update)))
+        return compute(result.resolved.change(**update))
     except CalcError:
         return None
 

@@ -115,7 +115,7 @@ class ArmBounds:
     def take_over(self) -> dict[str, Any] | None:
         """The smallest load above this one at which another part binds (solved on the model),
         or None within `physics.take_over.MAX_FACTOR`."""
-        if self.r.varied:
+        if not self.r.measured:
             return None
         found = take_over(self.r, self.arm, self.c, self.physics, self.memo)
         if found is None:

@@ -369,7 +369,7 @@ def best_split(r: Resolved, table: Table | None = None) -> DisaggResult | None:
     from ..question.disagg import resolve_disagg
 
     s = r.scenario
-    if r.disagg is not None or r.varied or s.nodes < 2:
+    if r.disagg is not None or not r.measured or s.nodes < 2:
         return None
     table = table if table is not None else table_for(r)
     best: tuple[Any, DisaggResult] | None = None

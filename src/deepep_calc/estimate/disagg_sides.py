@@ -18,7 +18,6 @@ is how the model rates a pairing. Values may be arrays (a sweep's rows, the plan
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from types import SimpleNamespace
 from typing import Any
 
 from ..base.arrays import floats, is_array, maximum, minimum, np
@@ -33,7 +32,7 @@ from ..physics.memory import Memory, memory
 from ..physics.step import decode_step, prefill_batch_step, prefill_step, shared
 from ..question.disagg import Side
 from ..question.fields import DISAGG_FIELDS
-from ..question.scenario import Resolved
+from ..question.scenario import Resolved, varied_scenario
 
 CANDIDATE_ARMS = ARMS
 
@@ -45,19 +44,19 @@ def side_resolved(r: Resolved, side: Side, concurrency: Any = None) -> Resolved:
     """The scenario of one side: its nodes, transport and graph mode, no disaggregation of its
     own; the decode side runs no prefill. Numeric fields become the model's own figures (no
     measured cell: every cell is an aggregated run)."""
-    fields = dict(vars(r.scenario))
-    fields.update(dict.fromkeys(DISAGG_FIELDS))
+    fields: dict[str, Any] = dict.fromkeys(DISAGG_FIELDS)
     fields["nodes"] = float(side.nodes)
     fields["transport"] = side.transport.name
     fields["cuda_graphs"] = side.cuda_graphs
     if concurrency is not None:
         fields["concurrency"] = concurrency
     for name in ("concurrency", "isl", "osl", "comms", "max_qps"):
-        if not is_array(fields[name]):
-            fields[name] = float(fields[name])
+        value = fields.get(name, getattr(r.scenario, name))
+        fields[name] = value if is_array(value) else float(value)
     return replace(
         r,
-        scenario=SimpleNamespace(**fields),  # type: ignore[arg-type]
+        scenario=varied_scenario(r.scenario, **fields),
+        measured=False,
         transport=side.transport,
         disagg=None,
         disaggregated=side.role == "decode",
@@ -116,7 +115,7 @@ def prefill_arm(r_side: Resolved, arm: str, table: Table, memo: dict[Any, Any]) 
     lanes = floats(lay.dp_ranks) * floats(lay.groups)
     capacity = phys.prefill_capacity_req_s(lanes, prompts, busy)
     in_flight = minimum(floats(s.concurrency), lanes * prompts.value)
-    r_mem = replace(r_side, scenario=SimpleNamespace(**{**vars(s), "concurrency": in_flight}))
+    r_mem = replace(r_side, scenario=varied_scenario(s, concurrency=in_flight), measured=False)
     mem = memory(r_mem, layout(r_mem, arm), s.isl, 0.0)  # a prompt's KV only, until it is sent
     return PrefillArm(arm, lay, one, busy, prompts, lanes, capacity, mem, splits_evenly(r_side, lay, arm))
 

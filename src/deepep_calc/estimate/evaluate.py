@@ -338,7 +338,7 @@ def _arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None
     aggregate = banded(served.aggregate_tok_s, table, "aggregate", covered=cov)
     ttft = banded(served.ttft_ms, table, "ttft", covered=cov)
     model_aggregate, model_step, model_per_user = aggregate, step_ms, pu
-    cell = None if r.varied else measured_cell_for(r, arm)
+    cell = measured_cell_for(r, arm) if r.measured else None
     if cell is not None:
         step_ms, pu, aggregate, ttft = _apply_cell(cell, arm, step_ms, pu, aggregate, ttft)
     cost = banded(usd_per_mtok(r, aggregate), table, "aggregate", inverse=True, covered=cov)
@@ -349,7 +349,7 @@ def _arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None
     answered = ttft.value <= ceiling
     feasible = split & fits & reach & answered
     why, why_code = "", ""
-    if not r.varied:
+    if r.measured:
         if not split:
             why_code = "split"
             why = f"{r.model.experts} experts cannot be split evenly over EP{int(lay.expert_shard)}"
@@ -390,11 +390,11 @@ def _arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None
     )
     if s.slo_tok_s is not None:
         result.meets_slo = _plain(result.per_user_tok_s.value >= s.slo_tok_s)
-        if not r.varied:
+        if r.measured:
             result.slo_status = target_status(result.per_user_tok_s, s.slo_tok_s, floor=True)
     if s.ttft_ms is not None:
         result.meets_ttft = _plain(result.ttft_ms.value <= s.ttft_ms)
-        if not r.varied:
+        if r.measured:
             result.ttft_status = target_status(result.ttft_ms, s.ttft_ms, floor=False)
     return result
 

@@ -8,15 +8,13 @@ cross-validation can leave out (engine, model, transport, instance, A/B pair).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ..catalog.measured import Cell, load_cells
+from ..catalog.references import reference_models
 from ..question.scenario import Resolved, Scenario, resolve
-from ..question.scenario import inline_models as inline_context
 
 if TYPE_CHECKING:
     from ..catalog.references import ServingRef
@@ -82,8 +80,7 @@ class Obs:
         }
 
     def resolved(self) -> Resolved:
-        with reference_models():
-            r = resolve(self.scenario)
+        r = resolve(self.scenario, reference_models())
         batch = self.max_batch or r.max_batch
         source = "the run's own setting" if self.max_batch else r.max_batch_source
         return replace(
@@ -93,15 +90,6 @@ class Obs:
             max_batch=batch,
             max_batch_source=source,
         )
-
-
-@contextmanager
-def reference_models() -> Iterator[None]:
-    """Let scenarios name the reference-only models (GPT-2) while the block runs."""
-    from ..catalog.references import inline_models
-
-    with inline_context(inline_models()):
-        yield
 
 
 def _cell_obs(cell: Cell) -> list[Obs]:

@@ -15,11 +15,8 @@ question; apart, a field and its check would drift.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from types import SimpleNamespace
 from typing import Any, Literal
 
 from ..base.arrays import is_array, loaded, np
@@ -106,6 +103,34 @@ class Scenario(Record):
 
 assert Scenario.field_names() == FIELDS, "fields.FIELDS must list Scenario's fields in order"
 
+
+@dataclass(kw_only=True)
+class VariedScenario(Scenario):
+    """A scenario whose numeric fields (`VARIABLE`) may hold NumPy arrays: one pass of the
+    physics over many rows (sweeps, break-even and flip searches, a disaggregated side).
+
+    Made by `Resolved.vary` and `side_scenario`, which check the values as `resolve()` checks
+    scalars; so construction and `copy` skip the scalar type checks an array would fail.
+    """
+
+    def __post_init__(self) -> None:
+        """The values were checked by whoever built this one (see the class docstring)."""
+
+    def copy(self, **update: Any) -> VariedScenario:
+        unknown = update.keys() - _KINDS.keys()
+        if unknown:
+            raise TypeError(f"Scenario has no field {sorted(unknown)[0]!r}")
+        return varied_scenario(self, **update)
+
+
+def varied_scenario(s: Scenario, **update: Any) -> VariedScenario:
+    """`s` as a `VariedScenario`, with `update` (values already checked by the caller)."""
+    new = object.__new__(VariedScenario)
+    new.__dict__.update(s.__dict__)
+    new.__dict__.update(update)
+    return new
+
+
 # Each field's type, read once from the class's own annotations (strings: `int | None`).
 _KINDS = {name: ann.removesuffix(" | None") for name, ann in Scenario.__annotations__.items()}
 _OPTIONAL = frozenset(name for name, ann in Scenario.__annotations__.items() if ann.endswith(" | None"))
@@ -172,14 +197,24 @@ class Resolved:
     attention_tp: int = 1  # attention tensor-parallel degree inside each DP group (references)
     disaggregated: bool = False  # prefill runs on other nodes: no mixed prefill (a decode side)
     disagg: Any = None  # question.disagg.DisaggSpec of a disaggregated scenario (None: aggregated)
+    # models known only in memory (an uploaded config.json, the references' GPT-2) by the key
+    # `scenario.model` may name: carried so a what-if resolves them again without a lookup
+    models: Mapping[str, ModelSpec] = field(default_factory=dict)
+    # False: a what-if pass on the model's own figures (`vary`), never a measured cell
+    measured: bool = True
 
     @property
     def world(self) -> Any:
         return self.scenario.nodes * self.gpus_per_node
 
-    @property
-    def varied(self) -> bool:
-        return not isinstance(self.scenario, Scenario)
+    def change(self, **update: Any) -> Resolved:
+        """This question with a few fields changed, checked and resolved again with the same
+        in-memory models, and the same loaded profile unless `calibration` changes: a what-if
+        the flip search, the advisories and the fixes ask of one answer."""
+        r = resolve(self.scenario.copy(**update), self.models)
+        if self.profile is not None and "calibration" not in update:
+            r = replace(r, profile=self.profile)
+        return r
 
     def vary(self, **values: Any) -> Resolved:
         """The same model, instance, engine and transport with numeric fields as arrays.
@@ -189,7 +224,7 @@ class Resolved:
         number (or bool) stays one, as a float: a what-if of one row on the model's figures
         (no measured cell), computed without NumPy.
         """
-        fields = dict(vars(self.scenario))  # scalars only: a shallow copy is a copy
+        fields: dict[str, Any] = {}
         for name, value in values.items():
             if name not in VARIABLE:
                 raise InputError(name, value, f"one of the numeric fields {', '.join(VARIABLE)}")
@@ -206,8 +241,10 @@ class Resolved:
             check_array(name, arr)
             fields[name] = arr.astype(float)
         if "isl" in values or "osl" in values:
-            check_context(self.model, fields["isl"], fields["osl"])
-        return replace(self, scenario=SimpleNamespace(**fields))  # type: ignore[arg-type]
+            check_context(
+                self.model, fields.get("isl", self.scenario.isl), fields.get("osl", self.scenario.osl)
+            )
+        return replace(self, scenario=varied_scenario(self.scenario, **fields), measured=False)
 
 
 VARIABLE = ("nodes", "comms", "max_qps", "concurrency", "isl", "osl", "cuda_graphs")
@@ -306,15 +343,20 @@ def check_transport_reach(transport: Transport, nodes: int, instance: str) -> No
         )
 
 
-def resolve(scenario: Scenario) -> Resolved:
-    """Check every field and attach catalog rows; raise InputError on the first bad value."""
+def resolve(scenario: Scenario, models: Mapping[str, ModelSpec] | None = None) -> Resolved:
+    """Check every field and attach catalog rows; raise InputError on the first bad value.
+
+    `models`: specs known only in memory (key -> spec) that `scenario.model` may name before
+    the catalog is asked; the result carries them for its what-ifs (`Resolved.change`).
+    """
     s = scenario
     check_numbers(s)
+    models = dict(models or {})
 
     instance = get_instance(s.instance)
     engine = get_engine(s.engine)
     transport = get_transport(s.transport)
-    model = _model_named(s.model)
+    model = native_model(s, models)
 
     gpn = s.gpus_per_node or instance.gpus_per_node
     if gpn > instance.gpus_per_node:
@@ -342,36 +384,18 @@ def resolve(scenario: Scenario) -> Resolved:
         batch, batch_source = s.max_batch, "--max-batch"
     else:
         batch, batch_source = engine.max_batch_per_rank, engine.max_batch_source
-    return Resolved(s, model, instance, engine, transport, gpn, profile, batch, batch_source, disagg=spec)
+    return Resolved(
+        s, model, instance, engine, transport, gpn, profile, batch, batch_source, disagg=spec, models=models
+    )
 
 
-# Models that exist only in memory for the current evaluation (a config.json the web page
-# received): a context variable, so every re-resolution inside explain.py sees them too, and
-# nothing is written to disk.
-_INLINE_MODELS: ContextVar[dict[str, ModelSpec] | None] = ContextVar("inline_models", default=None)
-
-
-@contextmanager
-def inline_models(specs: dict[str, ModelSpec]) -> Iterator[None]:
-    """Let `Scenario.model` name these specs (key -> spec) while the block runs."""
-    token = _INLINE_MODELS.set({**(_INLINE_MODELS.get() or {}), **specs})
-    try:
-        yield
-    finally:
-        _INLINE_MODELS.reset(token)
-
-
-def _model_named(name: str) -> ModelSpec:
-    inline = _INLINE_MODELS.get()
-    if inline and name in inline:
-        return inline[name]
-    return resolve_model(name)
-
-
-def native_model(scenario: Scenario) -> ModelSpec:
+def native_model(scenario: Scenario, models: Mapping[str, ModelSpec] | None = None) -> ModelSpec:
     """The model `--model` names as its checkpoint stores it: before --weight-dtype and the
-    structural overrides (the launch command picks the checkpoint from the difference)."""
-    return _model_named(scenario.model)
+    structural overrides (the launch command picks the checkpoint from the difference).
+    `models`: in-memory specs by key, asked before the catalog."""
+    if models and scenario.model in models:
+        return models[scenario.model]
+    return resolve_model(scenario.model)
 
 
 _OVERRIDES = ("experts", "topk", "hidden", "moe_layers", "kv_dtype")

@@ -4,7 +4,7 @@ Three ways in, one way through: a JSON body (`/api/evaluate`), a form post (the 
 JavaScript off) and query parameters (a shared link) all become an `EvaluateRequest`, then a
 `Scenario` evaluated by the same `evaluate()` as the CLI. The server never reads a file a
 request names: `model` must be a preset, and a config.json arrives inline and is resolved in
-memory (`scenario.inline_models`).
+memory (`evaluate(..., models=)`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ..catalog.model_catalog import load_models, preset_names
 from ..catalog.models import ModelSpec
 from ..decide.answer import evaluate
 from ..estimate.evaluate import Result
-from ..question.scenario import FLOAT_FIELDS, INT_FIELDS, Scenario, inline_models
+from ..question.scenario import FLOAT_FIELDS, INT_FIELDS, Scenario
 from .schemas import EvaluateRequest
 
 UPLOAD_PREFIX = "upload:"
@@ -214,8 +214,7 @@ def prepare(req: EvaluateRequest) -> tuple[Scenario, dict[str, ModelSpec]]:
 
 def run(req: EvaluateRequest) -> Result:
     scenario, specs = prepare(req)
-    with inline_models(specs):
-        return evaluate(scenario)
+    return evaluate(scenario, models=specs)
 
 
 def cache_key(req: EvaluateRequest) -> str:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from ..base import palette
 from ..base.quantity import Q
 from ..catalog.measured import load_cells
+from ..catalog.models import ModelSpec
 from ..catalog.transports import load_transports
 from ..decide.answer import evaluate
 from ..estimate.evaluate import Result
@@ -251,18 +252,18 @@ def kernel_status() -> dict[str, Any]:
 TIMELINE_W, TIMELINE_H, TIMELINE_PAD = 760, 34, 8
 
 
-def disagg_scenario(values: dict[str, str] | None = None) -> Scenario:
-    """The scenario the disaggregated section draws: the page's query (as the calculator reads
-    it), split 1P1D when it names no split; with no query, the calibration scenario as 1P1D."""
+def disagg_scenario(values: dict[str, str] | None = None) -> tuple[Scenario, dict[str, ModelSpec]]:
+    """The scenario the disaggregated section draws, with the in-memory models it names: the
+    page's query (as the calculator reads it), split 1P1D when it names no split; with no
+    query, the calibration scenario as 1P1D."""
     if not values:
-        return Scenario(prefill_nodes=1, decode_nodes=1)
+        return Scenario(prefill_nodes=1, decode_nodes=1), {}
     from .inputs import prepare, request_from_form
 
     fields = dict(values)
     if not any(fields.get(k) for k in ("disagg", "prefill_nodes", "decode_nodes")):
         fields["disagg"] = "1P1D"
-    scenario, _ = prepare(request_from_form(fields))
-    return scenario
+    return prepare(request_from_form(fields))
 
 
 def disagg_timeline(result: Result) -> dict[str, Any]:

@@ -218,7 +218,8 @@ def _mechanism_page(values: dict[str, str] | None) -> str:
     from . import mechanism
 
     base = mechanism.calibration_result()
-    split = evaluate(mechanism.disagg_scenario(values))
+    scenario, models = mechanism.disagg_scenario(values)
+    split = evaluate(scenario, models=models)
     timeline = mechanism.disagg_timeline(split)
     timeline["query"] = "&".join(f"{k}={v}" for k, v in (values or {}).items())
     return (
