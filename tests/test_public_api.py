@@ -63,7 +63,15 @@ def answers_once() -> dict[str, list[str]]:
 
 
 def test_the_package_exports_exactly_its_public_names() -> None:
-    assert deepep_calc.__all__ == ["Q", "Result", "Scenario", "Tag", "evaluate", "load_catalog"]
+    assert deepep_calc.__all__ == [
+        "Q",
+        "Result",
+        "Scenario",
+        "Tag",
+        "evaluate",
+        "explain_verdict",
+        "load_catalog",
+    ]
     assert all(getattr(deepep_calc, name) is not None for name in deepep_calc.__all__)
     result = deepep_calc.evaluate(deepep_calc.Scenario())
     assert isinstance(result, deepep_calc.Result) and result.verdict.code in ("dense", "capacity", "deepep")

@@ -1,8 +1,8 @@
 """The fast paths give the plain paths' answers: to 1e-9 relative in every number, equal in
 every string (issue 12: the speed work changes no printed number).
 
-Fast paths held here: the verdict's advisories and robustness worked out on first read
-(`verdict.decide(lazy=True)`) rather than in `decide`; what-ifs on DeepEP-only knobs
+Fast paths held here: a verdict decided without its words and advice (`evaluate(...,
+explain=False)`) and explained later (`explain_verdict`); what-ifs on DeepEP-only knobs
 (EP_NUM_COMMS, EP_EFA_MAX_QPS) that reuse the other arms (`explain.REUSE_OTHER_ARMS`); a
 second `evaluate()` of a scenario in one process (catalogs and fit cached) against the first;
 and one scenario's physics and rule on Python floats and bools (`base.arrays`) against the same
@@ -22,7 +22,7 @@ from deepep_calc import Scenario, evaluate
 from deepep_calc.base.errors import CalcError, InputError
 from deepep_calc.base.quantity import Q
 from deepep_calc.decide import explain
-from deepep_calc.decide.answer import decide
+from deepep_calc.decide.answer import decide, explain_verdict
 from deepep_calc.decide.verdict import assess, classify, status_of
 from deepep_calc.estimate.evaluate import check_splittable, compute
 from deepep_calc.question.scenario import VARIABLE, resolve
@@ -61,11 +61,12 @@ def assert_close(a: Any, b: Any, path: str = "$") -> None:
 
 
 def plain(fields: dict[str, Any]) -> dict[str, Any]:
-    """The answer with every fast path off: eager verdict, every what-if arm recomputed."""
+    """The answer with every fast path off: every what-if arm recomputed."""
     r = resolve(Scenario(**fields))
     check_splittable(r)
     result = compute(r)
-    result.verdict = decide(result, lazy=False)
+    result.verdict = decide(result)
+    explain_verdict(result)
     return result.to_json()
 
 
@@ -151,47 +152,57 @@ def test_the_batched_flip_search_finds_the_one_by_one_flip(monkeypatch: pytest.M
     assert {"flip", "robust", "none"} <= set(ran), ran  # the pass ran both ways, and stood down
 
 
-def test_lazy_verdict_reads_like_the_eager_one() -> None:
-    result = evaluate(Scenario(model="deepseek-v3", nodes=4, comms=2))
-    v = result.verdict
-    assert v._pending_words is not None and v._pending is not None  # nothing run yet
-    eager = decide(result, lazy=False)
-    assert v.headline == eager.headline and v.reasons == eager.reasons
-    assert v._pending_words is None and v._pending is not None  # the words ran, not the advice
-    assert v.advisories == eager.advisories and v.robustness == eager.robustness
-    assert v._pending is None and v == eager
+def test_a_verdict_explained_later_reads_like_one_explained_at_once() -> None:
+    """`explain=False` leaves the words and advice out; `explain_verdict` later gives the very
+    verdict `evaluate()` gives, for an ok scenario and for two with fixes to offer."""
+    for scenario in (
+        Scenario(model="deepseek-v3", nodes=4, comms=2),
+        Scenario(model="kimi-k2", nodes=1),
+        Scenario(ttft_ms=50),
+    ):
+        later = evaluate(scenario, explain=False)
+        assert not later.verdict.explained and later.verdict.headline == ""
+        now = evaluate(scenario)
+        assert explain_verdict(later) is later.verdict and later.verdict == now.verdict
+        assert_close(later.to_json(), now.to_json())
+    assert now.verdict.fixes and now.verdict.status != "ok"
 
 
-def test_advice_read_first_runs_the_words_before_it() -> None:
-    """The advisories read the words' fixes: reading the advice first settles both stages."""
-    for scenario in (Scenario(model="kimi-k2", nodes=1), Scenario(ttft_ms=50)):  # fixes to offer
-        result = evaluate(scenario)
-        eager = decide(result, lazy=False)
-        assert eager.fixes and eager.status != "ok"
-        assert result.verdict.advisories == eager.advisories
-        assert result.verdict._pending_words is None and result.verdict == eager
+def test_an_unexplained_verdict_refuses_to_print_itself() -> None:
+    result = evaluate(Scenario(), explain=False)
+    with pytest.raises(RuntimeError, match="explain_verdict"):
+        result.to_json()
 
 
-def test_setting_robustness_keeps_the_settled_advisories() -> None:
-    """sensitivity.annotate appends to the robustness line: the pending step runs first."""
+def test_explaining_twice_runs_the_what_ifs_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from deepep_calc.decide import answer
+
+    result = evaluate(Scenario(model="deepseek-v3", nodes=2), explain=False)
+    calls: list[int] = []
+    real = answer._advise
+    monkeypatch.setattr(answer, "_advise", lambda *a: calls.append(1) or real(*a))
+    first = explain_verdict(result).advisories
+    assert explain_verdict(result).advisories is first and calls == [1]
+
+
+def test_setting_robustness_after_explaining_keeps_the_advisories() -> None:
+    """sensitivity.annotate appends to the robustness line of an explained verdict."""
     result = evaluate(Scenario())
-    eager = decide(result, lazy=False)
+    before = (result.verdict.robustness, list(result.verdict.advisories))
     result.verdict.robustness = result.verdict.robustness + "; more"
-    assert result.verdict.robustness == eager.robustness + "; more"
-    assert result.verdict.advisories == eager.advisories
+    assert (result.verdict.robustness, result.verdict.advisories) == (before[0] + "; more", before[1])
 
 
 def test_an_uploaded_model_reaches_every_what_if_it_is_carried_to() -> None:
     """An uploaded config.json is known only to the evaluation it was passed to; the flip search
-    that runs when a face reads the advisories resolves it again from `Resolved.models`."""
+    that runs when a face explains the verdict resolves it again from `Resolved.models`."""
     from deepep_calc.catalog.model_catalog import resolve_model
 
     spec = resolve_model("deepseek-v3")
-    lazy = evaluate(Scenario(model="upload:test", nodes=2), models={"upload:test": spec})
-    eager = decide(lazy, lazy=False)
-    assert lazy.verdict.advisories == eager.advisories
-    assert lazy.verdict.robustness == eager.robustness
-    assert lazy.resolved.change(nodes=4).model is spec
+    later = evaluate(Scenario(model="upload:test", nodes=2), models={"upload:test": spec}, explain=False)
+    preset = evaluate(Scenario(model="deepseek-v3", nodes=2))
+    assert explain_verdict(later).robustness == preset.verdict.robustness
+    assert later.resolved.change(nodes=4).model is spec
 
 
 def test_second_evaluation_equals_the_first() -> None:
@@ -199,16 +210,13 @@ def test_second_evaluation_equals_the_first() -> None:
     assert_close(evaluate(Scenario(model="kimi-k2", nodes=2)).to_json(), first)
 
 
-def test_a_pending_verdict_pickles_and_copies_settled() -> None:
+def test_a_verdict_pickles_and_copies_whole() -> None:
     import copy
     import pickle
 
-    result = evaluate(Scenario(model="deepseek-v3", nodes=2))
-    eager = decide(result, lazy=False)
-    for twin in (pickle.loads(pickle.dumps(result.verdict)), copy.deepcopy(evaluate(Scenario()).verdict)):
-        assert twin._pending is None
-    again = pickle.loads(pickle.dumps(evaluate(Scenario(model="deepseek-v3", nodes=2)).verdict))
-    assert again.advisories == eager.advisories and again.robustness == eager.robustness
+    v = evaluate(Scenario(model="deepseek-v3", nodes=2)).verdict
+    for twin in (pickle.loads(pickle.dumps(v)), copy.deepcopy(v)):
+        assert twin == v and twin.explained and twin.advisories == v.advisories
 
 
 def _row(obj: Any) -> Any:

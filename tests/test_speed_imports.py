@@ -48,9 +48,18 @@ def test_import_package_is_light() -> None:
 
 def test_public_api_unchanged() -> None:
     import deepep_calc
-    from deepep_calc import Q, Result, Scenario, Tag, evaluate, load_catalog
+    from deepep_calc import Q, Result, Scenario, Tag, evaluate, explain_verdict, load_catalog
 
-    assert deepep_calc.__all__ == ["Q", "Result", "Scenario", "Tag", "evaluate", "load_catalog"]
+    assert deepep_calc.__all__ == [
+        "Q",
+        "Result",
+        "Scenario",
+        "Tag",
+        "evaluate",
+        "explain_verdict",
+        "load_catalog",
+    ]
+    assert explain_verdict.__module__ == "deepep_calc.decide.answer"
     assert callable(evaluate) and evaluate.__name__ == "evaluate"
     assert deepep_calc.evaluate is evaluate and evaluate.__module__ == "deepep_calc.decide.answer"
     assert Result.__name__ == "Result" and Scenario.__name__ == "Scenario"

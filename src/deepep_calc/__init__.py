@@ -16,7 +16,7 @@ from typing import Any
 
 from .base.version import __version__ as __version__
 
-__all__ = ["Q", "Result", "Scenario", "Tag", "evaluate", "load_catalog"]
+__all__ = ["Q", "Result", "Scenario", "Tag", "evaluate", "explain_verdict", "load_catalog"]
 
 # public name -> the submodule that defines it
 _LAZY = {
@@ -25,6 +25,7 @@ _LAZY = {
     "Scenario": "question.scenario",
     "Result": "estimate.evaluate",
     "evaluate": "decide.answer",
+    "explain_verdict": "decide.answer",
 }
 
 
@@ -46,7 +47,8 @@ def load_catalog() -> dict[str, Any]:
 
 
 def __getattr__(name: str) -> Any:
-    """`Q`, `Tag`, `Scenario`, `Result`, `evaluate` from their modules, imported on first use."""
+    """`Q`, `Tag`, `Scenario`, `Result`, `evaluate`, `explain_verdict` from their modules, imported
+    on first use."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,7 +22,7 @@ from deepep_calc.base.errors import CalcError, InputError
 from deepep_calc.base.quantity import Q, Tag
 from deepep_calc.base.vocabulary import SYMBOLS
 from deepep_calc.decide import explain
-from deepep_calc.decide.answer import decide
+from deepep_calc.decide.answer import decide, explain_verdict
 from deepep_calc.decide.headline import step_clause
 from deepep_calc.decide.verdict import classify_codes, tagged
 from deepep_calc.estimate.evaluate import compute, prompt_ceiling_ms
@@ -393,6 +393,13 @@ def test_title_headline_and_flags_name_the_same_arm() -> None:
 # close calls: bands on the ratio ---------------------------------------------------------------
 
 
+def _explained(result: Any) -> Any:
+    """`result` decided again and explained (the verdict a face shows), on a copy."""
+    out = copy.copy(result)
+    out.verdict = decide(out)
+    return explain_verdict(out)
+
+
 def _with_band(result: Any, low: float, high: float) -> Any:
     """The result with the band [low, high] on its DeepEP / alternative ratio and, where the
     replicas are a separate rival, on the DeepEP / replicas ratio too (either may decide)."""
@@ -408,7 +415,7 @@ def _with_band(result: Any, low: float, high: float) -> Any:
 def test_a_band_across_the_threshold_makes_the_headline_say_too_close() -> None:
     base = evaluate(Scenario(transport="efa-gda"))  # modelled both arms, ratio 0.94
     ratio = base.ratio_deepep_vs_alternative.scalar
-    v = decide(_with_band(base, ratio - 0.1, ratio + 0.15))
+    v = _explained(_with_band(base, ratio - 0.1, ratio + 0.15))
     assert v.close_call and v.code == base.verdict.code == "dense"
     assert v.headline.startswith("Too close to call, likely allgather")
     assert "band" in v.headline and "1.05× threshold" in v.headline
@@ -432,15 +439,15 @@ def _unbanded_pair(result: Any) -> Any:
 
 def test_a_band_clear_of_the_threshold_changes_nothing() -> None:
     base = _unbanded(evaluate(Scenario(transport="efa-gda")))
-    plain = decide(base)
+    plain = _explained(base)
     ratio = base.ratio_deepep_vs_alternative.scalar
-    v = decide(_with_band(base, ratio - 0.05, ratio + 0.03))  # the threshold is 1.05
+    v = _explained(_with_band(base, ratio - 0.05, ratio + 0.03))  # the threshold is 1.05
     assert not v.close_call and v.headline == plain.headline and v.code == plain.code
 
 
 def test_no_band_is_exactly_the_rule_without_bands() -> None:
     base = _unbanded(evaluate(Scenario(transport="efa-gda")))
-    once, again = decide(base), decide(base)
+    once, again = _explained(base), _explained(base)
     assert once.to_json() == again.to_json() and not once.close_call
     assert once.headline.startswith("Run allgather")
 
@@ -454,13 +461,13 @@ def test_evaluate_attaches_the_shipped_band_and_says_too_close() -> None:
 def test_a_deepep_win_inside_its_band_is_likely_deepep() -> None:
     base = evaluate(GDA_GRAPHS)
     assert base.verdict.code == "deepep"
-    v = decide(_with_band(base, 0.9, 2.2))
+    v = _explained(_with_band(base, 0.9, 2.2))
     assert v.close_call and v.code == "deepep" and v.headline.startswith("Too close to call, likely DeepEP")
 
 
 def test_a_band_is_ignored_where_both_arms_are_measured() -> None:
     base = evaluate(Scenario())
-    v = decide(_with_band(base, 0.5, 1.5))
+    v = _explained(_with_band(base, 0.5, 1.5))
     assert not v.close_call and v.headline == base.verdict.headline
 
 
@@ -532,10 +539,10 @@ def test_a_capacity_call_inside_its_band_says_either_ep_flavour() -> None:
     base = evaluate(Scenario(model="kimi-k2"))
     assert base.verdict.code == "capacity" and base.verdict.compared.basis == "model"
     ratio = base.ratio_deepep_vs_alternative.scalar
-    v = decide(_with_band(base, min(ratio, 1.0) - 0.1, max(ratio, 1.0) + 0.1))
+    v = _explained(_with_band(base, min(ratio, 1.0) - 0.1, max(ratio, 1.0) + 0.1))
     assert v.close_call and v.code == "capacity" and v.recommended_arm == base.verdict.recommended_arm
     assert "Either EP flavour, too close to call" in v.headline and "spans 1.00×" in v.headline
-    clear = decide(_with_band(base, ratio * 0.99, ratio * 1.01)) if abs(ratio - 1) > 0.02 else None
+    clear = _explained(_with_band(base, ratio * 0.99, ratio * 1.01)) if abs(ratio - 1) > 0.02 else None
     assert clear is None or (not clear.close_call and "too close" not in clear.headline)
 
 
@@ -552,7 +559,7 @@ def test_replicas_over_a_higher_deepep_figure_say_it_is_a_tie() -> None:
     # the comparison that decided is DeepEP against the replicas: its band spans the threshold
     assert v.deciding is not None and v.deciding.arms == ("deepep", "replica")
     assert v.close_call and v.headline.startswith("Too close to call, likely single-node replicas")
-    plain = decide(_unbanded_pair(result))  # without the band the tie is said in words
+    plain = _explained(_unbanded_pair(result))  # without the band the tie is said in words
     assert not plain.close_call and "within the 5% noise band, a tie" in plain.headline
     calib = evaluate(Scenario(nodes=1000)).verdict
     assert calib.recommended_arm == "replica" and "a tie" not in calib.headline

@@ -1,16 +1,15 @@
 """The answer to one scenario: the estimate, the rule, and the words, put together.
 
 `evaluate()` is the public entry point: it resolves the question, computes every arm
-(`estimate/evaluate.py`), applies the rule (`verdict.py`) and words it: the headline
-(`headline.py`), the reasons and caveats (`explain.py`) and the fixes when nothing fits or no
-arm meets the targets (`remedy.py`). The words, and the advisories and the robustness line
-(the what-if passes), wait for their first read, in the context this call ran in: a caller
-that reads only the code and the figures pays for neither.
+(`estimate/evaluate.py`), applies the rule (`verdict.py`, `decide`) and, unless asked not to,
+words it (`explain_verdict`): the headline (`headline.py`), the reasons and caveats
+(`explain.py`), the fixes when nothing fits or no arm meets the targets (`remedy.py`), and the
+advisories and robustness line (the what-if passes). A caller that reads only the code and the
+figures passes `explain=False` and pays for neither.
 """
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,11 +34,17 @@ from .verdict import Verdict, assess, compare, deciding, status_of
 
 
 def evaluate(
-    scenario: Scenario | None = None, /, models: Mapping[str, ModelSpec] | None = None, **fields: Any
+    scenario: Scenario | None = None,
+    /,
+    models: Mapping[str, ModelSpec] | None = None,
+    explain: bool = True,
+    **fields: Any,
 ) -> Result:
     """Evaluate a scenario (or keyword fields on top of the calibration defaults).
 
     `models`: specs known only in memory (an uploaded config.json) by the key `model` names.
+    `explain`: work out the verdict's words and advice now (False: the rule's fields only; a
+    face calls `explain_verdict` when it shows them).
     """
     if scenario is None:
         scenario = Scenario(**fields)
@@ -49,6 +54,8 @@ def evaluate(
     check_splittable(r)
     result = compute_with_disagg(r)
     result.verdict = decide(result)
+    if explain:
+        explain_verdict(result)
     return result
 
 
@@ -61,13 +68,9 @@ def note_assumed_mode(result: Result) -> Result:
     return result
 
 
-def decide(result: Any, lazy: bool = True) -> Verdict:
-    """Classify one scenario and word it: headline, reasons, advisories, fixes, flags.
-
-    The rule runs now. `lazy`: leave the words (headline, reasons, caveats, fixes, flags) and
-    the advisories and robustness (the what-if passes) to their first read, run in the context
-    this call ran in (inline uploaded models, for one); `False` runs them now.
-    """
+def decide(result: Any) -> Verdict:
+    """Classify one scenario: the code, the arm to run, its status and the deciding comparison
+    (the words and advice are `explain_verdict`'s)."""
     a = assess(result)
     code = str(first(a.codes))
     arm = str(first(a.recommended))
@@ -78,27 +81,37 @@ def decide(result: Any, lazy: bool = True) -> Verdict:
     # EP flavour (threshold 1), otherwise the first arm must clear the noise band
     decided = deciding(result, code, arm, contending) if status != "nothing_fits" else None
     close = decided is not None and decided.basis == "model" and decided.status == "within the band"
-    v = Verdict(code, arm, status=status, close_call=close, compared=comparison, deciding=decided)
-    context = contextvars.copy_context()
-    fixes: list[Any] = []  # the words stage finds them; the advice stage, always after it, reads them
+    return Verdict(
+        code,
+        arm,
+        status=status,
+        close_call=close,
+        compared=comparison,
+        deciding=decided,
+        contending=contending,
+    )
 
-    def words() -> dict[str, Any]:
-        fixes[:] = fixes_for(result, status) if status != "ok" else []
-        told = caveats(result, arm)
-        return {
-            "caveats": told,
-            "fixes": [f.to_json() for f in fixes],
-            "headline": headline(result, v, contending, fixes, told),
-            "reasons": reasons(result, v),
-            "flags": _with_disaggregated(engine_flags(result, arm), result),
-            "blurb": mechanism(result, v),
-        }
 
-    # one context copy per run: thread-safe, and in the context this call ran in
-    v._pending_words = lambda: context.copy().run(words)
-    v._pending = lambda: context.copy().run(_advise, result, v, fixes)
-    if not lazy:
-        v.settle()
+def explain_verdict(result: Any) -> Verdict:
+    """Work out the words and the advice of `result.verdict`, once, and return it.
+
+    The words: headline, reasons, caveats, fixes, the run flags and the blurb. The advice (it
+    reads the fixes): advisories, the robustness line and the disaggregation line, the what-if
+    passes of the model that take most of an answer's time.
+    """
+    v: Verdict = result.verdict
+    if v.explained:
+        return v
+    arm, status = v.recommended_arm, v.status
+    found = fixes_for(result, status) if status != "ok" else []
+    v.caveats = caveats(result, arm)
+    v.fixes = [f.to_json() for f in found]
+    v.headline = headline(result, v, v.contending, found, v.caveats)
+    v.reasons = reasons(result, v)
+    v.flags = _with_disaggregated(engine_flags(result, arm), result)
+    v.blurb = mechanism(result, v)
+    v.advisories, v.robustness, v.disaggregation = _advise(result, v, found)
+    v.explained = True
     return v
 
 

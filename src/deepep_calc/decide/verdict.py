@@ -38,7 +38,6 @@ did not make.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
@@ -178,98 +177,36 @@ class Deciding:
         }
 
 
-class _Unset:
-    """The default a `_Settled` field hands the dataclass machinery (never a value)."""
-
-
-_UNSET = _Unset()
-
-
-class _Settled:
-    """A Verdict field worked out on its first read, not when the verdict is made.
-
-    Two stages wait on a verdict. The words (headline, reasons, caveats, fixes, run flags) are
-    a few hundred microseconds of text a caller that reads only the code and the figures never
-    needs; the advisories and the robustness line need what-if passes of the model (the flip
-    search, the QP and comms advisories), most of one evaluation's time. Only the faces that
-    show them (JSON, the card, the page, reports) read them, so `decide` leaves both pending
-    on the verdict, and the first read of a field runs its stage (the advice stage runs the
-    words first: it reads them). The values are those an eager `decide` gives
-    (tests/test_speed_equivalence.py).
-    """
-
-    def __init__(self, factory: Callable[[], Any], stage: str = "advice") -> None:
-        self.factory = factory
-        self.stage = stage
-        self.slot = ""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.slot = "_" + name
-
-    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
-        if obj is None:
-            return _UNSET  # the dataclass default: __set__ turns it into a fresh value
-        obj.settle(self.stage)
-        return obj.__dict__[self.slot]
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        if value is _UNSET:
-            value = self.factory()
-        else:
-            obj.settle(self.stage)  # an explicit value replaces the settled one, never the reverse
-        obj.__dict__[self.slot] = value
-
-
 @dataclass
 class Verdict:
-    """One scenario's verdict: code, the arm to run, the words, and the figures behind them."""
+    """One scenario's verdict: code, the arm to run, the words, and the figures behind them.
+
+    `decide` makes it with the rule's fields (code, arm, status, close call, the comparisons);
+    the words (headline, reasons, caveats, fixes, run flags, blurb) and the advice (advisories,
+    the robustness line, disaggregation) are `explain_verdict`'s, which a face that shows them
+    asks for: the advice needs what-if passes of the model, most of an answer's time, and a
+    caller that reads only the code and the figures should not pay for them.
+    """
 
     code: str
     recommended_arm: str
-    headline: _Settled = _Settled(str, "words")  # type: ignore[assignment]  # str
-    reasons: _Settled = _Settled(list, "words")  # type: ignore[assignment]  # list[str]
-    advisories: _Settled = _Settled(list)  # type: ignore[assignment]  # list[str]
-    flags: _Settled = _Settled(dict, "words")  # type: ignore[assignment]  # dict[str, Any]
-    robustness: _Settled = _Settled(str)  # type: ignore[assignment]  # str
+    headline: str = ""
+    reasons: list[str] = field(default_factory=list)
+    advisories: list[str] = field(default_factory=list)
+    flags: dict[str, Any] = field(default_factory=dict)
+    robustness: str = ""
     status: str = "ok"
     close_call: bool = False
     compared: Comparison | None = None
-    caveats: _Settled = _Settled(list, "words")  # type: ignore[assignment]  # list[str]
-    fixes: _Settled = _Settled(list, "words")  # type: ignore[assignment]  # list[dict[str, Any]]
+    caveats: list[str] = field(default_factory=list)
+    fixes: list[dict[str, Any]] = field(default_factory=list)
     deciding: Deciding | None = None
-    blurb: _Settled = _Settled(str, "words")  # type: ignore[assignment]  # str: the reason that says why
+    blurb: str = ""  # the reason that says why
     # disaggregated against aggregated on the same nodes (decide/disagg.py): the card's extra line
-    disaggregation: _Settled = _Settled(lambda: None)  # type: ignore[assignment]  # dict | None
-
-    # The pending stages: the words (a dict of the words fields) and the advice (advisories,
-    # robustness). Each runs once; `settle` sets the values first, then clears the step, so a
-    # reader on another thread sees the pending step or the values.
-    _pending_words: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
-    _pending: Callable[[], tuple[Any, ...]] | None = field(default=None, repr=False, compare=False)
-
-    def settle(self, stage: str = "advice") -> None:
-        """Run the pending stages up to `stage` ("words" or "advice"), once (see `_Settled`)."""
-        words = self.__dict__.get("_pending_words")
-        if words is not None:
-            for name, value in words().items():
-                self.__dict__["_" + name] = value
-            self._pending_words = None
-        if stage == "words":
-            return
-        pending = self.__dict__.get("_pending")
-        if pending is None:
-            return
-        advice = pending()
-        self.__dict__["_advisories"] = advice[0]
-        self.__dict__["_robustness"] = advice[1]
-        if len(advice) > 2:
-            self.__dict__["_disaggregation"] = advice[2]
-        self._pending = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickle and deepcopy the settled verdict (the pending steps are closures)."""
-        self.settle()
-        return dict(self.__dict__)
+    disaggregation: dict[str, Any] | None = None
+    # which arms were still in the running when the rule ended (the headline words them)
+    contending: dict[str, bool] = field(default_factory=dict, repr=False, compare=False)
+    explained: bool = False  # the words and the advice are worked out (`explain_verdict`)
 
     @property
     def symbol(self) -> str:
@@ -280,6 +217,11 @@ class Verdict:
         return title_for(self.code, self.recommended_arm)
 
     def to_json(self) -> dict[str, Any]:
+        if not self.explained:
+            raise RuntimeError(
+                "the verdict's words and advice are not worked out: "
+                "call deepep_calc.explain_verdict(result) first (evaluate() does unless explain=False)"
+            )
         return {
             "code": self.code,
             "symbol": self.symbol,

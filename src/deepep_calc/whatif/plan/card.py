@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ...decide.answer import decide, evaluate
+from ...decide.answer import decide, evaluate, explain_verdict
 from ...estimate.evaluate import Result
 from ...question.fields import DEFAULTS
 from ...question.scenario import Scenario
@@ -82,7 +82,7 @@ def plan_result(scan: Scan, build: Builder, i: int, measured_only: bool) -> Resu
     """`evaluate()` of row i's configuration with the arms the plan left out marked so, and the
     verdict decided again over what is left."""
     config = build.point(i).config
-    result = evaluate(Scenario(**config))
+    result = evaluate(Scenario(**config), explain=False)
     changed = False
     for name, arm in list(result.arms.items()):
         j = row_of(scan, i, name, config["transport"])
@@ -121,4 +121,6 @@ def card_for(plan: Any) -> Result | None:
     if plan.best is None or plan.scan is None or plan.builder is None:
         return None
     i = next(k for k, p in plan.builder.cache.items() if p is plan.best)
-    return plan_result(plan.scan, plan.builder, i, plan.request.measured_only)
+    result = plan_result(plan.scan, plan.builder, i, plan.request.measured_only)
+    explain_verdict(result)
+    return result
