@@ -404,11 +404,30 @@ def validate(cross_validated: bool = False) -> Report:
     table = built_in_table()
     krows, obs = kernel_rows(), observations()
     report = Report(cross_validated=cross_validated)
+    report.rows += _kernel_report_rows(krows, table, cross_validated)
+    values = {o.id: _serving_values(o, table) for o in obs}
+    held_serving = _loo_serving(krows, obs) if cross_validated else {}
+    far_serving = _lco_serving(krows, obs) if cross_validated else {}
+    report.rows += _serving_report_rows(obs, values, held_serving, far_serving)
+    report.ab += _ab_rows(obs, values, held_serving, far_serving, cross_validated)
+    if cross_validated:
+        report.group_cv = _group_cv(krows, obs)
+    report.not_compared = [(n.reference, n.why) for n in not_compared()]
+    report.disaggregated = disagg_refs.rows(Row, table)
+    if cross_validated:
+        report.disaggregated_cv = disagg_refs.group_folds(GroupCV)
+    return report
+
+
+def _kernel_report_rows(krows: list[KernelRow], table: Table, cross_validated: bool) -> list[Row]:
+    """One row per kernel reference and metric: the built-in model's figure and, cross-validated,
+    the figure of a fit that left the reference out."""
     held_kernel = _loo_kernels(krows) if cross_validated else {}
     fitted = {
         r.key for t in {r.transport.name: r.transport for r in krows}.values() for r in fit_rows(t, krows)
     }
     fitted |= {r.key for r in nvlink_rows(krows)}
+    out = []
     for row in krows:
         pred = kernel_prediction(row, table)
         held, unmeasured = held_kernel.get(row.key, (None, False))
@@ -416,7 +435,7 @@ def validate(cross_validated: bool = False) -> Report:
             h = None
             if held is not None:
                 h = next(v for m, _, v in _kernel_pairs(row, held) if m == metric)
-            report.rows.append(
+            out.append(
                 Row(
                     "kernel",
                     row.ref.describe(row.transport.name),
@@ -432,14 +451,22 @@ def validate(cross_validated: bool = False) -> Report:
                     unmeasured,
                 )
             )
-    values = {o.id: _serving_values(o, table) for o in obs}
-    held_serving = _loo_serving(krows, obs) if cross_validated else {}
-    far_serving = _lco_serving(krows, obs) if cross_validated else {}
+    return out
+
+
+def _serving_report_rows(
+    obs: Sequence[Obs],
+    values: dict[str, dict[str, float]],
+    held_serving: dict[str, dict[str, float]],
+    far_serving: dict[str, dict[str, float]],
+) -> list[Row]:
+    """One row per serving reference and figure it measured; the ones outside the fit are checks."""
+    out = []
     for o in obs:
         for kind, metric, measured in _serving_measured(o):
             held = held_serving.get(o.id, {}).get(kind)
             far = far_serving.get(o.id, {}).get(kind)
-            report.rows.append(
+            out.append(
                 Row(
                     kind,
                     o.id,
@@ -455,6 +482,19 @@ def validate(cross_validated: bool = False) -> Report:
                     far=far,
                 )
             )
+    return out
+
+
+def _ab_rows(
+    obs: Sequence[Obs],
+    values: dict[str, dict[str, float]],
+    held_serving: dict[str, dict[str, float]],
+    far_serving: dict[str, dict[str, float]],
+    cross_validated: bool,
+) -> list[ABRow]:
+    """Each A/B pair's measured and predicted ratio (held out when both sides were), with the
+    steady-state ratio where a run waited for a cold start."""
+    out = []
     for key, sides in sorted(pairs(obs).items()):
         basis, measured, model, other = _ratio(sides, values)
         held = None
@@ -470,14 +510,8 @@ def validate(cross_validated: bool = False) -> Report:
         if basis == "aggregate" and dee.steady_aggregate_tok_s and alt.steady_aggregate_tok_s:
             row.steady_ratio = dee.steady_aggregate_tok_s / alt.steady_aggregate_tok_s
             row.note = dee.cold_start
-        report.ab.append(row)
-    if cross_validated:
-        report.group_cv = _group_cv(krows, obs)
-    report.not_compared = [(n.reference, n.why) for n in not_compared()]
-    report.disaggregated = disagg_refs.rows(Row, table)
-    if cross_validated:
-        report.disaggregated_cv = disagg_refs.group_folds(GroupCV)
-    return report
+        out.append(row)
+    return out
 
 
 def cross_validate() -> Report:

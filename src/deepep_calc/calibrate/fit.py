@@ -97,46 +97,9 @@ def fit_kernel(
     name = log.path.name
     sh = log.shape
     warnings: list[str] = []
-    ep = sh.ranks
-    if ep is None and log.ranks:
-        ep = len(log.ranks)
-        warnings.append(f"kernel log {name}: num_ranks not stated; EP{ep} taken from the ranks that report")
-    stated = {"num_tokens": sh.tokens, "hidden": sh.hidden, "num_topk": sh.topk, "num_experts": sh.experts}
-    missing = [k for k, v in {**stated, "num_ranks": ep}.items() if v is None]
-    if missing:
-        raise FileInputError(
-            log.path,
-            f"the log does not state {', '.join(missing)}; add a line such as "
-            "'num_tokens=128, hidden=7168, num_topk=8, num_experts=256, num_ranks=16'",
-        )
-    assert sh.tokens and sh.hidden and sh.topk and sh.experts and ep
-    if transport.name == "nvlink" or ep <= instance.gpus_per_node:
-        raise FileInputError(
-            log.path,
-            f"EP{ep} on {instance.name} ({instance.gpus_per_node} GPUs per node) stays inside one node: it "
-            f"measures NVLink, not {transport.name}; a cross-node log is needed to refit {transport.name}",
-        )
-    if log.dispatch_p50_us is None and log.total_p50_us is None:
-        raise FileInputError(log.path, "no dispatch or dispatch + combine avg_t timings to refit from")
-    d50 = log.dispatch_p50_us.scalar if log.dispatch_p50_us is not None else None
-    c50 = log.combine_p50_us.scalar if log.combine_p50_us is not None else None
-    both = d50 is not None and c50 is not None
-    ref = KernelRef(
-        instance=instance.name,
-        ep=ep,
-        comms=comms,
-        qps=qps,
-        role="fit",
-        tokens=sh.tokens,
-        hidden=sh.hidden,
-        topk=sh.topk,
-        experts=sh.experts,
-        dispatch_us=d50 if both else None,
-        combine_us=c50 if both else None,
-        total_us=None if both else log.total_p50_us.scalar,  # type: ignore[union-attr]
-        source=f"kernel log {name} (EP{ep} on {instance.name}, {sh.tokens} tokens/rank, "
-        f"EP_NUM_COMMS {comms}, {qps} QPs)",
-    )
+    ep = _log_ep(log, warnings)
+    _check_refittable(log, transport, instance, ep)
+    ref = _log_reference(log, instance, ep, comms, qps)
     table = built_in_table()
     fit = fit_transport(transport, ref, table)
     builtin = table.transports[transport.name]
@@ -162,6 +125,64 @@ def fit_kernel(
         log.combine_p50_us,
         log.total_p50_us,
         warnings + list(log.warnings),
+    )
+
+
+def _log_ep(log: KernelLog, warnings: list[str]) -> int:
+    """The log's EP size (counted from its ranks if not stated, with a warning); a log that
+    leaves any of the shape unstated cannot be refitted from."""
+    sh = log.shape
+    ep = sh.ranks
+    if ep is None and log.ranks:
+        ep = len(log.ranks)
+        warnings.append(
+            f"kernel log {log.path.name}: num_ranks not stated; EP{ep} taken from the ranks that report"
+        )
+    stated = {"num_tokens": sh.tokens, "hidden": sh.hidden, "num_topk": sh.topk, "num_experts": sh.experts}
+    missing = [k for k, v in {**stated, "num_ranks": ep}.items() if v is None]
+    if missing:
+        raise FileInputError(
+            log.path,
+            f"the log does not state {', '.join(missing)}; add a line such as "
+            "'num_tokens=128, hidden=7168, num_topk=8, num_experts=256, num_ranks=16'",
+        )
+    assert sh.tokens and sh.hidden and sh.topk and sh.experts and ep
+    return ep
+
+
+def _check_refittable(log: KernelLog, transport: Transport, instance: Instance, ep: int) -> None:
+    """Refuse a log that stays inside one node (it measures NVLink) or has no timings."""
+    if transport.name == "nvlink" or ep <= instance.gpus_per_node:
+        raise FileInputError(
+            log.path,
+            f"EP{ep} on {instance.name} ({instance.gpus_per_node} GPUs per node) stays inside one node: it "
+            f"measures NVLink, not {transport.name}; a cross-node log is needed to refit {transport.name}",
+        )
+    if log.dispatch_p50_us is None and log.total_p50_us is None:
+        raise FileInputError(log.path, "no dispatch or dispatch + combine avg_t timings to refit from")
+
+
+def _log_reference(log: KernelLog, instance: Instance, ep: int, comms: int, qps: int) -> KernelRef:
+    """The log as a kernel reference to fit: its medians, per direction when it gives both."""
+    sh = log.shape
+    d50 = log.dispatch_p50_us.scalar if log.dispatch_p50_us is not None else None
+    c50 = log.combine_p50_us.scalar if log.combine_p50_us is not None else None
+    both = d50 is not None and c50 is not None
+    return KernelRef(
+        instance=instance.name,
+        ep=ep,
+        comms=comms,
+        qps=qps,
+        role="fit",
+        tokens=sh.tokens,
+        hidden=sh.hidden,
+        topk=sh.topk,
+        experts=sh.experts,
+        dispatch_us=d50 if both else None,
+        combine_us=c50 if both else None,
+        total_us=None if both else log.total_p50_us.scalar,  # type: ignore[union-attr]
+        source=f"kernel log {log.path.name} (EP{ep} on {instance.name}, {sh.tokens} tokens/rank, "
+        f"EP_NUM_COMMS {comms}, {qps} QPs)",
     )
 
 

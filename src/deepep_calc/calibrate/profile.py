@@ -120,6 +120,7 @@ def input_records(rs: RunSet, kernel_log: Path | None) -> list[InputRecord]:
     return out
 
 
+# size: six parameters because a calibrate run (and its tests) computes each part on its own; this joins them.
 def build_profile(
     rs: RunSet,
     cells: list[Cell],
@@ -131,32 +132,59 @@ def build_profile(
     """Assemble the profile; `name` (the output file name) labels its sources."""
     from ..base.version import __version__
 
-    kernel = []
-    if kernel_fit is not None:
-        sh = kernel_fit.shape
-        kernel.append(
-            KernelRecord(
-                transport=kernel_fit.transport,
-                instance=kernel_fit.instance,
-                ep=kernel_fit.ep,
-                tokens=int(sh.tokens),
-                hidden=sh.hidden,
-                topk=sh.topk,
-                experts=sh.experts,
-                comms=kernel_fit.comms,
-                qps=kernel_fit.qps,
-                reference_lanes=kernel_fit.fit.reference_lanes,
-                dispatch_alpha_us=QRecord.of(kernel_fit.fit.alpha_dispatch_us),
-                combine_alpha_us=QRecord.of(kernel_fit.fit.alpha_combine_us),
-                dispatch_beta_us=_constant(kernel_fit.dispatch),
-                combine_beta_us=_constant(kernel_fit.combine),
-                signal_ratio=QRecord.of(kernel_fit.fit.signal_ratio),
-                dispatch_p50_us=_opt(kernel_fit.dispatch_p50),
-                combine_p50_us=_opt(kernel_fit.combine_p50),
-                total_p50_us=_opt(kernel_fit.total_p50),
-            )
+    residuals = [ResidualRecord.model_validate({**vars(x), "residual": x.residual}) for x in calib.residuals]
+    warnings = list(rs.warnings) + (kernel_fit.warnings if kernel_fit is not None else [])
+    profile = Profile(
+        kind=KIND,
+        schema_version=SCHEMA_VERSION,
+        created_at=now_utc(),
+        tool_version=f"deepep-calc {__version__}",
+        scenario=rs.scenario,
+        inputs=inputs,
+        constants=ConstantsRecord(**{k: _constant(calib.constants[k]) for k in CONSTANTS}),
+        cells=cells,
+        kernel=_kernel_records(kernel_fit),
+        pairs=_pair_records(rs),
+        multicomm=_multicomm_records(rs),
+        residuals=residuals,
+        warnings=list(dict.fromkeys(warnings)),
+    )
+    profile._name = printable(name)
+    return profile
+
+
+def _kernel_records(kernel_fit: KernelCalibration | None) -> list[KernelRecord]:
+    """The kernel-log refit as the profile stores it: none, or one record."""
+    if kernel_fit is None:
+        return []
+    sh = kernel_fit.shape
+    return [
+        KernelRecord(
+            transport=kernel_fit.transport,
+            instance=kernel_fit.instance,
+            ep=kernel_fit.ep,
+            tokens=int(sh.tokens),
+            hidden=sh.hidden,
+            topk=sh.topk,
+            experts=sh.experts,
+            comms=kernel_fit.comms,
+            qps=kernel_fit.qps,
+            reference_lanes=kernel_fit.fit.reference_lanes,
+            dispatch_alpha_us=QRecord.of(kernel_fit.fit.alpha_dispatch_us),
+            combine_alpha_us=QRecord.of(kernel_fit.fit.alpha_combine_us),
+            dispatch_beta_us=_constant(kernel_fit.dispatch),
+            combine_beta_us=_constant(kernel_fit.combine),
+            signal_ratio=QRecord.of(kernel_fit.fit.signal_ratio),
+            dispatch_p50_us=_opt(kernel_fit.dispatch_p50),
+            combine_p50_us=_opt(kernel_fit.combine_p50),
+            total_p50_us=_opt(kernel_fit.total_p50),
         )
-    pairs = [
+    ]
+
+
+def _pair_records(rs: RunSet) -> list[PairRecord]:
+    """Each DeepEP / dense pair's tax and ratios, in cell order."""
+    return [
         PairRecord(
             cell=rs.cell_id(*key),
             tax_ms=QRecord.of(p.tax_ms),
@@ -169,7 +197,11 @@ def build_profile(
         )
         for key, p in sorted(rs.pairs.items())
     ]
-    multicomm = [
+
+
+def _multicomm_records(rs: RunSet) -> list[MultiCommRecord]:
+    """The EP_NUM_COMMS comparisons: what more communicators gained at each concurrency."""
+    return [
         MultiCommRecord(
             concurrency=m.concurrency,
             comms_low=m.comms_low,
@@ -180,22 +212,3 @@ def build_profile(
         )
         for m in rs.multicomm
     ]
-    residuals = [ResidualRecord.model_validate({**vars(x), "residual": x.residual}) for x in calib.residuals]
-    warnings = list(rs.warnings) + (kernel_fit.warnings if kernel_fit is not None else [])
-    profile = Profile(
-        kind=KIND,
-        schema_version=SCHEMA_VERSION,
-        created_at=now_utc(),
-        tool_version=f"deepep-calc {__version__}",
-        scenario=rs.scenario,
-        inputs=inputs,
-        constants=ConstantsRecord(**{k: _constant(calib.constants[k]) for k in CONSTANTS}),
-        cells=cells,
-        kernel=kernel,
-        pairs=pairs,
-        multicomm=multicomm,
-        residuals=residuals,
-        warnings=list(dict.fromkeys(warnings)),
-    )
-    profile._name = printable(name)
-    return profile

@@ -303,6 +303,30 @@ def assemble(
     replace). Raises InputError / FileInputError on anything that would make the fit a
     comparison of different workloads.
     """
+    _refuse_flags(deepep_runs, base)
+    _refuse_unusable([*dense_runs, *deepep_runs])
+    _one_workload(dense_runs, deepep_runs, explicit)
+    warnings: list[str] = []
+    dense_list = _place(dense_runs, base, explicit, False, warnings)
+    deepep_list = _place(deepep_runs, base, explicit, True, warnings)
+
+    dense = _one_per_slot(group_by_concurrency(dense_list), "--dense", lambda c: f"concurrency {c}")
+    deepep = _deepep_slots(deepep_list)
+    pairs = _pair_up(dense, deepep, deepep_list, warnings)
+    scenario = base.copy(**_shared_fields(dense, deepep, base, explicit, warnings))
+    resolved = resolve(scenario)
+    if resolved.gpus_per_node != resolved.instance.gpus_per_node:
+        _warn(
+            warnings,
+            f"--gpus-per-node {resolved.gpus_per_node}: measured cells are replayed only at the instance's "
+            f"full {resolved.instance.gpus_per_node} GPUs; the fitted constants still apply",
+        )
+    return RunSet(scenario, resolved, dense, deepep, pairs, _multicomm(deepep), warnings)
+
+
+def _refuse_flags(deepep_runs: Sequence[AIPerfRun], base: Scenario) -> None:
+    """Refuse a calibration with no DeepEP run, or flags it cannot honour (a TP alternative, a
+    profile to read)."""
     if not deepep_runs:
         raise InputError("--deepep", None, "give at least one DeepEP run (an AIPerf export file or folder)")
     if base.alternative != "allgather":
@@ -311,13 +335,10 @@ def assemble(
         )
     if base.calibration is not None:
         raise InputError("--calibration", base.calibration, "none: calibrate writes a profile, it reads none")
-    _refuse_unusable([*dense_runs, *deepep_runs])
-    _one_workload(dense_runs, deepep_runs, explicit)
-    warnings: list[str] = []
-    dense_list = _place(dense_runs, base, explicit, False, warnings)
-    deepep_list = _place(deepep_runs, base, explicit, True, warnings)
 
-    dense = _one_per_slot(group_by_concurrency(dense_list), "--dense", lambda c: f"concurrency {c}")
+
+def _deepep_slots(deepep_list: list[AIPerfRun]) -> dict[tuple[int, int], AIPerfRun]:
+    """The DeepEP runs by (concurrency, EP_NUM_COMMS), refusing two runs in one slot."""
     deepep: dict[tuple[int, int], AIPerfRun] = {}
     for conc, group in group_by_concurrency(deepep_list).items():
         by_k: dict[int, list[AIPerfRun]] = {}
@@ -327,7 +348,19 @@ def assemble(
         slots = _one_per_slot(by_k, "--deepep", lambda k, c=conc: f"concurrency {c} with EP_NUM_COMMS={k}")
         for k, one in slots.items():
             deepep[(conc, k)] = one
+    return deepep
 
+
+def _pair_up(
+    dense: dict[int, AIPerfRun],
+    deepep: dict[tuple[int, int], AIPerfRun],
+    deepep_list: list[AIPerfRun],
+    warnings: list[str],
+) -> dict[tuple[int, int], ABPair]:
+    """Each DeepEP run paired with the dense run at its concurrency; every dense run needs one.
+
+    The warnings of each pair, and of each DeepEP run left unpaired, go to `warnings`.
+    """
     pairs: dict[tuple[int, int], ABPair] = {}
     for conc, d in dense.items():
         twins = [key for key in deepep if key[0] == conc]
@@ -349,9 +382,20 @@ def assemble(
         if key not in pairs:
             for w in run.warnings:
                 _warn(warnings, f"DeepEP run ({run.name}): {w}")
+    return pairs
 
+
+def _shared_fields(
+    dense: dict[int, AIPerfRun],
+    deepep: dict[tuple[int, int], AIPerfRun],
+    base: Scenario,
+    explicit: Collection[str],
+    warnings: list[str],
+) -> dict[str, Any]:
+    """The scenario fields the runs settle (engine, model, ISL, OSL, concurrency, comms), the
+    typed flags checked against them."""
     runs = [*dense.values(), *deepep.values()]
-    shared = {
+    shared: dict[str, Any] = {
         "engine": _engine(runs, base, explicit, warnings),
         "model": _model(runs, base, explicit, warnings),
         "isl": _shape_length(runs, "isl", base, explicit),
@@ -363,15 +407,7 @@ def assemble(
     shared["concurrency"] = base.concurrency if "concurrency" in explicit else concs[0]
     if "comms" not in explicit:  # the scenario names one cell: the first at its concurrency
         shared["comms"] = min(k for c, k in deepep if c == shared["concurrency"])
-    scenario = base.copy(**shared)
-    resolved = resolve(scenario)
-    if resolved.gpus_per_node != resolved.instance.gpus_per_node:
-        _warn(
-            warnings,
-            f"--gpus-per-node {resolved.gpus_per_node}: measured cells are replayed only at the instance's "
-            f"full {resolved.instance.gpus_per_node} GPUs; the fitted constants still apply",
-        )
-    return RunSet(scenario, resolved, dense, deepep, pairs, _multicomm(deepep), warnings)
+    return shared
 
 
 def _metrics(run: AIPerfRun) -> ArmMetrics:

@@ -23,6 +23,32 @@ PAIR_RATIOS = {
 def summarise(profile: Any, path: str) -> dict[str, Any]:
     """Everything the table shows, as JSON: each number with its unit, tag and source."""
     label = profile.label
+    return {
+        "profile": path,
+        "scenario": profile.scenario.as_dict(exclude_none=True),
+        "inputs": [i.model_dump(exclude_none=True) for i in profile.inputs],
+        "measured": _measured_rows(profile),
+        "derived": _derived(profile),
+        "fitted": {name: _fitted(profile.constants.get(name), label) for name in CONSTANTS},
+        "kernel": _kernel(profile),
+        "residuals": [r.model_dump() for r in profile.residuals],
+        "warnings": list(profile.warnings),
+    }
+
+
+def _rec(r: Any, label: str) -> Any:
+    """A stored figure as JSON with the profile's label in its source; None stays None."""
+    return r.q(label).to_json() if r is not None else None
+
+
+def _fitted(c: Any, label: str) -> dict[str, Any]:
+    """A fitted constant as JSON beside the built-in value it replaces."""
+    return {**c.q(label).to_json(), "builtin": c.builtin}
+
+
+def _measured_rows(profile: Any) -> list[dict[str, Any]]:
+    """One row per measured run: each DeepEP arm, and the dense arm once per concurrency (the
+    cells at one concurrency share their dense run)."""
     measured = []
     seen_dense: set[int] = set()
     for cell in profile.cells():
@@ -46,14 +72,16 @@ def summarise(profile: Any, path: str) -> dict[str, Any]:
                 q = cell.q(arm, metric, unit)
                 row[metric] = q.to_json() if q is not None else None
             measured.append(row)
+    return measured
 
-    def rec(r: Any) -> Any:
-        return r.q(label).to_json() if r is not None else None
 
+def _derived(profile: Any) -> dict[str, list[dict[str, Any]]]:
+    """The A/B pairs' tax and ratios, and the EP_NUM_COMMS comparisons."""
+    label = profile.label
     pairs = [
         {
             "cell": p.cell,
-            **{k: rec(getattr(p, k)) for k in ("tax_ms", "tax_spread_ms", *PAIR_RATIOS)},
+            **{k: _rec(getattr(p, k), label) for k in ("tax_ms", "tax_spread_ms", *PAIR_RATIOS)},
         }
         for p in profile.pairs
     ]
@@ -62,14 +90,16 @@ def summarise(profile: Any, path: str) -> dict[str, Any]:
             "concurrency": m.concurrency,
             "comms_low": m.comms_low,
             "comms_high": m.comms_high,
-            **{k: rec(getattr(m, k)) for k in ("aggregate_ratio", "per_user_ratio", "itl_ratio")},
+            **{k: _rec(getattr(m, k), label) for k in ("aggregate_ratio", "per_user_ratio", "itl_ratio")},
         }
         for m in profile.multicomm
     ]
+    return {"pairs": pairs, "multicomm": multicomm}
 
-    def fitted(c: Any) -> dict[str, Any]:
-        return {**c.q(label).to_json(), "builtin": c.builtin}
 
+def _kernel(profile: Any) -> dict[str, Any] | None:
+    """The kernel-log refit (the last, if several), or None without a log."""
+    label = profile.label
     kernel = None
     for k in profile.kernel:
         kernel = {
@@ -79,20 +109,10 @@ def summarise(profile: Any, path: str) -> dict[str, Any]:
             "tokens": k.tokens,
             "comms": k.comms,
             "qps": k.qps,
-            "dispatch_p50_us": rec(k.dispatch_p50_us),
-            "combine_p50_us": rec(k.combine_p50_us),
-            "total_p50_us": rec(k.total_p50_us),
-            "dispatch_beta_us": fitted(k.dispatch_beta_us),
-            "combine_beta_us": fitted(k.combine_beta_us),
+            "dispatch_p50_us": _rec(k.dispatch_p50_us, label),
+            "combine_p50_us": _rec(k.combine_p50_us, label),
+            "total_p50_us": _rec(k.total_p50_us, label),
+            "dispatch_beta_us": _fitted(k.dispatch_beta_us, label),
+            "combine_beta_us": _fitted(k.combine_beta_us, label),
         }
-    return {
-        "profile": path,
-        "scenario": profile.scenario.as_dict(exclude_none=True),
-        "inputs": [i.model_dump(exclude_none=True) for i in profile.inputs],
-        "measured": measured,
-        "derived": {"pairs": pairs, "multicomm": multicomm},
-        "fitted": {name: fitted(profile.constants.get(name)) for name in CONSTANTS},
-        "kernel": kernel,
-        "residuals": [r.model_dump() for r in profile.residuals],
-        "warnings": list(profile.warnings),
-    }
+    return kernel

@@ -40,6 +40,20 @@ def _yes(flag: bool) -> str:
 def validation_markdown(report: Report | None = None) -> str:
     """The accuracy tables, deterministic (docs/model.md embeds this text)."""
     rep = report or cross_validate()
+    out = _kinds_section(rep)
+    out += _bands_section(rep)
+    out += _group_cv_section(rep)
+    out += _ab_section(rep)
+    out += _kernel_rows_section(rep)
+    out += _serving_rows_section(rep)
+    if rep.not_compared:
+        out += ["", "### Not compared", ""]
+        out += [f"- {name}: {why}" for name, why in rep.not_compared]
+    return "\n".join(out) + "\n"
+
+
+def _kinds_section(rep: Report) -> list[str]:
+    """Accuracy by kind, the measured/unmeasured kernel split and the verdict agreement: the summary."""
     out = ["### Accuracy by kind of figure (in-scope rows)", ""]
     out += [
         _line("kind", "rows", "in-sample MAPE", "held-out rows", "held-out MAPE"),
@@ -66,26 +80,43 @@ def validation_markdown(report: Report | None = None) -> str:
         f"ratio error is {'—' if worst is None else f'{worst:.3f}'}.",
         "",
     ]
+    return out
+
+
+def _bands_section(rep: Report) -> list[str]:
+    """The prediction bands and how many held-out figures fall inside; empty when there are none."""
     bands = rep.bands()
-    if bands:
-        cover = rep.coverage()
-        out += ["### Bands (80 % prediction bands of held-out model / reference) and their coverage", ""]
-        out += [_line("band", "low", "high", "held-out figures inside (each against the others' band)")]
-        out += ["|---|---:|---:|---:|"]
-        for k, (lo, hi) in bands.items():
-            c = cover.get(k)
-            inside = "—" if c is None else f"{c['inside']} of {c['figures']} ({c['rate'] * 100:.0f} %)"
-            out.append(_line(k, f"{lo:.3f}", f"{hi:.3f}", inside))
-        out.append("")
-    if rep.group_cv:
-        out += ["### Leave a group out", ""]
-        out += [_line("by", "left out", "rows predicted", "MAPE"), "|---|---|---:|---:|"]
-        for g in rep.group_cv:
-            for name, n, m in g.folds:
-                out.append(_line(g.by, name, n, _abs_pct(m)))
-        notes = [f"- by {g.by}: {g.note}" for g in rep.group_cv if g.note]
-        out += ["", *notes, ""] if notes else [""]
-    out += ["### A/B pairs: ratio and verdict", ""]
+    if not bands:
+        return []
+    cover = rep.coverage()
+    out = ["### Bands (80 % prediction bands of held-out model / reference) and their coverage", ""]
+    out += [_line("band", "low", "high", "held-out figures inside (each against the others' band)")]
+    out += ["|---|---:|---:|---:|"]
+    for k, (lo, hi) in bands.items():
+        c = cover.get(k)
+        inside = "—" if c is None else f"{c['inside']} of {c['figures']} ({c['rate'] * 100:.0f} %)"
+        out.append(_line(k, f"{lo:.3f}", f"{hi:.3f}", inside))
+    out.append("")
+    return out
+
+
+def _group_cv_section(rep: Report) -> list[str]:
+    """The leave-a-group-out folds and their notes; empty when the report has none."""
+    if not rep.group_cv:
+        return []
+    out = ["### Leave a group out", ""]
+    out += [_line("by", "left out", "rows predicted", "MAPE"), "|---|---|---:|---:|"]
+    for g in rep.group_cv:
+        for name, n, m in g.folds:
+            out.append(_line(g.by, name, n, _abs_pct(m)))
+    notes = [f"- by {g.by}: {g.note}" for g in rep.group_cv if g.note]
+    out += ["", *notes, ""] if notes else [""]
+    return out
+
+
+def _ab_section(rep: Report) -> list[str]:
+    """The A/B pairs' measured and predicted ratios and calls, then their steady-state lines."""
+    out = ["### A/B pairs: ratio and verdict", ""]
     out += [
         _line(
             "pair",
@@ -116,7 +147,12 @@ def validation_markdown(report: Report | None = None) -> str:
             )
         )
     out += [f"\n{a.steady_line()}." for a in rep.ab if a.steady_ratio is not None]
-    out += ["", "### Kernels (per MoE layer)", ""]
+    return out
+
+
+def _kernel_rows_section(rep: Report) -> list[str]:
+    """Every kernel reference row, with its source and why it is out of scope if it is."""
+    out = ["", "### Kernels (per MoE layer)", ""]
     out += [
         _line("reference", "metric", "measured", "model", "error", "held-out error", "fit row", "source"),
         "|---|---|---:|---:|---:|---:|---|---|",
@@ -135,7 +171,12 @@ def validation_markdown(report: Report | None = None) -> str:
                 r.source + scope,
             )
         )
-    out += ["", "### Serving references (model, not the measured substitution)", ""]
+    return out
+
+
+def _serving_rows_section(rep: Report) -> list[str]:
+    """Every serving reference row (not a kernel), marking the check-only ones."""
+    out = ["", "### Serving references (model, not the measured substitution)", ""]
     out += [
         _line("reference", "metric", "measured", "model", "error", "held-out error", "fit row"),
         "|---|---|---:|---:|---:|---:|---|",
@@ -153,10 +194,7 @@ def validation_markdown(report: Report | None = None) -> str:
                 _yes(r.fitted),
             )
         )
-    if rep.not_compared:
-        out += ["", "### Not compared", ""]
-        out += [f"- {name}: {why}" for name, why in rep.not_compared]
-    return "\n".join(out) + "\n"
+    return out
 
 
 def disagg_markdown(report_rows: Sequence[Any], folds: Sequence[Any] = ()) -> str:

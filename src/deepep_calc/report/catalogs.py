@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from . import term
@@ -243,6 +244,23 @@ def print_transports(rows: list[dict[str, Any]], sources: bool = False, c: Conso
     """Transports: who posts the work requests, the measured reference, and the fixed cost."""
     c = c or term.console()
     wide = term.wide(c)
+    c.print(_transports_table(rows, wide))
+    _print_transport_notes(c, rows, wide)
+    c.print(term.legend())
+    if sources:
+        term.print_sources_by_row(
+            c,
+            [
+                (r["name"], f"reference: {r['reference']['source']}; bandwidth: {r['bandwidth']}")
+                for r in rows
+            ],
+        )
+    else:
+        c.print(term.sources_hint("deepep-calc transports"))
+
+
+def _transports_table(rows: list[dict[str, Any]], wide: bool) -> Table:
+    """One row per transport; a wide terminal adds the library, fabric and per-message costs."""
     cols = [term.id_col("transport"), term.id_col("posted by")]
     if wide:
         cols += [
@@ -276,7 +294,11 @@ def print_transports(rows: list[dict[str, Any]], sources: bool = False, c: Conso
             one_node = r["fabric"] == "nvlink"
             cells += ["—" if one_node else beta, "—" if one_node else f"{r['signal_ratio']:.2f}"]
         table.add_row(*cells)
-    c.print(table)
+    return table
+
+
+def _print_transport_notes(c: Console, rows: list[dict[str, Any]], wide: bool) -> None:
+    """What the columns mean, then each reference that is one of several runs of its cell."""
     per_message = (
         "; µs per message = the issue path's cost of each put (one per token-expert pair sent off "
         "the node) and, times 'signal ÷ put', of each signal (one per expert on another node)"
@@ -306,17 +328,6 @@ def print_transports(rows: list[dict[str, Any]], sources: bool = False, c: Conso
                     style="dim",
                 )
             )
-    c.print(term.legend())
-    if sources:
-        term.print_sources_by_row(
-            c,
-            [
-                (r["name"], f"reference: {r['reference']['source']}; bandwidth: {r['bandwidth']}")
-                for r in rows
-            ],
-        )
-    else:
-        c.print(term.sources_hint("deepep-calc transports"))
 
 
 VIEWS = {"Model presets": print_models, "Instances": print_instances, "Transports": print_transports}

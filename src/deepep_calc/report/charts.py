@@ -167,8 +167,21 @@ def per_user_vs_concurrency(result: Result, grid: np.ndarray | None = None) -> F
     if grid is None:
         grid = concurrency_grid(int(s.concurrency), tuple(c.concurrency for c in cells))
     batch = compute(r.vary(concurrency=np.asarray(grid)))
-    proxied = r.transport.host_proxied
     x = [int(c) for c in grid]
+    traces = _per_user_lines(result, batch, x) + _per_user_points(result, cells)
+    top = max((v for t in traces for v in t["y"] if v is not None), default=1.0)
+    layout = _layout(
+        xaxis=_axis("concurrency (log scale)", type="log", **_log_ticks(x)),
+        yaxis=_axis("per-user decode tok/s", range=[0, top * HEADROOM]),
+        shapes=[_vline(int(s.concurrency))],
+        annotations=[_vlabel(int(s.concurrency), "this scenario")],
+    )
+    return {"data": traces, "layout": layout}
+
+
+def _per_user_lines(result: Result, batch: Result, x: list[int]) -> list[dict[str, Any]]:
+    """One model line per arm over the concurrency grid, broken where the arm does not fit."""
+    proxied = result.resolved.transport.host_proxied
     traces: list[dict[str, Any]] = []
     for arm, a in batch.arms.items():
         colour = palette.arm_colour(arm, proxied)
@@ -185,6 +198,15 @@ def per_user_vs_concurrency(result: Result, grid: np.ndarray | None = None) -> F
                 f"<br>[{q.tag}] model<extra></extra>",
             }
         )
+    return traces
+
+
+def _per_user_points(result: Result, cells: list[Cell]) -> list[dict[str, Any]]:
+    """The measured cells' per-user rates, one marker trace per arm that has any (DeepEP: this
+    transport's cells only)."""
+    r = result.resolved
+    proxied = r.transport.host_proxied
+    traces: list[dict[str, Any]] = []
     for arm in ("deepep", "allgather"):
         if arm not in result.arms:
             continue
@@ -214,14 +236,7 @@ def per_user_vs_concurrency(result: Result, grid: np.ndarray | None = None) -> F
                 "hovertemplate": "%{y:.2f} tok/s at concurrency %{x}<br>%{text}<extra></extra>",
             }
         )
-    top = max((v for t in traces for v in t["y"] if v is not None), default=1.0)
-    layout = _layout(
-        xaxis=_axis("concurrency (log scale)", type="log", **_log_ticks(x)),
-        yaxis=_axis("per-user decode tok/s", range=[0, top * HEADROOM]),
-        shapes=[_vline(int(s.concurrency))],
-        annotations=[_vlabel(int(s.concurrency), "this scenario")],
-    )
-    return {"data": traces, "layout": layout}
+    return traces
 
 
 def _log_ticks(values: list[int]) -> dict[str, Any]:
@@ -315,6 +330,34 @@ def step_bound(result: Result) -> Figure:
     proxied = result.resolved.transport.host_proxied
     x = [_coloured(arm_name(result, a), palette.arm_colour(a, proxied)) for a in arms]
     bounds = {a: result.arms[a].bounds for a in arms}
+    traces = _bound_bars(arms, x, bounds)
+    hidden = [(xi, bounds[a].hidden_ms) for xi, a in zip(x, arms, strict=True) if bounds[a].path == "cpu"]
+    if hidden:
+        traces.append(_hidden_gpu_marks(hidden))
+    annotations = [
+        {
+            "x": xi,
+            "y": _num(bounds[a].step_ms.scalar),
+            "text": f"bound: {bounds[a].label}",
+            "showarrow": False,
+            "yanchor": "bottom",
+            "font": {"size": 11, "color": "#212529"},
+        }
+        for xi, a in zip(x, arms, strict=True)
+    ]
+    top = max((bounds[a].step_ms.scalar for a in arms), default=1.0)
+    layout = _layout(
+        barmode="stack",
+        xaxis=_axis("", tickangle=0),
+        yaxis=_axis("ms per decode step (the model's)", range=[0, top * 1.18]),
+        annotations=annotations,
+        meta={"bounds": {a: bounds[a].name for a in arms}},
+    )
+    return {"data": traces, "layout": layout}
+
+
+def _bound_bars(arms: list[str], x: list[str], bounds: dict[str, Any]) -> list[dict[str, Any]]:
+    """One stacked bar trace per part on some arm's path, outlined where the part binds."""
     traces: list[dict[str, Any]] = []
     for part in BOUNDS:
         qs = [bounds[a].parts_ms.get(part) for a in arms]
@@ -340,40 +383,21 @@ def step_bound(result: Result) -> Figure:
                 "hovertemplate": f"{label}: %{{y:.2f}} ms<br>%{{text}}<extra></extra>",
             }
         )
-    hidden = [(xi, bounds[a].hidden_ms) for xi, a in zip(x, arms, strict=True) if bounds[a].path == "cpu"]
-    if hidden:
-        traces.append(
-            {
-                "type": "scatter",
-                "mode": "markers",
-                "name": "GPU path, hidden under the launches",
-                "x": [xi for xi, _ in hidden],
-                "y": [_num(q.scalar) for _, q in hidden],
-                "marker": {"symbol": "line-ew-open", "size": 34, "color": "#c92a2a", "line": {"width": 2}},
-                "text": [_wrap(_tagline(q)) for _, q in hidden],
-                "hovertemplate": "GPU path %{y:.2f} ms (hidden)<br>%{text}<extra></extra>",
-            }
-        )
-    annotations = [
-        {
-            "x": xi,
-            "y": _num(bounds[a].step_ms.scalar),
-            "text": f"bound: {bounds[a].label}",
-            "showarrow": False,
-            "yanchor": "bottom",
-            "font": {"size": 11, "color": "#212529"},
-        }
-        for xi, a in zip(x, arms, strict=True)
-    ]
-    top = max((bounds[a].step_ms.scalar for a in arms), default=1.0)
-    layout = _layout(
-        barmode="stack",
-        xaxis=_axis("", tickangle=0),
-        yaxis=_axis("ms per decode step (the model's)", range=[0, top * 1.18]),
-        annotations=annotations,
-        meta={"bounds": {a: bounds[a].name for a in arms}},
-    )
-    return {"data": traces, "layout": layout}
+    return traces
+
+
+def _hidden_gpu_marks(hidden: list[tuple[str, Q]]) -> dict[str, Any]:
+    """A marker at the GPU path of each launch-bound arm: the work its launches hide."""
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": "GPU path, hidden under the launches",
+        "x": [xi for xi, _ in hidden],
+        "y": [_num(q.scalar) for _, q in hidden],
+        "marker": {"symbol": "line-ew-open", "size": 34, "color": "#c92a2a", "line": {"width": 2}},
+        "text": [_wrap(_tagline(q)) for _, q in hidden],
+        "hovertemplate": "GPU path %{y:.2f} ms (hidden)<br>%{text}<extra></extra>",
+    }
 
 
 def _binds(bound: str, part: str) -> bool:
@@ -399,6 +423,24 @@ def memory_chart(result: Result) -> Figure:
     arms = list(result.arms)
     proxied = result.resolved.transport.host_proxied
     x = [_coloured(arm_name(result, a), palette.arm_colour(a, proxied)) for a in arms]
+    traces = _memory_bars(result, arms, x)
+    usable = result.arms[arms[0]].memory.usable_gb
+    tallest = max(max(result.arms[a].memory.total_gb.scalar for a in arms), 0.0)
+    annotations = _headroom_labels(result, arms, x)
+    top, shapes, usable_note = _usable_hbm(usable, tallest)
+    annotations.append(usable_note)
+    layout = _layout(
+        barmode="stack",
+        xaxis=_axis("", tickangle=0),
+        yaxis=_axis("GB per GPU", range=[0, top]),
+        shapes=shapes,
+        annotations=annotations,
+    )
+    return {"data": traces, "layout": layout}
+
+
+def _memory_bars(result: Result, arms: list[str], x: list[str]) -> list[dict[str, Any]]:
+    """One stacked bar trace per memory part (weights, KV cache, buffers, reserve)."""
     traces: list[dict[str, Any]] = []
     for part, label in MEMORY_LABELS.items():
         qs = [_memory_part(result.arms[a].memory, part) for a in arms]
@@ -414,9 +456,11 @@ def memory_chart(result: Result) -> Figure:
                 "hovertemplate": f"{label}: %{{y:.1f}} GB<br>%{{text}}<extra></extra>",
             }
         )
-    usable = result.arms[arms[0]].memory.usable_gb
-    tallest = max(max(result.arms[a].memory.total_gb.scalar for a in arms), 0.0)
-    line = tallest >= MEMORY_LINE_SHARE * usable.scalar
+    return traces
+
+
+def _headroom_labels(result: Result, arms: list[str], x: list[str]) -> list[dict[str, Any]]:
+    """Above each bar, the headroom left under usable HBM (green) or how far over it is (red)."""
     annotations = []
     for xi, a in zip(x, arms, strict=True):
         m = result.arms[a].memory
@@ -433,8 +477,16 @@ def memory_chart(result: Result) -> Figure:
                 "font": {"size": 11, "color": "#2b8a3e" if head >= 0 else "#c92a2a"},
             }
         )
+    return annotations
+
+
+def _usable_hbm(usable: Q, tallest: float) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
+    """The y range, the usable-HBM line (if the bars come near it) and its label.
+
+    Far above the bars, a line would squash the parts flat: it is written, not drawn.
+    """
     usable_text = f"usable HBM {usable.scalar:,.0f} GB per GPU [{usable.tag}]"
-    if line:
+    if tallest >= MEMORY_LINE_SHARE * usable.scalar:
         top = max(usable.scalar, tallest) * 1.12
         shapes = [
             {
@@ -447,43 +499,31 @@ def memory_chart(result: Result) -> Figure:
                 "line": {"color": "#c92a2a", "width": 1.5, "dash": "dash"},
             }
         ]
-        annotations.append(
-            {
-                "xref": "paper",
-                "x": 1,
-                "y": usable.scalar,
-                "text": usable_text,
-                "showarrow": False,
-                "xanchor": "right",
-                "yanchor": "bottom",
-                "font": {"size": 10, "color": "#c92a2a"},
-            }
-        )
-    else:  # far above the bars: say it, and let the scale show the parts
-        top = max(tallest, 1e-9) * 1.35
-        shapes = []
-        annotations.append(
-            {
-                "xref": "paper",
-                "yref": "paper",
-                "x": 1,
-                "y": 1,
-                "text": f"{usable_text}<br>is above this scale ↑",
-                "showarrow": False,
-                "xanchor": "right",
-                "yanchor": "top",
-                "font": {"size": 10, "color": "#c92a2a"},
-                "bgcolor": "rgba(255,255,255,0.9)",
-            }
-        )
-    layout = _layout(
-        barmode="stack",
-        xaxis=_axis("", tickangle=0),
-        yaxis=_axis("GB per GPU", range=[0, top]),
-        shapes=shapes,
-        annotations=annotations,
-    )
-    return {"data": traces, "layout": layout}
+        note = {
+            "xref": "paper",
+            "x": 1,
+            "y": usable.scalar,
+            "text": usable_text,
+            "showarrow": False,
+            "xanchor": "right",
+            "yanchor": "bottom",
+            "font": {"size": 10, "color": "#c92a2a"},
+        }
+        return top, shapes, note
+    top = max(tallest, 1e-9) * 1.35
+    note = {
+        "xref": "paper",
+        "yref": "paper",
+        "x": 1,
+        "y": 1,
+        "text": f"{usable_text}<br>is above this scale ↑",
+        "showarrow": False,
+        "xanchor": "right",
+        "yanchor": "top",
+        "font": {"size": 10, "color": "#c92a2a"},
+        "bgcolor": "rgba(255,255,255,0.9)",
+    }
+    return top, [], note
 
 
 def _memory_part(m: Any, part: str) -> Q:
@@ -576,39 +616,25 @@ def verdict_map(result: Result) -> Figure:
     """
     s = result.resolved.scenario
     y_field, x_field, (ys, xs, codes, rec, batch), uniform = choose_map_axes(result)
-    ratio = np.broadcast_to(np.asarray(batch.ratio_deepep_vs_alternative.value, dtype=float), codes.shape)
-    z = [[CODES.index(str(c)) for c in row] for row in codes]
     x_labels = [f"{int(v):,}" for v in xs]
     y_labels = [f"{int(v):,}" for v in ys]
-    hover = [
-        [
-            f"{SYMBOLS[str(codes[i, j])]} {TITLES[str(codes[i, j])]}<br>run {ARM_LABELS[str(rec[i, j])]}; "
-            f"DeepEP / {ARM_LABELS[result.alternative]} aggregate {ratio[i, j]:.2f} "
-            f"[{batch.ratio_deepep_vs_alternative.tag}]"
-            for j in range(len(x_labels))
-        ]
-        for i in range(len(y_labels))
-    ]
-    scale = []
-    for k, code in enumerate(CODES):
-        scale += [[k / 3, palette.VERDICT[code]], [(k + 1) / 3, palette.VERDICT[code]]]
     y_title, x_title = MAP_AXIS_TITLES[y_field], MAP_AXIS_TITLES[x_field]
     traces: list[dict[str, Any]] = [
         {
             "type": "heatmap",
             "x": x_labels,
             "y": y_labels,
-            "z": z,
+            "z": [[CODES.index(str(c)) for c in row] for row in codes],
             "zmin": -0.5,
             "zmax": 2.5,
-            "colorscale": scale,
+            "colorscale": _verdict_scale(),
             "showscale": False,
             "xgap": 2,
             "ygap": 2,
             "text": [[SYMBOLS[str(c)] for c in row] for row in codes],
             "texttemplate": "%{text}",
             "textfont": {"color": "#ffffff", "size": 13},
-            "customdata": hover,
+            "customdata": _verdict_hover(result, codes, rec, batch),
             "hovertemplate": f"{y_title} %{{y}}, {x_title} %{{x}}<br>%{{customdata}}<extra></extra>",
         },
         {
@@ -621,36 +647,8 @@ def verdict_map(result: Result) -> Figure:
             "hoverinfo": "skip",
         },
     ]
-    shown = {str(c) for c in np.asarray(codes).reshape(-1)}
-    for code in CODES:  # legend entries for the colours on the map
-        if code in shown:
-            traces.append(
-                {
-                    "type": "scatter",
-                    "mode": "markers",
-                    "name": f"{SYMBOLS[code]} {TITLES[code]}",
-                    "x": [None],
-                    "y": [None],
-                    "marker": {"symbol": "square", "size": 12, "color": palette.VERDICT[code]},
-                }
-            )
-    annotations = []
-    if uniform:
-        only = str(np.asarray(codes).reshape(-1)[0])
-        annotations.append(
-            {
-                "xref": "paper",
-                "yref": "paper",
-                "x": 0.5,
-                "y": 0.5,
-                "text": f"Same verdict everywhere in this range:<br>{SYMBOLS[only]} {TITLES[only]}",
-                "showarrow": False,
-                "font": {"size": 13, "color": "#212529"},
-                "bgcolor": "rgba(255,255,255,0.92)",
-                "bordercolor": "#adb5bd",
-                "borderpad": 6,
-            }
-        )
+    traces += _verdict_legend(codes)
+    annotations = [_uniform_note(codes)] if uniform else []
     layout = _layout(
         xaxis=_axis(x_title, type="category"),
         yaxis=_axis(y_title, type="category"),
@@ -658,6 +656,63 @@ def verdict_map(result: Result) -> Figure:
         meta={"axes": [y_field, x_field], "uniform": uniform},
     )
     return {"data": traces, "layout": layout}
+
+
+def _verdict_hover(result: Result, codes: Any, rec: Any, batch: Result) -> list[list[str]]:
+    """Each cell's hover text: the verdict, the arm to run and DeepEP's aggregate ratio there."""
+    ratio = np.broadcast_to(np.asarray(batch.ratio_deepep_vs_alternative.value, dtype=float), codes.shape)
+    rows, cols = codes.shape
+    return [
+        [
+            f"{SYMBOLS[str(codes[i, j])]} {TITLES[str(codes[i, j])]}<br>run {ARM_LABELS[str(rec[i, j])]}; "
+            f"DeepEP / {ARM_LABELS[result.alternative]} aggregate {ratio[i, j]:.2f} "
+            f"[{batch.ratio_deepep_vs_alternative.tag}]"
+            for j in range(cols)
+        ]
+        for i in range(rows)
+    ]
+
+
+def _verdict_scale() -> list[list[Any]]:
+    """A stepped colour scale: each verdict code one flat band of its colour."""
+    scale = []
+    for k, code in enumerate(CODES):
+        scale += [[k / 3, palette.VERDICT[code]], [(k + 1) / 3, palette.VERDICT[code]]]
+    return scale
+
+
+def _verdict_legend(codes: Any) -> list[dict[str, Any]]:
+    """Empty marker traces that give each verdict on the map a legend entry (a heatmap has none)."""
+    shown = {str(c) for c in np.asarray(codes).reshape(-1)}
+    return [
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": f"{SYMBOLS[code]} {TITLES[code]}",
+            "x": [None],
+            "y": [None],
+            "marker": {"symbol": "square", "size": 12, "color": palette.VERDICT[code]},
+        }
+        for code in CODES
+        if code in shown
+    ]
+
+
+def _uniform_note(codes: Any) -> dict[str, Any]:
+    """The note over a one-colour map: the same verdict holds everywhere in range."""
+    only = str(np.asarray(codes).reshape(-1)[0])
+    return {
+        "xref": "paper",
+        "yref": "paper",
+        "x": 0.5,
+        "y": 0.5,
+        "text": f"Same verdict everywhere in this range:<br>{SYMBOLS[only]} {TITLES[only]}",
+        "showarrow": False,
+        "font": {"size": 13, "color": "#212529"},
+        "bgcolor": "rgba(255,255,255,0.92)",
+        "bordercolor": "#adb5bd",
+        "borderpad": 6,
+    }
 
 
 # all of them -------------------------------------------------------------------------------------

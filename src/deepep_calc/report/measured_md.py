@@ -31,6 +31,22 @@ def render_measured_markdown() -> str:
         "| per-user tok/s | ITL ms | TTFT p50 ms | source |",
         "|---|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|",
     ]
+    lines += _cell_rows()
+    lines += ["", "`*` = not stated by the source; the value shown is assumed.", ""]
+    lines += _cold_start_section()
+    lines += [
+        "## Scalar observations",
+        "",
+        "| name | value | unit | source |",
+        "|---|---:|---|---|",
+    ]
+    lines += [f"| {f.name} | {f.value:g} | {f.unit} | {f.source} |" for f in load_facts().values()]
+    return "\n".join(lines) + "\n"
+
+
+def _cell_rows() -> list[str]:
+    """One table row per measured arm of every cell; a `*` marks what the source did not state."""
+    lines = []
     for cell in load_cells().values():
         for arm_name in ("deepep", "allgather", "versus"):
             m = cell.arm(arm_name)
@@ -47,36 +63,34 @@ def render_measured_markdown() -> str:
                 f"| {_fmt(m.aggregate_tok_s)} | {_fmt(m.per_user_tok_s)} | {_fmt(m.itl_ms)} "
                 f"| {_fmt(m.ttft_p50_ms)} | {cell.source} |"
             )
-    lines += ["", "`*` = not stated by the source; the value shown is assumed.", ""]
+    return lines
+
+
+def _cold_start_section() -> list[str]:
+    """The runs whose first wave waited for a cold start, with their steady-state aggregate."""
     cold = [c for c in load_cells().values() if c.cold_start]
-    if cold:
-        lines += [
-            "## Cold starts (derived)",
-            "",
-            "Runs whose export shows their first wave of requests waiting for a cold start. The",
-            "aggregate above is as measured; the steady-state one (derived) leaves the wait out.",
-            "Validation shows both and keeps the measured one for its accuracy figures.",
-            "",
-            "| id | arm | aggregate tok/s | steady-state tok/s | how |",
-            "|---|---|---:|---:|---|",
-        ]
-        for c in cold:
-            for arm_name in ("deepep", "allgather", "versus"):
-                m = c.arm(arm_name)
-                if m is not None and m.steady_aggregate_tok_s is not None:
-                    lines.append(
-                        f"| {c.id} | {arm_name} | {_fmt(m.aggregate_tok_s)} "
-                        f"| {_fmt(m.steady_aggregate_tok_s)} | {c.cold_start} |"
-                    )
-        lines.append("")
-    lines += [
-        "## Scalar observations",
+    if not cold:
+        return []
+    lines = [
+        "## Cold starts (derived)",
         "",
-        "| name | value | unit | source |",
-        "|---|---:|---|---|",
+        "Runs whose export shows their first wave of requests waiting for a cold start. The",
+        "aggregate above is as measured; the steady-state one (derived) leaves the wait out.",
+        "Validation shows both and keeps the measured one for its accuracy figures.",
+        "",
+        "| id | arm | aggregate tok/s | steady-state tok/s | how |",
+        "|---|---|---:|---:|---|",
     ]
-    lines += [f"| {f.name} | {f.value:g} | {f.unit} | {f.source} |" for f in load_facts().values()]
-    return "\n".join(lines) + "\n"
+    for c in cold:
+        for arm_name in ("deepep", "allgather", "versus"):
+            m = c.arm(arm_name)
+            if m is not None and m.steady_aggregate_tok_s is not None:
+                lines.append(
+                    f"| {c.id} | {arm_name} | {_fmt(m.aggregate_tok_s)} "
+                    f"| {_fmt(m.steady_aggregate_tok_s)} | {c.cold_start} |"
+                )
+    lines.append("")
+    return lines
 
 
 if __name__ == "__main__":  # pragma: no cover - thin generator entry point

@@ -79,6 +79,21 @@ def _trace(points: list[Any], name: str, **style: Any) -> dict[str, Any]:
 
 
 def frontier_figure(plan: Any) -> dict[str, Any]:
+    """The plan's cost / per-user-rate chart: its points and, if one was asked, the SLO line."""
+    traces = _frontier_traces(plan)
+    layout = _layout(
+        xaxis=_axis("$ per million output tokens (log scale)", type="log"),
+        yaxis=_axis("per-user decode tok/s", rangemode="tozero"),
+        shapes=_slo_line(plan),
+        height=440,
+        hovermode="closest",
+    )
+    return {"data": traces, "layout": layout}
+
+
+def _frontier_traces(plan: Any) -> list[dict[str, Any]]:
+    """A sample of the configurations, the frontier, the closest misses and the best, in that
+    order so the best is drawn on top."""
     cloud = plan.cloud(CLOUD_POINTS)
     traces = []
     if cloud:
@@ -132,6 +147,11 @@ def frontier_figure(plan: Any) -> dict[str, Any]:
                 },
             )
         )
+    return traces
+
+
+def _slo_line(plan: Any) -> list[dict[str, Any]]:
+    """A dashed line at the per-user SLO when the request has one."""
     shapes = []
     if plan.request.slo_tok_s is not None:
         shapes.append(
@@ -145,14 +165,7 @@ def frontier_figure(plan: Any) -> dict[str, Any]:
                 "line": {"color": "#c92a2a", "dash": "dash", "width": 1},
             }
         )
-    layout = _layout(
-        xaxis=_axis("$ per million output tokens (log scale)", type="log"),
-        yaxis=_axis("per-user decode tok/s", rangemode="tozero"),
-        shapes=shapes,
-        height=440,
-        hovermode="closest",
-    )
-    return {"data": traces, "layout": layout}
+    return shapes
 
 
 # The CLI's flags in the plan's sentences, as the web page's form names them (`web=True`).

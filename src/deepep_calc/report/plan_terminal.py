@@ -120,6 +120,28 @@ def points_table(points: list[Any], title: str, misses: bool = False) -> Table:
 def print_plan(plan: Any, console: Console | None = None) -> None:
     """Header, the answer (or the misses and changes), then the frontier."""
     console = console or Console(highlight=False)
+    _print_plan_header(plan, console)
+    if plan.best is not None:
+        _print_best(plan, console)
+    else:
+        _print_no_answer(plan, console)
+    if plan.frontier:
+        console.print(
+            points_table(
+                plan.frontier, "Frontier: per-user tok/s against $/Mtok (none beats another on both)"
+            )
+        )
+    else:
+        console.print(Text("No configuration fits and sustains the load: there is no frontier.", style="red"))
+    _print_assumed_notes(plan, console)
+    legend = Text("tags: ")
+    for tag, style in TAG_STYLE.items():
+        legend.append(f"{LETTER[tag]} {tag}  ", style=style)
+    console.print(legend)
+
+
+def _print_plan_header(plan: Any, console: Console) -> None:
+    """The targets, how much was searched (and skipped, why), and how prices were ranked."""
     console.print(Text(f"Plan: {_targets(plan)}", style="bold"))
     skipped = ""
     if plan.skipped:
@@ -132,50 +154,50 @@ def print_plan(plan: Any, console: Console | None = None) -> None:
     if line:
         console.print(Text(line, style="dim"))
     console.print()
-    if plan.best is not None:
-        b = plan.best
-        f = b.figures
-        heading = "Chosen, meeting every target" if b.chosen_over else "Cheapest meeting every target"
-        console.print(Text(heading, style="bold green"))
-        console.print(Text(f"  {b.label}" + (" †" if b.evidence == "assumed" else "")))
-        line = Text("  ")
-        line.append_text(tagged(f["usd_per_mtok"], 3))
-        line.append(f" $/Mtok{_band(f['usd_per_mtok'], 3)}, ")
-        line.append_text(tagged(b.usd_per_hour, 2))
-        line.append(" $/h")
-        console.print(line)
-        line = Text("  ")
-        line.append_text(tagged(f["per_user_tok_s"], 1))
-        line.append(" tok/s per user, TTFT ")
-        line.append_text(tagged(f["ttft_ms"], 0))
-        line.append(" ms, ")
-        line.append_text(tagged(f["memory_gb_per_gpu"], 1))
-        line.append(" GB per GPU")
-        console.print(line)
-        for note in b.band_notes():
-            console.print(Text(f"  {note}", style="yellow"))
-        if b.config.get("concurrency") and plan.request.request_rate is not None:
-            console.print(
-                Text(f"  runs {b.config['concurrency']:,} sequences at once (Little's law)", style="dim")
-            )
-    else:
-        console.print(Text("Nothing in the search meets every target.", style="bold red"))
-        for change in plan.changes:
-            console.print(Text(f"  would meet them: {change}"))
-        if not plan.changes:
-            console.print(
-                Text("  no single change of a target, the node limit or the instances meets them all")
-            )
-        if plan.nearest_misses:
-            console.print(points_table(plan.nearest_misses, "Closest misses", misses=True))
-    if plan.frontier:
+
+
+def _print_best(plan: Any, console: Console) -> None:
+    """The configuration that meets every target: its cost, per-user rate, TTFT and memory."""
+    b = plan.best
+    f = b.figures
+    heading = "Chosen, meeting every target" if b.chosen_over else "Cheapest meeting every target"
+    console.print(Text(heading, style="bold green"))
+    console.print(Text(f"  {b.label}" + (" †" if b.evidence == "assumed" else "")))
+    line = Text("  ")
+    line.append_text(tagged(f["usd_per_mtok"], 3))
+    line.append(f" $/Mtok{_band(f['usd_per_mtok'], 3)}, ")
+    line.append_text(tagged(b.usd_per_hour, 2))
+    line.append(" $/h")
+    console.print(line)
+    line = Text("  ")
+    line.append_text(tagged(f["per_user_tok_s"], 1))
+    line.append(" tok/s per user, TTFT ")
+    line.append_text(tagged(f["ttft_ms"], 0))
+    line.append(" ms, ")
+    line.append_text(tagged(f["memory_gb_per_gpu"], 1))
+    line.append(" GB per GPU")
+    console.print(line)
+    for note in b.band_notes():
+        console.print(Text(f"  {note}", style="yellow"))
+    if b.config.get("concurrency") and plan.request.request_rate is not None:
         console.print(
-            points_table(
-                plan.frontier, "Frontier: per-user tok/s against $/Mtok (none beats another on both)"
-            )
+            Text(f"  runs {b.config['concurrency']:,} sequences at once (Little's law)", style="dim")
         )
-    else:
-        console.print(Text("No configuration fits and sustains the load: there is no frontier.", style="red"))
+
+
+def _print_no_answer(plan: Any, console: Console) -> None:
+    """Nothing meets every target: the single changes that would, and the closest misses."""
+    console.print(Text("Nothing in the search meets every target.", style="bold red"))
+    for change in plan.changes:
+        console.print(Text(f"  would meet them: {change}"))
+    if not plan.changes:
+        console.print(Text("  no single change of a target, the node limit or the instances meets them all"))
+    if plan.nearest_misses:
+        console.print(points_table(plan.nearest_misses, "Closest misses", misses=True))
+
+
+def _print_assumed_notes(plan: Any, console: Console) -> None:
+    """Why the daggered configurations lie outside the measured evidence (at most six reasons)."""
     dagger = [
         p
         for p in [plan.best, *plan.frontier, *plan.nearest_misses]
@@ -188,10 +210,6 @@ def print_plan(plan: Any, console: Console | None = None) -> None:
         )
         for text in list(reasons)[:6]:
             console.print(Text(f"  {text}", style="dim"))
-    legend = Text("tags: ")
-    for tag, style in TAG_STYLE.items():
-        legend.append(f"{LETTER[tag]} {tag}  ", style=style)
-    console.print(legend)
 
 
 def print_best_card(plan: Any, result: Any, console: Console | None = None) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from ..base.quantity import Q, Tag
@@ -24,54 +25,18 @@ def print_calibration(console: Console | None = None) -> None:
     terminal also gets them as columns, and the model's per-user ratio.
     """
     from ..catalog.measured import load_cells
-    from ..estimate.evaluate import compute
-    from ..fit.observations import cell_scenario
-    from ..question.scenario import resolve
 
     c = console or term.console()
     wide = term.wide(c)
     notes = term.Footnotes()
-    cols = [term.id_col("cell")]
-    if wide:
-        cols += [term.num_col("comms"), term.num_col("conc"), term.num_col("ISL")]
-    cols += [
-        term.num_col("DeepEP\ntok/s"),
-        term.num_col("dense\ntok/s"),
-        term.num_col("tax\nms/token"),
-        term.num_col("aggregate\nratio"),
-        term.num_col("model tok/s\nDeepEP/dense"),
-    ]
-    if wide:
-        cols += [term.num_col("per-user\nratio"), term.id_col("src")]
-    table = term.table(
-        *cols,
-        title="Measured cells: TRT-LLM, Qwen3-30B-A3B-FP8, 2x p5en, EP16, eager",
-        caption="tok/s: per-user decode. model: the physics alone, no measured cell",
-    )
+    table = _calibration_table(wide)
     per_user, aggregate = [], []
     for cell in load_cells().values():
         if cell.engine != "trtllm" or cell.allgather is None or cell.role not in ("calibration", "anchor"):
             continue
-        r = resolve(cell_scenario(cell))
-        res = compute(r)  # the table shows arms and ratios, no verdict: no wording to build
-        model = compute(r.vary(concurrency=cell.concurrency))  # the model's figures, no cell
-        md, ma = model.arms["deepep"].per_user_tok_s, model.arms["allgather"].per_user_tok_s
-        modelled = Text(f"{term.number(md.scalar, 2)}/{term.number(ma.scalar, 2)} ")
-        modelled.append_text(term.marker(min(md.tag, ma.tag)))
+        row, res = _calibration_row(cell, wide, notes)
         per_user.append(res.ratio_per_user)
         aggregate.append(res.ratio_deepep_vs_alternative)
-        row: list[Any] = [cell.id]
-        if wide:
-            row += [str(cell.comms), str(cell.concurrency), str(cell.isl)]
-        row += [
-            term.qcell(res.arms["deepep"].per_user_tok_s, 2),
-            term.qcell(res.arms["allgather"].per_user_tok_s, 2),
-            term.qcell(res.tax_ms_per_token, 1),
-            term.qcell(res.ratio_deepep_vs_alternative, 2),
-            modelled,
-        ]
-        if wide:
-            row += [term.qcell(res.ratio_per_user, 2), notes.ref(cell.source)]
         table.add_row(*row)
     c.print(table)
     if per_user and aggregate:
@@ -85,6 +50,54 @@ def print_calibration(console: Console | None = None) -> None:
     c.print(term.legend())
     if wide:
         notes.print(c)
+
+
+def _calibration_table(wide: bool) -> Table:
+    """The empty table of calibration cells; a wide terminal adds the cell's settings and source."""
+    cols = [term.id_col("cell")]
+    if wide:
+        cols += [term.num_col("comms"), term.num_col("conc"), term.num_col("ISL")]
+    cols += [
+        term.num_col("DeepEP\ntok/s"),
+        term.num_col("dense\ntok/s"),
+        term.num_col("tax\nms/token"),
+        term.num_col("aggregate\nratio"),
+        term.num_col("model tok/s\nDeepEP/dense"),
+    ]
+    if wide:
+        cols += [term.num_col("per-user\nratio"), term.id_col("src")]
+    return term.table(
+        *cols,
+        title="Measured cells: TRT-LLM, Qwen3-30B-A3B-FP8, 2x p5en, EP16, eager",
+        caption="tok/s: per-user decode. model: the physics alone, no measured cell",
+    )
+
+
+def _calibration_row(cell: Any, wide: bool, notes: term.Footnotes) -> tuple[list[Any], Any]:
+    """One cell's row (what the tool prints there, then the physics alone) and its result."""
+    from ..estimate.evaluate import compute
+    from ..fit.observations import cell_scenario
+    from ..question.scenario import resolve
+
+    r = resolve(cell_scenario(cell))
+    res = compute(r)  # the table shows arms and ratios, no verdict: no wording to build
+    model = compute(r.vary(concurrency=cell.concurrency))  # the model's figures, no cell
+    md, ma = model.arms["deepep"].per_user_tok_s, model.arms["allgather"].per_user_tok_s
+    modelled = Text(f"{term.number(md.scalar, 2)}/{term.number(ma.scalar, 2)} ")
+    modelled.append_text(term.marker(min(md.tag, ma.tag)))
+    row: list[Any] = [cell.id]
+    if wide:
+        row += [str(cell.comms), str(cell.concurrency), str(cell.isl)]
+    row += [
+        term.qcell(res.arms["deepep"].per_user_tok_s, 2),
+        term.qcell(res.arms["allgather"].per_user_tok_s, 2),
+        term.qcell(res.tax_ms_per_token, 1),
+        term.qcell(res.ratio_deepep_vs_alternative, 2),
+        modelled,
+    ]
+    if wide:
+        row += [term.qcell(res.ratio_per_user, 2), notes.ref(cell.source)]
+    return row, res
 
 
 def _span(qs: list[Q]) -> str:

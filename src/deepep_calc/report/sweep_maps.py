@@ -12,6 +12,8 @@ from __future__ import annotations
 import io
 import math
 import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..base.palette import BOUND as BOUND_COLOURS
@@ -134,7 +136,17 @@ def _bound_hover(grid: BoundMapGrid, p: int) -> list[list[str]]:
 # HTML (plotly) ---------------------------------------------------------------------------------
 
 
-def _heatmaps(grid: MapGrid, planes: Any, text_of: Any, hover: Any, scale: list[Any], zmax: float) -> Any:
+@dataclass(frozen=True)
+class _Cells:
+    """How one kind of map draws its codes: the text in a cell, the hover, the colours, the top code."""
+
+    text_of: Callable[[int], str]
+    hover: Callable[[Any, int], Any]
+    scale: list[Any]
+    zmax: float
+
+
+def _heatmaps(grid: MapGrid, planes: Any, cells: _Cells) -> Any:
     """A figure with one heatmap panel per plane of `planes`, laid out three across."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
@@ -148,19 +160,19 @@ def _heatmaps(grid: MapGrid, planes: Any, text_of: Any, hover: Any, scale: list[
     small = len(xs) * len(ys) <= TEXT_CELLS
     for p in range(n):
         code = planes[p]
-        text = [[text_of(c) if c >= 0 else "" for c in row] for row in code.tolist()]
+        text = [[cells.text_of(c) if c >= 0 else "" for c in row] for row in code.tolist()]
         fig.add_trace(
             go.Heatmap(
                 z=code.astype(float),
                 x=xs,
                 y=ys,
                 zmin=-1.5,
-                zmax=zmax,
-                colorscale=scale,
+                zmax=cells.zmax,
+                colorscale=cells.scale,
                 showscale=False,
                 text=text if small else None,
                 texttemplate="%{text}" if small else None,
-                hovertext=hover(grid, p),
+                hovertext=cells.hover(grid, p),
                 hoverinfo="text",
                 xgap=1,
                 ygap=1,
@@ -207,16 +219,16 @@ def _steps(colours: list[str]) -> list[Any]:
 
 def _verdict_figure(grid: MapGrid) -> Any:
     scale = _steps([MISSING, *(COLOURS[c] for c in VERDICT_CODES)])
-    fig, rows = _heatmaps(grid, grid.code, lambda c: SYMBOLS[VERDICT_CODES[c]], _verdict_hover, scale, 2.5)
+    cells = _Cells(lambda c: SYMBOLS[VERDICT_CODES[c]], _verdict_hover, scale, 2.5)
+    fig, rows = _heatmaps(grid, grid.code, cells)
     entries = [(COLOURS[c], f"{SYMBOLS[c]} {c}") for c in LEGEND_ORDER]
     return _legend_and_layout(fig, grid, rows, entries)
 
 
 def _bound_figure(grid: BoundMapGrid) -> Any:
     scale = _steps([MISSING, *(BOUND_COLOURS[b] for b in BOUNDS)])
-    fig, rows = _heatmaps(
-        grid, grid.bound, lambda c: SHORT[BOUNDS[c]], _bound_hover, scale, len(BOUNDS) - 0.5
-    )
+    cells = _Cells(lambda c: SHORT[BOUNDS[c]], _bound_hover, scale, len(BOUNDS) - 0.5)
+    fig, rows = _heatmaps(grid, grid.bound, cells)
     entries = [(BOUND_COLOURS[BOUNDS[c]], f"{SHORT[BOUNDS[c]]}: {LABELS[BOUNDS[c]]}") for c in grid.shown()]
     return _legend_and_layout(fig, grid, rows, entries)
 
@@ -224,8 +236,19 @@ def _bound_figure(grid: BoundMapGrid) -> Any:
 # PNG (matplotlib) ------------------------------------------------------------------------------
 
 
-def _png_axes(grid: MapGrid) -> tuple[Any, Any, int, int, float]:
-    """An Agg figure with a panel per map panel: (figure, axes, panels, columns, width per panel)."""
+@dataclass(frozen=True)
+class _Sheet:
+    """An Agg figure laid out for a map: its axes, how many are panels, columns, width per panel."""
+
+    fig: Any
+    axes: Any
+    panels: int
+    cols: int
+    width: float
+
+
+def _png_axes(grid: MapGrid) -> _Sheet:
+    """An Agg figure with a panel per map panel."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -238,7 +261,7 @@ def _png_axes(grid: MapGrid) -> tuple[Any, Any, int, int, float]:
     width = max(4.0, min(0.35 * len(xs) + 2.0, 9.0))
     height = max(3.0, min(0.3 * len(ys) + 1.8, 8.0))
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows + 0.8), squeeze=False)
-    return fig, axes, n, cols, width
+    return _Sheet(fig, axes, n, cols, width)
 
 
 def _png_panel(ax: Any, grid: MapGrid, code: Any, cmap: Any, vmax: int) -> None:
@@ -251,10 +274,12 @@ def _png_panel(ax: Any, grid: MapGrid, code: Any, cmap: Any, vmax: int) -> None:
     ax.set_yticks(range(0, len(ys), step_y), ys[::step_y], fontsize=8)
 
 
-def _png_finish(fig: Any, grid: MapGrid, width: float, cols: int, bottom: float, path: Any) -> None:
+def _png_finish(sheet: _Sheet, grid: MapGrid, bottom: float, path: Any) -> None:
+    """Title the figure (wrapped to its width), leave `bottom` for the legend, write and close it."""
     import matplotlib.pyplot as plt
 
-    wrap = max(40, int(width * cols * 11))
+    fig = sheet.fig
+    wrap = max(40, int(sheet.width * sheet.cols * 11))
     fig.suptitle("\n".join(textwrap.wrap(_title(grid), wrap)), fontsize=10)
     fig.tight_layout(rect=(0, bottom, 1, 0.95))
     fig.savefig(path, format="png", dpi=110)
@@ -266,7 +291,8 @@ def _verdict_png(grid: MapGrid, path: Any) -> None:
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
-    fig, axes, n, cols, width = _png_axes(grid)
+    sheet = _png_axes(grid)
+    fig, axes, n, cols = sheet.fig, sheet.axes, sheet.panels, sheet.cols
     titles = _panel_titles(grid)
     xs, ys = _labels(grid, grid.x), _labels(grid, grid.y)
     cmap = ListedColormap([MISSING] + [COLOURS[c] for c in VERDICT_CODES])
@@ -294,14 +320,15 @@ def _verdict_png(grid: MapGrid, path: Any) -> None:
                         ax.text(i, j, SYMBOLS[name], ha="center", va="center", color=TEXT_COLOURS[name])
     handles = [Patch(color=COLOURS[c], label=f"{SYMBOLS[c]} {c}") for c in LEGEND_ORDER]
     fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False)
-    _png_finish(fig, grid, width, cols, 0.06, path)
+    _png_finish(sheet, grid, 0.06, path)
 
 
 def _bound_png(grid: BoundMapGrid, path: Any) -> None:
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
-    fig, axes, n, cols, width = _png_axes(grid)
+    sheet = _png_axes(grid)
+    fig, axes, n, cols = sheet.fig, sheet.axes, sheet.panels, sheet.cols
     titles = _panel_titles(grid)
     xs, ys = _labels(grid, grid.x), _labels(grid, grid.y)
     cmap = ListedColormap([MISSING] + [BOUND_COLOURS[b] for b in BOUNDS])
@@ -329,4 +356,4 @@ def _bound_png(grid: BoundMapGrid, path: Any) -> None:
     fig.legend(
         handles=handles, loc="lower center", ncol=min(4, max(len(handles), 1)), frameon=False, fontsize=8
     )
-    _png_finish(fig, grid, width, cols, 0.1, path)
+    _png_finish(sheet, grid, 0.1, path)

@@ -70,6 +70,28 @@ def banded_text(q: Q | None, digits: int, inline: bool) -> Text:
 
 
 def _arms_table(result: Any, v: Any, wide: bool = True, inline_bands: bool = False) -> Table:
+    """The arms side by side: their figures, targets, compared aggregate, step parts, feasibility."""
+    table = _arms_header(result, v)
+    _add_figure_rows(table, result, wide, inline_bands)
+    for label, key in target_rows(result.resolved.scenario):
+        table.add_row(label, *[status_text(getattr(a, key)) for a in result.arms.values()])
+    c = v.compared
+    if c is not None and any(c.aggregate[n] is not a.aggregate_tok_s for n, a in result.arms.items()):
+        table.add_row(
+            Text("compared on", style="bold"),
+            *[banded_text(c.aggregate[n], 1, inline_bands) for n in result.arms],
+        )
+    for part in next(iter(result.arms.values())).breakdown_ms if wide else ():
+        table.add_row(
+            Text(f"  step: {step_label(part)}", style="dim"),
+            *[qtext(a.breakdown_ms[part], 2) for a in result.arms.values()],
+        )
+    _add_feasible_row(table, result)
+    return table
+
+
+def _arms_header(result: Any, v: Any) -> Table:
+    """The empty table, one column per arm in its colour, the recommended one starred."""
     r = result.resolved
     table = Table(show_header=True, header_style="bold", expand=False, box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("", no_wrap=True)  # a row label never wraps: the figures' columns give way
@@ -85,6 +107,11 @@ def _arms_table(result: Any, v: Any, wide: bool = True, inline_bands: bool = Fal
             " ★" if name == v.recommended_arm else ""
         )
         table.add_column(label, style=style, justify="right")
+    return table
+
+
+def _add_figure_rows(table: Table, result: Any, wide: bool, inline_bands: bool) -> None:
+    """The headline figures of every arm; a wide card adds the KV capacity rows."""
 
     def shown(label: str, q: Q | None, digits: int) -> Text:
         if inline_bands or label in BANDED_ROWS:
@@ -107,20 +134,10 @@ def _arms_table(result: Any, v: Any, wide: bool = True, inline_bands: bool = Fal
         ]
     for label, fn in rows:
         table.add_row(label, *[fn(a) for a in result.arms.values()])
-    s = r.scenario
-    for label, key in target_rows(s):
-        table.add_row(label, *[status_text(getattr(a, key)) for a in result.arms.values()])
-    c = v.compared
-    if c is not None and any(c.aggregate[n] is not a.aggregate_tok_s for n, a in result.arms.items()):
-        table.add_row(
-            Text("compared on", style="bold"),
-            *[banded_text(c.aggregate[n], 1, inline_bands) for n in result.arms],
-        )
-    for part in next(iter(result.arms.values())).breakdown_ms if wide else ():
-        table.add_row(
-            Text(f"  step: {step_label(part)}", style="dim"),
-            *[qtext(a.breakdown_ms[part], 2) for a in result.arms.values()],
-        )
+
+
+def _add_feasible_row(table: Table, result: Any) -> None:
+    """Whether each arm can run, and if not the short reason why."""
     short = {
         "split": "experts split",
         "reach": "one node only",
@@ -138,7 +155,6 @@ def _arms_table(result: Any, v: Any, wide: bool = True, inline_bands: bool = Fal
             for a in result.arms.values()
         ],
     )
-    return table
 
 
 STATUS_STYLE = {"meets": "green", "misses": "red", "within the band": "yellow"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.table import Table
 from rich.text import Text
 
 from ..accuracy import disagg_refs
@@ -53,6 +54,28 @@ def print_report(report: Any, sources: bool = False) -> None:
     pairs, the largest misses and the leave-a-group-out folds; every row with --md or --json."""
     c = term.console()
     notes = term.Footnotes()
+    _print_kinds(report, c)
+    _print_ab(report, c)
+    c.print(_misses_table(report, sources, notes))
+    if not report.cross_validated:
+        c.print(
+            Text("run with --cv for the out-of-sample errors and the leave-a-group-out folds", style="dim")
+        )
+    for g in report.group_cv:
+        folds = ", ".join(f"{name} {m * 100:.0f} %" for name, _, m in g.folds)
+        c.print(Text(f"leave one {g.by} out: {folds}"))
+    _print_disaggregated(report, c)
+    for name, why in report.not_compared:
+        c.print(Text(f"not compared: {name}: {why}", style="dim"))
+    c.print(Text("every row: deepep-calc validate --md (or --json)", style="dim"))
+    if sources:
+        notes.print(c)
+    else:
+        c.print(term.sources_hint("deepep-calc validate"))
+
+
+def _print_kinds(report: Any, c: Any) -> None:
+    """MAPE in and out of sample per kind of figure, then the measured / unmeasured kernel split."""
     kinds = term.table(
         term.id_col("figure"),
         term.num_col("rows"),
@@ -72,6 +95,10 @@ def print_report(report: Any, sources: bool = False) -> None:
             f"{m['held_out_mape'] * 100:.1f} %;\n{u['rows']} rows of an unmeasured transport "
             f"(its class's median) {u['held_out_mape'] * 100:.1f} %"
         )
+
+
+def _print_ab(report: Any, c: Any) -> None:
+    """The A/B pairs' ratios and calls (a wrong held-out call in red), then their steady-state lines."""
     ab = term.table(
         term.id_col("pair"),
         term.num_col("measured"),
@@ -89,6 +116,10 @@ def print_report(report: Any, sources: bool = False) -> None:
     for a in report.ab:
         if a.steady_ratio is not None:
             c.print(Text(a.steady_line() + ".", style="dim"))
+
+
+def _misses_table(report: Any, sources: bool, notes: term.Footnotes) -> Table:
+    """The eight in-scope rows the model misses most (held out where it was), two lines each."""
     worst = sorted(
         (r for r in report.rows if r.in_scope),
         key=lambda r: -abs(r.cv_error if r.cv_error is not None else r.error),
@@ -113,19 +144,4 @@ def print_report(report: Any, sources: bool = False) -> None:
             _pct(r.cv_error),
             *([notes.ref(r.source)] if sources else []),
         )
-    c.print(misses)
-    if not report.cross_validated:
-        c.print(
-            Text("run with --cv for the out-of-sample errors and the leave-a-group-out folds", style="dim")
-        )
-    for g in report.group_cv:
-        folds = ", ".join(f"{name} {m * 100:.0f} %" for name, _, m in g.folds)
-        c.print(Text(f"leave one {g.by} out: {folds}"))
-    _print_disaggregated(report, c)
-    for name, why in report.not_compared:
-        c.print(Text(f"not compared: {name}: {why}", style="dim"))
-    c.print(Text("every row: deepep-calc validate --md (or --json)", style="dim"))
-    if sources:
-        notes.print(c)
-    else:
-        c.print(term.sources_hint("deepep-calc validate"))
+    return misses

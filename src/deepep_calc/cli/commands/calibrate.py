@@ -9,12 +9,19 @@ see is what `--calibration` will use.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ...base.errors import printable
 from ..options import emit_json, scenario_from, scenario_options
+
+if TYPE_CHECKING:
+    from ...calibrate.fit import KernelCalibration
+    from ...calibrate.runs import RunSet
+    from ...files.discover import Discovery
+    from ...files.safe_write import Output
+    from ...fit.profile_records import Profile
 
 # Scenario fields the exports can supply when the user does not type them.
 FROM_EXPORTS = ("model", "engine", "concurrency", "isl", "osl", "comms")
@@ -24,6 +31,7 @@ def register(app: click.Group) -> None:
     app.add_command(calibrate_cmd)
 
 
+# size: a click command takes one parameter per option it declares; the work is in the helpers below it.
 @click.command("calibrate")
 @click.option(
     "--dense",
@@ -73,50 +81,25 @@ def calibrate_cmd(
     """
     from pathlib import Path
 
-    from ...base.errors import InputError
-    from ...calibrate.fit import fit_engine, fit_kernel
+    from ...calibrate.fit import fit_engine
     from ...calibrate.profile import build_profile, input_records, serialise
     from ...calibrate.runs import assemble, build_cells
     from ...calibrate.summary import summarise
-    from ...estimate.kernel import LIMITS
     from ...files.discover import discover
-    from ...files.kernel_log import check_transport, load_kernel_log
-    from ...files.safe_write import check_output, refuse_inputs, scenario_inputs, writing
+    from ...files.safe_write import refuse_inputs, scenario_inputs, writing
 
     given = [*(("--dense", d) for d in dense), *(("--deepep", d) for d in deepep)]
     if kernel_log is not None:
         given.append(("--kernel-log", kernel_log))
     given += scenario_inputs(kwargs.get("model"), kwargs.get("calibration"))
-    target = check_output(
-        output, "-o", inputs=given, overwrite=force, force_hint="pass --force to overwrite it"
-    )
-    if target.is_stdout and as_json:
-        raise click.UsageError("-o - prints the profile; drop --json or name a file")
+    target = _checked_target(output, given, force, as_json)
     out = Path(output)
-    explicit = {
-        name
-        for name in FROM_EXPORTS
-        if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
-    }
+    explicit = _typed_fields(ctx)
     base = scenario_from(kwargs)
     found = discover(list(dense), list(deepep))
     rs = assemble(found.runs("dense"), found.runs("deepep"), base, explicit)
-
-    kernel_fit = None
-    log_path = None
-    if kernel_log is not None:
-        log_path = Path(kernel_log)
-        ref = rs.resolved.transport.reference
-        comms = kernel_comms if kernel_comms is not None else ref.comms
-        qps = kernel_qps if kernel_qps is not None else ref.qps
-        for name, value in (("comms", comms), ("qps", qps)):
-            if not 0 < value <= LIMITS[name]:
-                raise InputError(f"--kernel-{name}", value, f"a whole number from 1 to {LIMITS[name]}")
-        log = load_kernel_log(log_path)
-        check_transport(log, rs.resolved.transport)  # a log of another transport is not this one's
-        kernel_fit = fit_kernel(log, rs.resolved.transport, rs.resolved.instance, comms, qps)
-    elif kernel_comms is not None or kernel_qps is not None:
-        raise click.UsageError("--kernel-comms / --kernel-qps describe a --kernel-log; none was given")
+    kernel_fit = _refit_kernel(kernel_log, kernel_comms, kernel_qps, rs)
+    log_path = None if kernel_log is None else Path(kernel_log)
 
     cells = build_cells(rs)
     calib = fit_engine(rs.scenario, cells, kernel_fit)
@@ -130,6 +113,60 @@ def calibrate_cmd(
 
     summary = summarise(written, output)  # the profile as the reader parsed it
     summary["files"] = found.to_json()
+    _show(target, written, summary, found, as_json)
+
+
+def _checked_target(output: str, given: list[tuple[str, str]], force: bool, as_json: bool) -> Output:
+    """The output checked before anything is read: never an input, never over a file without
+    --force, and not stdout together with --json (both would print there)."""
+    from ...files.safe_write import check_output
+
+    target = check_output(
+        output, "-o", inputs=given, overwrite=force, force_hint="pass --force to overwrite it"
+    )
+    if target.is_stdout and as_json:
+        raise click.UsageError("-o - prints the profile; drop --json or name a file")
+    return target
+
+
+def _typed_fields(ctx: click.Context) -> set[str]:
+    """The scenario fields the user typed: the exports supply the others."""
+    return {
+        name
+        for name in FROM_EXPORTS
+        if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
+    }
+
+
+def _refit_kernel(
+    kernel_log: str | None, kernel_comms: int | None, kernel_qps: int | None, rs: RunSet
+) -> KernelCalibration | None:
+    """The transport refitted to the kernel log, at its EP_NUM_COMMS and QPs (the reference's
+    unless given); None without a log, whose settings alone are refused."""
+    from pathlib import Path
+
+    from ...base.errors import InputError
+    from ...calibrate.fit import fit_kernel
+    from ...estimate.kernel import LIMITS
+    from ...files.kernel_log import check_transport, load_kernel_log
+
+    if kernel_log is None:
+        if kernel_comms is not None or kernel_qps is not None:
+            raise click.UsageError("--kernel-comms / --kernel-qps describe a --kernel-log; none was given")
+        return None
+    ref = rs.resolved.transport.reference
+    comms = kernel_comms if kernel_comms is not None else ref.comms
+    qps = kernel_qps if kernel_qps is not None else ref.qps
+    for name, value in (("comms", comms), ("qps", qps)):
+        if not 0 < value <= LIMITS[name]:
+            raise InputError(f"--kernel-{name}", value, f"a whole number from 1 to {LIMITS[name]}")
+    log = load_kernel_log(Path(kernel_log))
+    check_transport(log, rs.resolved.transport)  # a log of another transport is not this one's
+    return fit_kernel(log, rs.resolved.transport, rs.resolved.instance, comms, qps)
+
+
+def _show(target: Output, written: Profile, summary: dict[str, Any], found: Discovery, as_json: bool) -> None:
+    """The summary as JSON or tables; nothing but warnings when the profile itself went to stdout."""
     if target.is_stdout:  # the profile is the output: the summary would corrupt it
         for w in written.warnings:
             click.echo(f"deepep-calc: warning: {printable(w)}", err=True)

@@ -72,6 +72,7 @@ def sweep_field_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+# size: a click command takes one parameter per option it declares; the sweep itself is run_sweep's.
 @click.command("sweep")
 @sweep_field_options
 @click.option(
