@@ -236,7 +236,7 @@ def test_nothing_fits_says_so_and_names_the_smallest_change(capsys: pytest.Captu
 
 
 def test_fewest_nodes_fix_agrees_with_the_breakeven_search() -> None:
-    from deepep_calc.decide.breakeven import ep_nodes
+    from deepep_calc.whatif.breakeven import ep_nodes
 
     result = evaluate(Scenario(model="kimi-k2", instance="p5", nodes=1))
     assert result.verdict.status == "nothing_fits"

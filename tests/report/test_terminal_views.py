@@ -184,8 +184,8 @@ def test_breakeven_answers_are_never_wrapped(
     text = render(capsys, monkeypatch, 80, "breakeven")
     answers = json.loads(render(capsys, monkeypatch, 80, "breakeven", "--json"))["answers"]
     from deepep_calc.base.quantity import Q, Tag
-    from deepep_calc.decide.breakeven import Answer
     from deepep_calc.report.breakeven_view import answer_cell
+    from deepep_calc.whatif.breakeven import Answer
 
     def q(j: dict[str, Any]) -> Q:
         return Q(j["value"], j["unit"], Tag.parse(j["tag"]), j["source"])

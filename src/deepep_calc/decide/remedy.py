@@ -135,7 +135,7 @@ def _works(res: Any, targets: bool) -> np.ndarray:
 
 def _search(result: Any, name: str, lo: int, hi: int, targets: bool, *, working: bool) -> int | None:
     """First value in [lo, hi] where the model works (`working`) or stops working."""
-    from .breakeven import first_true, model  # the vectorised search: only a fix imports it
+    from ..estimate.passes import first_true, model  # the vectorised search: only a fix imports it
 
     if lo > hi:
         return None

@@ -13,7 +13,13 @@ import pytest
 from deepep_calc.base.quantity import Q
 from deepep_calc.catalog.constants import const
 from deepep_calc.cli import main
-from deepep_calc.decide.breakeven import (
+from deepep_calc.decide.verdict import classify_codes
+from deepep_calc.estimate.evaluate import table_for
+from deepep_calc.fit.build import built_in_table
+from deepep_calc.fit.table import Table
+from deepep_calc.physics.deepep import KernelShape, kernel_us, scaleout_bw
+from deepep_calc.question.scenario import Resolved, Scenario, resolve
+from deepep_calc.whatif.breakeven import (
     breakeven,
     capacity_field,
     capacity_nodes,
@@ -28,13 +34,7 @@ from deepep_calc.decide.breakeven import (
     model,
     qps_kernel,
 )
-from deepep_calc.decide.breakeven import transport as breakeven_transport
-from deepep_calc.decide.verdict import classify_codes
-from deepep_calc.estimate.evaluate import table_for
-from deepep_calc.fit.build import built_in_table
-from deepep_calc.fit.table import Table
-from deepep_calc.physics.deepep import KernelShape, kernel_us, scaleout_bw
-from deepep_calc.question.scenario import Resolved, Scenario, resolve
+from deepep_calc.whatif.breakeven import transport as breakeven_transport
 
 GDA = Scenario(model="deepseek-v3", nodes=4, transport="efa-gda", engine="sglang", cuda_graphs=True)
 IB = Scenario(

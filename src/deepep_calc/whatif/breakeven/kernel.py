@@ -1,4 +1,5 @@
-"""(a) The kernel latency at which DeepEP ties the alternative (a shift of the transport's alpha)."""
+"""(a) The kernel latency at which DeepEP ties the alternative (a shift of the library's local
+fixed latency)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ from dataclasses import replace
 
 from ...base.arrays import np
 from ...base.quantity import Q
+from ...decide.verdict import ARM_LABELS
 from ...estimate.evaluate import Result, table_for
+from ...estimate.passes import model
 from ...fit.table import Table
 from ...question.scenario import Resolved
-from ..verdict import ARM_LABELS
-from .search import Answer, _at, model, why_not_served
+from .search import Answer, _at, why_not_served
 
 # (a) kernel latency at which DeepEP ties the alternative ------------------------------------
 

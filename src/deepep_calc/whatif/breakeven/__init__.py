@@ -3,8 +3,8 @@
 Each answer is solved on the model, not read off a blind scan:
 
 kernel_tie_us      per-MoE-layer dispatch + combine latency at which DeepEP's aggregate equals
-                   the alternative's. The latency enters as a shift of the transport's fixed
-                   latency alpha (every dispatch pays it, prefill included); the ratio falls
+                   the alternative's. The latency enters as a shift of the library's local
+                   fixed latency (every dispatch pays it, prefill included); the ratio falls
                    monotonically with it, so a bisection finds the root. In an eager engine the
                    kernels can hide under the CPU path: then no latency moves the ratio, and the
                    answer says so.
@@ -45,11 +45,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...estimate.passes import first_true, model
 from ...question.scenario import Scenario, resolve
 from .capacity import capacity_field, capacity_nodes, ep_nodes
 from .concurrency import concurrency_cross, held_concurrency
 from .kernel import kernel_shifted, kernel_tie
-from .search import Answer, first_true, model
+from .search import Answer
 from .transport import comms_bandwidth, comms_proxy, issue_bound, qps_kernel
 
 __all__ = [

@@ -6,11 +6,12 @@ from typing import Any
 
 from ...base.arrays import np
 from ...base.quantity import Q, weakest
+from ...decide.verdict import classify_codes
 from ...estimate.evaluate import Result
+from ...estimate.passes import first_true, model
 from ...question.fields import LIMITS
 from ...question.scenario import Resolved
-from ..verdict import classify_codes
-from .search import Answer, _at, first_true, model, plural
+from .search import Answer, _at, plural
 
 # (c) capacity -------------------------------------------------------------------------------
 

@@ -7,11 +7,12 @@ from collections.abc import Callable
 from ...base.arrays import np
 from ...base.quantity import Q, qmin
 from ...catalog.constants import const
+from ...decide.verdict import ARM_LABELS
+from ...estimate.passes import first_true, model
 from ...physics.layout import layout
 from ...question.fields import LIMITS
 from ...question.scenario import Resolved
-from ..verdict import ARM_LABELS
-from .search import Answer, _at, first_true, model, plural, why_not_served
+from .search import Answer, _at, plural, why_not_served
 
 # (b) concurrency at which DeepEP overtakes the alternative ----------------------------------
 
