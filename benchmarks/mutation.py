@@ -70,9 +70,9 @@ TARGETS: tuple[Target, ...] = (
     Target("serving", "src/deepep_calc/physics/serving.py", ("tests/physics/test_serving.py",)),
     Target(
         "cells",
-        "src/deepep_calc/estimate/evaluate.py",
+        "src/deepep_calc/estimate/cells.py",
         ("tests/estimate/test_measured_cells.py",),
-        ("measured_cell_for", "_is_cell_scenario", "_same_batching", "_native_dtype", "_apply_cell"),
+        ("measured_cell_for", "_is_cell_scenario", "_same_batching", "_native_dtype", "apply_cell"),
     ),
     Target(
         "aiperf-metrics",

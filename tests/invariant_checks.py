@@ -18,7 +18,7 @@ import numpy as np
 
 from deepep_calc import Scenario, evaluate
 from deepep_calc.base.errors import CalcError
-from deepep_calc.estimate.evaluate import Result
+from deepep_calc.estimate.result import Result
 
 
 @contextmanager

@@ -39,9 +39,10 @@ from deepep_calc.catalog.model_catalog import load_models
 from deepep_calc.catalog.models import DTYPE_BYTES
 from deepep_calc.catalog.transports import load_transports
 from deepep_calc.decide.verdict import classify, classify_codes
-from deepep_calc.estimate.evaluate import Result, compute
+from deepep_calc.estimate.compute import compute
 from deepep_calc.estimate.kernel import LIMITS as KERNEL_LIMITS
 from deepep_calc.estimate.kernel import kernel_query
+from deepep_calc.estimate.result import Result
 from deepep_calc.fit.observations import cell_scenario
 from deepep_calc.physics.params import count_params
 from deepep_calc.question.fields import LIMITS

@@ -33,7 +33,7 @@ from deepep_calc.catalog.measured import Cell, load_cells
 from deepep_calc.catalog.model_catalog import load_models
 from deepep_calc.catalog.transports import load_transports
 from deepep_calc.decide.verdict import NO_ARM
-from deepep_calc.estimate.evaluate import ROLE_PRIORITY
+from deepep_calc.estimate.cells import ROLE_PRIORITY
 from deepep_calc.fit.observations import cell_scenario
 from deepep_calc.physics.params import weight_bytes
 from deepep_calc.question.scenario import resolve

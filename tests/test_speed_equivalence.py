@@ -24,7 +24,8 @@ from deepep_calc.base.quantity import Q
 from deepep_calc.decide import explain
 from deepep_calc.decide.answer import decide, explain_verdict
 from deepep_calc.decide.verdict import assess, classify, status_of
-from deepep_calc.estimate.evaluate import check_splittable, compute
+from deepep_calc.estimate.arms import check_splittable
+from deepep_calc.estimate.compute import compute
 from deepep_calc.question.scenario import VARIABLE, resolve
 
 SCENARIOS: list[dict[str, Any]] = [

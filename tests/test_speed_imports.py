@@ -15,7 +15,7 @@ import textwrap
 import pytest
 
 # asyncio: only `serve` needs it (with ssl and concurrent.futures it costs ~30 ms at start-up)
-HEAVY = ("numpy", "pydantic", "asyncio", "deepep_calc.estimate.evaluate", "deepep_calc.question.scenario")
+HEAVY = ("numpy", "pydantic", "asyncio", "deepep_calc.estimate.compute", "deepep_calc.question.scenario")
 
 
 def _modules_after(code: str) -> dict[str, bool]:
@@ -70,7 +70,7 @@ def test_public_api_unchanged() -> None:
 
 def test_evaluate_is_the_function_whichever_import_comes_first() -> None:
     code = """
-        import deepep_calc.estimate.evaluate
+        import deepep_calc.estimate.compute
         import deepep_calc.decide.answer
         import deepep_calc
         from deepep_calc import evaluate

@@ -23,7 +23,7 @@ _LAZY = {
     "Q": "base.quantity",
     "Tag": "base.quantity",
     "Scenario": "question.scenario",
-    "Result": "estimate.evaluate",
+    "Result": "estimate.result",
     "evaluate": "decide.answer",
     "explain_verdict": "decide.answer",
 }

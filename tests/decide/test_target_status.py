@@ -14,7 +14,7 @@ import pytest
 from cli_runner import run_cli
 from deepep_calc import Scenario, evaluate
 from deepep_calc.base.quantity import Q
-from deepep_calc.estimate.evaluate import target_status
+from deepep_calc.estimate.arms import target_status
 from deepep_calc.report.markdown import render_markdown
 from deepep_calc.report.plan_html import render_plan_html
 from deepep_calc.whatif.plan.search import plan_request, run_plan

@@ -25,7 +25,8 @@ from deepep_calc.decide import explain
 from deepep_calc.decide.answer import decide, explain_verdict
 from deepep_calc.decide.headline import step_clause
 from deepep_calc.decide.verdict import classify_codes, tagged
-from deepep_calc.estimate.evaluate import compute, prompt_ceiling_ms
+from deepep_calc.estimate.arms import prompt_ceiling_ms
+from deepep_calc.estimate.compute import compute
 from deepep_calc.question.fields import PROMPT_TIMEOUT_MS
 from deepep_calc.question.scenario import resolve
 from deepep_calc.report.markdown import render_markdown

@@ -70,7 +70,7 @@ def test_the_fit_is_not_exactly_determined_for_trtllm() -> None:
 def test_model_prediction_near_calibration_stays_flat() -> None:
     """Without the measured substitution the model lands within 4 % of the flat lines at every
     regime (concurrency 32, ISL 2048): the step is a fixed cost, as measured."""
-    from deepep_calc.estimate.evaluate import compute
+    from deepep_calc.estimate.compute import compute
     from deepep_calc.question.scenario import resolve
 
     for conc, isl in ((32, 120), (16, 2048)):

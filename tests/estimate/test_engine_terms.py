@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import pytest
 
-from deepep_calc.estimate.evaluate import compute
+from deepep_calc.estimate.compute import compute
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.question.scenario import Scenario, resolve
 from paths import REPO

@@ -15,11 +15,11 @@ import pytest
 from deepep_calc import Scenario, evaluate
 from deepep_calc.base.quantity import Q, Tag
 from deepep_calc.catalog.measured import ArmMetrics, Cell, load_cells
-from deepep_calc.estimate.evaluate import (
-    _apply_cell,
+from deepep_calc.estimate.cells import (
     _is_cell_scenario,
     _native_dtype,
     _same_batching,
+    apply_cell,
     measured_cell_for,
 )
 from deepep_calc.fit.observations import cell_scenario
@@ -92,7 +92,7 @@ MODEL = {
 
 def _applied(**metrics: float) -> tuple[Q, Q, Q, Q]:
     cell = _cell(deepep=ArmMetrics(**metrics))
-    return _apply_cell(cell, "deepep", MODEL["step"], MODEL["per_user"], MODEL["aggregate"], MODEL["ttft"])
+    return apply_cell(cell, "deepep", MODEL["step"], MODEL["per_user"], MODEL["aggregate"], MODEL["ttft"])
 
 
 def test_apply_cell_with_itl_only_derives_the_rate() -> None:
@@ -275,7 +275,7 @@ def test_the_shape_index_picks_what_a_scan_of_every_cell_picks(scenario: Scenari
     """`measured_cell_for` and `deepep_neighbour_cell` look cells up by (concurrency, ISL, OSL,
     nodes); scanning every catalog cell in catalog order (the index bypassed) picks the same,
     for each cell's own scenario and for neighbours one indexed field or EP_NUM_COMMS away."""
-    from deepep_calc.estimate import evaluate as ev
+    from deepep_calc.estimate import cells as ev
 
     r = resolve(scenario)
     indexed = [measured_cell_for(r, arm) for arm in ("deepep", "allgather")] + [ev.deepep_neighbour_cell(r)]

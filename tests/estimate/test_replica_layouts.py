@@ -13,7 +13,7 @@ import pytest
 
 from deepep_calc.decide.answer import evaluate
 from deepep_calc.decide.explain import engine_flags
-from deepep_calc.estimate.evaluate import compute
+from deepep_calc.estimate.compute import compute
 from deepep_calc.physics.layout import exchange_of
 from deepep_calc.question.scenario import Scenario, resolve
 

@@ -22,7 +22,8 @@ from deepep_calc import Scenario
 from deepep_calc.base.errors import CalcError
 from deepep_calc.catalog.hardware import load_instances
 from deepep_calc.catalog.transports import load_transports
-from deepep_calc.estimate.evaluate import compute, table_for
+from deepep_calc.estimate.compute import compute
+from deepep_calc.estimate.result import table_for
 from deepep_calc.physics import bounds as pb
 from deepep_calc.physics.deepep import DIRECTIONS
 from deepep_calc.physics.step import decode_step, decode_tokens, deepep_kernel

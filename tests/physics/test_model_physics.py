@@ -13,7 +13,7 @@ from deepep_calc import Scenario, evaluate
 from deepep_calc.accuracy.validate import serving_prediction
 from deepep_calc.catalog.hardware import get_instance
 from deepep_calc.catalog.transports import load_transports
-from deepep_calc.estimate.evaluate import compute
+from deepep_calc.estimate.compute import compute
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.fit.observations import observations
 from deepep_calc.physics.deepep import KernelShape, kernel_us, messages

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deepep_calc import Scenario, evaluate
-from deepep_calc.estimate.evaluate import compute
+from deepep_calc.estimate.compute import compute
 from deepep_calc.estimate.kernel import kernel_query
 from deepep_calc.question.scenario import resolve
 

@@ -9,7 +9,7 @@ import pytest
 
 from deepep_calc.base.errors import InputError
 from deepep_calc.catalog.model_catalog import resolve_model
-from deepep_calc.estimate.evaluate import compute
+from deepep_calc.estimate.compute import compute
 from deepep_calc.question.scenario import Scenario, VariedScenario, resolve
 
 

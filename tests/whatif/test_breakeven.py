@@ -14,7 +14,7 @@ from deepep_calc.base.quantity import Q
 from deepep_calc.catalog.constants import const
 from deepep_calc.cli import main
 from deepep_calc.decide.verdict import classify_codes
-from deepep_calc.estimate.evaluate import table_for
+from deepep_calc.estimate.result import table_for
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.fit.table import Table
 from deepep_calc.physics.deepep import KernelShape, kernel_us, scaleout_bw

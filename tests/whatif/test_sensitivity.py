@@ -15,7 +15,7 @@ from deepep_calc.catalog.transports import get_transport
 from deepep_calc.cli import main
 from deepep_calc.decide.answer import evaluate
 from deepep_calc.decide.verdict import classify
-from deepep_calc.estimate.evaluate import compute
+from deepep_calc.estimate.compute import compute
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.physics.deepep import KernelShape, kernel_us
 from deepep_calc.question.scenario import Scenario, resolve

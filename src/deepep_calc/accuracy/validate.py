@@ -41,7 +41,8 @@ import numpy as np
 from ..catalog.constants import const, override_key
 from ..catalog.hardware import get_instance
 from ..catalog.references import not_compared
-from ..estimate.evaluate import Result, compute
+from ..estimate.compute import compute
+from ..estimate.result import Result
 from ..fit.build import built_in_table, fit_kernels, fit_table
 from ..fit.evidence import UNCOVERED, obs_key
 from ..fit.kernels import KernelRow, fit_rows, kernel_rows, nvlink_rows, shape_of

@@ -1,7 +1,7 @@
 """The answer to one scenario: the estimate, the rule, and the words, put together.
 
 `evaluate()` is the public entry point: it resolves the question, computes every arm
-(`estimate/evaluate.py`), applies the rule (`verdict.py`, `decide`) and, unless asked not to,
+(`estimate/compute.py`), applies the rule (`verdict.py`, `decide`) and, unless asked not to,
 words it (`explain_verdict`): the headline (`headline.py`), the reasons and caveats
 (`explain.py`), the fixes when nothing fits or no arm meets the targets (`remedy.py`), and the
 advisories and robustness line (the what-if passes). A caller that reads only the code and the
@@ -15,8 +15,9 @@ from typing import Any
 
 from ..base.arrays import first
 from ..catalog.models import ModelSpec
+from ..estimate.arms import check_splittable
 from ..estimate.disagg import compute_with_disagg
-from ..estimate.evaluate import Result, check_splittable
+from ..estimate.result import Result
 from ..question.scenario import Scenario, resolve
 from . import disagg
 from .explain import (

@@ -19,7 +19,10 @@ from ..base.quantity import Q
 from ..catalog.measured import load_facts
 from ..catalog.model_catalog import load_models, namesake_difference, preset_twin
 from ..catalog.transports import load_transports
-from ..estimate.evaluate import compute, deepep_neighbour_cell, duration, like_with_like, measured_cell_for
+from ..estimate.arms import duration
+from ..estimate.cells import deepep_neighbour_cell, measured_cell_for
+from ..estimate.compute import compute
+from ..estimate.result import like_with_like
 from ..physics.layout import exchange_of
 from ..question.fields import LIMITS
 from ..question.scenario import VARIABLE

@@ -13,7 +13,7 @@ from typing import Any
 from ..base.arrays import first_float
 from ..base.quantity import Q
 from ..catalog.transports import deepep_route
-from ..estimate.evaluate import duration, prompt_ceiling_ms
+from ..estimate.arms import duration, prompt_ceiling_ms
 from .explain import replica_words
 from .verdict import ARM_LABELS, Comparison, Verdict, pair, tagged, times
 

@@ -27,7 +27,8 @@ from ..base.vocabulary import flag_of
 from ..catalog.hardware import load_instances
 from ..catalog.models import DTYPE_BYTES
 from ..catalog.transports import load_transports
-from ..estimate.evaluate import compute, duration
+from ..estimate.arms import duration
+from ..estimate.compute import compute
 from ..question.fields import LIMITS
 from .verdict import ARM_LABELS, NO_ARM, assess, tagged
 

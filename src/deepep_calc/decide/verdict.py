@@ -46,7 +46,7 @@ from ..base.arrays import SCALARS, first, first_float, invert, is_array, np, whe
 from ..base.quantity import Q, Tag
 from ..base.vocabulary import ARMS, SYMBOLS, VERDICT_CODES
 from ..catalog.constants import const
-from ..estimate.evaluate import like_with_like
+from ..estimate.result import like_with_like
 
 TITLES = {  # the three categories, as the page's cards name them
     "dense": "Use DENSE / allgather",

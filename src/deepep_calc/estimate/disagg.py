@@ -40,6 +40,9 @@ from ..physics import kv_transfer as kv
 from ..physics.serving import usd_per_mtok
 from ..question.disagg import DisaggSpec
 from ..question.scenario import Resolved
+from .arms import prompt_ceiling_ms
+from .bands import banded
+from .compute import compute
 from .disagg_result import DisaggResult, SideResult
 from .disagg_sides import (
     DecodeArm,
@@ -56,7 +59,7 @@ from .disagg_sides import (
     prefill_figures,
     side_resolved,
 )
-from .evaluate import Result, banded, compute, prompt_ceiling_ms, table_for
+from .result import Result, table_for
 
 # Bands and coverage -------------------------------------------------------------------------------
 

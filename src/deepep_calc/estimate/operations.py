@@ -15,7 +15,7 @@ from ..catalog.measured import load_facts
 from ..catalog.transports import KernelRef, load_transports
 from ..physics.deepep import KernelShape
 from ..physics.layout import layout
-from .evaluate import Result
+from .result import Result
 
 
 @dataclass(frozen=True)

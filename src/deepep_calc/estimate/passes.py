@@ -13,7 +13,8 @@ from typing import Any
 from ..base.arrays import np
 from ..fit.table import Table
 from ..question.scenario import Resolved
-from .evaluate import Result, compute
+from .compute import compute
+from .result import Result
 
 
 def model(r: Resolved, table: Table | None = None, **arrays: Any) -> Result:

@@ -28,7 +28,8 @@ from ..base.quantity import Q
 from ..base.vocabulary import SYMBOLS, VERDICTS_SHOWN
 from ..catalog.measured import Cell, load_cells
 from ..decide.verdict import ARM_LABELS, TITLES, classify_codes
-from ..estimate.evaluate import Result, compute
+from ..estimate.compute import compute
+from ..estimate.result import Result
 from ..fit.profile import profile_of
 from ..physics.bounds import BOUNDS, EXCHANGE_CLASSES
 from ..physics.bounds import LABELS as BOUND_LABELS

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..estimate.evaluate import Result
+from ..estimate.result import Result
 from . import view
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..decide.launch import run_blocks
-from ..estimate.evaluate import Result
+from ..estimate.result import Result
 from . import disagg_view, view
 
 

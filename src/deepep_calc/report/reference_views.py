@@ -75,7 +75,7 @@ def _calibration_table(wide: bool) -> Table:
 
 def _calibration_row(cell: Any, wide: bool, notes: term.Footnotes) -> tuple[list[Any], Any]:
     """One cell's row (what the tool prints there, then the physics alone) and its result."""
-    from ..estimate.evaluate import compute
+    from ..estimate.compute import compute
     from ..fit.observations import cell_scenario
     from ..question.scenario import resolve
 

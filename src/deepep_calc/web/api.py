@@ -17,7 +17,7 @@ import orjson
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from ..estimate.evaluate import Result
+from ..estimate.result import Result
 from ..report.view import page_details
 from .inputs import cache_key, run
 from .schemas import (

@@ -23,7 +23,7 @@ from ..catalog.hf import MAX_CONFIG_BYTES, spec_from_hf_dict
 from ..catalog.model_catalog import load_models, preset_names
 from ..catalog.models import ModelSpec
 from ..decide.answer import evaluate
-from ..estimate.evaluate import Result
+from ..estimate.result import Result
 from ..question.scenario import FLOAT_FIELDS, INT_FIELDS, Scenario
 from .schemas import EvaluateRequest
 

@@ -20,8 +20,8 @@ from ..catalog.measured import load_cells
 from ..catalog.models import ModelSpec
 from ..catalog.transports import load_transports
 from ..decide.answer import evaluate
-from ..estimate.evaluate import Result
 from ..estimate.operations import campaign_proxy, kernel_standing, native_vs_proxy, step_operations
+from ..estimate.result import Result
 from ..fit.observations import cell_scenario
 from ..question.scenario import Scenario
 

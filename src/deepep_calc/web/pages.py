@@ -22,8 +22,8 @@ from ..catalog.kv_transports import load_kv_transports
 from ..catalog.model_catalog import preset_names
 from ..catalog.models import DTYPES
 from ..catalog.transports import load_transports
-from ..estimate.evaluate import Result
 from ..estimate.operations import nic_utilisation_pct
+from ..estimate.result import Result
 from ..question.disagg import SIDE_ARMS
 from ..question.fields import DEFAULTS
 from ..report import view

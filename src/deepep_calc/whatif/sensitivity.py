@@ -30,7 +30,8 @@ from ..base.vocabulary import SYMBOLS
 from ..catalog.constants import load_constants, overrides
 from ..decide.answer import decide
 from ..decide.verdict import classify
-from ..estimate.evaluate import Result, compute
+from ..estimate.compute import compute
+from ..estimate.result import Result
 from ..question.scenario import Scenario, resolve
 
 WIRE_EFFICIENCY_SPREAD = 0.1  # assumed: ± on a transport's assumed fraction of line rate

@@ -7,8 +7,8 @@ from typing import Any
 from ...base.arrays import np
 from ...base.quantity import Q, weakest
 from ...decide.verdict import classify_codes
-from ...estimate.evaluate import Result
 from ...estimate.passes import first_true, model
+from ...estimate.result import Result
 from ...question.fields import LIMITS
 from ...question.scenario import Resolved
 from .search import Answer, _at, plural

@@ -8,8 +8,8 @@ from dataclasses import replace
 from ...base.arrays import np
 from ...base.quantity import Q
 from ...decide.verdict import ARM_LABELS
-from ...estimate.evaluate import Result, table_for
 from ...estimate.passes import model
+from ...estimate.result import Result, table_for
 from ...fit.table import Table
 from ...question.scenario import Resolved
 from .search import Answer, _at, why_not_served

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from ...base.arrays import np
 from ...base.quantity import Q, weakest
-from ...estimate.evaluate import table_for
+from ...estimate.result import table_for
 from ...physics.deepep import KernelShape, kernel_us, scaleout_bw
 from ...physics.layout import layout
 from ...question.fields import LIMITS

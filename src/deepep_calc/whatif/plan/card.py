@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ...decide.answer import decide, evaluate, explain_verdict
-from ...estimate.evaluate import Result
+from ...estimate.result import Result
 from ...question.fields import DEFAULTS
 from ...question.scenario import Scenario
 from .evidence import notes_for

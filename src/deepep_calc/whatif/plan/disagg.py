@@ -31,6 +31,7 @@ import numpy as np
 from ...base.quantity import Q
 from ...catalog.kv_transports import engine_kv, kv_transports_for
 from ...catalog.transports import load_transports
+from ...estimate.arms import prompt_ceiling_ms
 from ...estimate.disagg_sides import (
     decode_arm,
     decode_figures,
@@ -38,7 +39,7 @@ from ...estimate.disagg_sides import (
     prefill_arm,
     prefill_figures,
 )
-from ...estimate.evaluate import prompt_ceiling_ms, table_for
+from ...estimate.result import table_for
 from ...physics.serving import usd_per_mtok
 from ...question.fields import DEFAULTS
 from ...question.scenario import resolve

@@ -19,8 +19,10 @@ from ...catalog.transports import deepep_route, load_transports
 from ...decide.disagg import launch_blocks
 from ...decide.explain import engine_flags
 from ...decide.verdict import ARM_LABELS
+from ...estimate.arms import target_status
+from ...estimate.compute import compute
 from ...estimate.disagg import compute_with_disagg, covered
-from ...estimate.evaluate import ArmResult, compute, target_status
+from ...estimate.result import ArmResult
 from ...question.fields import DEFAULTS
 from ...question.scenario import Scenario, resolve
 from .evidence import mode_name, notes_for

@@ -32,7 +32,8 @@ from ...base.quantity import Tag
 from ...base.vocabulary import ARMS as SINGLE_LAYOUT_ARMS
 from ...catalog.hardware import Instance
 from ...catalog.transports import Transport, load_transports
-from ...estimate.evaluate import ArmResult, Result, compute
+from ...estimate.compute import compute
+from ...estimate.result import ArmResult, Result
 from ...physics.layout import layout
 from ...physics.memory import memory
 from ...physics.serving import running_sequences
@@ -81,7 +82,7 @@ class Pass:
     """Blocks evaluated by one vectorised call (same family, transport and alternative).
 
     `reuse`: the pass (same family, same grid) whose allgather and replica arms this one
-    takes as they are, so only its DeepEP arm is computed (`evaluate.compute(reuse=...)`).
+    takes as they are, so only its DeepEP arm is computed (`compute(reuse=...)`).
     """
 
     resolved: Resolved

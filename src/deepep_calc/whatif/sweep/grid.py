@@ -43,8 +43,9 @@ import numpy as np
 from ...base.errors import CalcError, InputError
 from ...base.vocabulary import FALSE_WORDS, TRUE_WORDS, flag_of
 from ...decide.verdict import classify_indices
+from ...estimate.arms import check_splittable
 from ...estimate.disagg import compute_with_disagg
-from ...estimate.evaluate import check_splittable, table_for
+from ...estimate.result import table_for
 from ...physics.disagg import LIMITS as LIMIT_NAMES
 from ...question.fields import DEFAULTS
 from ...question.scenario import (
