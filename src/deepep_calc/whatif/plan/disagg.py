@@ -19,6 +19,9 @@ the very function the scalar `evaluate` uses; cost comes from `physics/serving.p
 
 Rows whose two sides would need different EP_NUM_COMMS are not formed: a scenario has one.
 Request-rate plans search the aggregated layouts only.
+
+Why one module: the side rows, the Pareto cut and the pairing are one search whose arrays
+are indexed by each other; apart, every step would have to re-explain those indices.
 """
 
 from __future__ import annotations
