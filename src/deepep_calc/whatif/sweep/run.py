@@ -22,7 +22,8 @@ from ...decide.verdict import ARM_NAMES
 from ...files.safe_write import Output, check_distinct, check_output, commit, scenario_inputs
 from .grid import Chunk, SweepPlan, blocks_per_combination, evaluate_chunk, iter_chunks, plan_sweep
 from .maps import BoundMapGrid, MapGrid, check_map_target
-from .output import TableWriter, check_table_target, default_chunk_rows, open_table_writer
+from .output import check_table_target, default_chunk_rows, open_table_writer
+from .writer import TableWriter
 
 Draw = Callable[[MapGrid, str], bytes]  # a grid and "html" / "png" -> the file's bytes
 Progress = Callable[[int, int], None]  # rows done, rows in all
