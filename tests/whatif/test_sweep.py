@@ -21,6 +21,7 @@ from deepep_calc.question.scenario import Scenario, resolve
 from deepep_calc.report.sweep_maps import draw
 from deepep_calc.whatif.sweep import grid as sweep_mod
 from deepep_calc.whatif.sweep import output as sweep_output
+from deepep_calc.whatif.sweep import writer as sweep_writer
 from deepep_calc.whatif.sweep.grid import FIELDS, iter_chunks, parse_values, plan_sweep
 from deepep_calc.whatif.sweep.output import chunk_values, columns
 from deepep_calc.whatif.sweep.run import run_sweep
@@ -342,7 +343,7 @@ def test_a_failed_flush_behind_fails_the_sweep_and_keeps_the_old_file(
         flushed.append(fd)
         raise OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr(sweep_output, "_datasync", failing)
+    monkeypatch.setattr(sweep_writer, "_datasync", failing)
     with pytest.raises(CalcError, match=r"rows.*Input/output error"):
         run_sweep(plan_sweep({"concurrency": "1:100"}), output=str(target), chunk_rows=10)
     assert flushed  # the flush ran, behind the writer
@@ -479,7 +480,7 @@ def test_a_one_value_csv_column_is_built_once_and_sliced() -> None:
     """A column holding one value in a chunk is a shared text array: as long as the longest
     chunk so far, sliced for shorter ones, rebuilt for a longer one, the text Arrow prints."""
     pa = pytest.importorskip("pyarrow")
-    w = sweep_output.ArrowWriter.__new__(sweep_output.ArrowWriter)  # no file: this part writes none
+    w = sweep_writer.ArrowWriter.__new__(sweep_writer.ArrowWriter)  # no file: this part writes none
     w.pa, w.repeats = pa, {}
     assert w._repeated("efa-gda", "str", 3).to_pylist() == ["efa-gda"] * 3
     longer = w._repeated("efa-gda", "str", 5)

@@ -22,6 +22,7 @@ import pytest
 from deepep_calc.base.errors import InputError
 from deepep_calc.cli import main
 from deepep_calc.report.sweep_maps import draw
+from deepep_calc.whatif.sweep import formats as sweep_formats
 from deepep_calc.whatif.sweep import grid as sweep_mod
 from deepep_calc.whatif.sweep import output as sweep_output
 from deepep_calc.whatif.sweep.grid import plan_sweep
@@ -181,7 +182,7 @@ def test_decimal_exponent_shortcut_is_exact_for_every_binary_exponent() -> None:
     """round_significant takes floor(n * log10 2) as an integer multiply and shift; a double's
     binary exponents (frexp's, minus one) run from -1075 to 1023."""
     n = np.arange(-1100, 1101, dtype=np.int32)
-    shortcut = (n * sweep_output._LOG10_2_NUM) >> sweep_output._LOG10_2_SHIFT
+    shortcut = (n * sweep_formats._LOG10_2_NUM) >> sweep_formats._LOG10_2_SHIFT
     exact = [math.floor(int(k) * math.log10(2)) for k in n]
     assert shortcut.tolist() == exact
 
@@ -250,7 +251,7 @@ def test_fallback_float_text_is_arrows_on_every_kind_of_double() -> None:
     rounded = [round_significant(spread, d) for d in (1, 2, 6, 10, 14)]
     values = np.concatenate([bits, spread, edges, -edges, special, *rounded])
     expected = _arrow_text(values)
-    got = [sweep_output._float_text(v) for v in values.tolist()]
+    got = [sweep_formats._float_text(v) for v in values.tolist()]
     wrong = [(v, e, g) for v, e, g in zip(values.tolist(), expected, got, strict=True) if e != g]
     assert not wrong, wrong[:5]
 

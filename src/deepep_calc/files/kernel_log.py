@@ -244,100 +244,107 @@ def _median_q(values: list[float], what: str, source: str) -> Q | None:
     )
 
 
+@dataclass
+class _Scan:
+    """What the line-by-line pass over a log has found so far."""
+
+    path: Path
+    source: str
+    samples: list[KernelSample] = field(default_factory=list)
+    send_recv: list[SendRecv] = field(default_factory=list)
+    tuning: list[TuningResult] = field(default_factory=list)
+    shape: dict[str, int] = field(default_factory=dict)
+    buffer_mb: float | None = None
+    warnings: list[str] = field(default_factory=list)
+    stated_transport: tuple[str, int] | None = None
+    stated_env: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+
 def parse_kernel_log(text: str, path: Path) -> KernelLog:
     """Parse log text (already read); `path` names the file in errors and sources."""
-    source = f"DeepEP kernel log {path.name}"
-    samples: list[KernelSample] = []
-    send_recv: list[SendRecv] = []
-    tuning: list[TuningResult] = []
-    shape: dict[str, int] = {}
-    buffer_mb: float | None = None
-    warnings: list[str] = []
-
-    stated_transport: tuple[str, int] | None = None
-    stated_env: dict[str, tuple[str, int]] = {}
+    scan = _Scan(path, f"DeepEP kernel log {path.name}")
     for lineno, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
         if stripped:
-            stated_transport = stated_transport or _stated_transport(stripped, lineno)
+            scan.stated_transport = scan.stated_transport or _stated_transport(stripped, lineno)
             for key, value in _stated_env(stripped):
-                stated_env.setdefault(key, (value, lineno))
+                scan.stated_env.setdefault(key, (value, lineno))
         if not stripped or stripped.startswith("#"):
             continue
         try:
-            rank = _rank(line)
-            for segment in line.split("|"):
-                sample = _segment_samples(segment, rank, lineno)
-                if sample is not None:
-                    samples.append(sample)
-                for sr in _SENDRECV_RE.finditer(segment):
-                    send_recv.append(
-                        SendRecv(
-                            rank,
-                            sr.group(1).lower(),
-                            _us(sr.group(2), sr.group(4)),
-                            _us(sr.group(3), sr.group(4)),
-                            lineno,
-                        )
-                    )
-            if (tuned := _tuning(line, lineno, source)) is not None:
-                tuning.append(tuned)
-            if (b := _BUFFER_RE.search(line)) is not None:
-                buffer_mb = _real(b.group(1))
-            for kv in _KV_RE.finditer(line):
-                key = _KV_FIELD.get(kv.group(1).lower().replace("-", "_"))
-                if key is None:
-                    continue
-                value = _whole(kv.group(2))
-                if value == 0:  # a zero-sized shape would reach the kernel model as a division by 0
-                    raise FileInputError(
-                        path, f"line {lineno}: {kv.group(1)} is 0; expected a positive number"
-                    )
-                if key in shape and shape[key] != value:
-                    first = shape[key]
-                    warnings.append(
-                        f"line {lineno}: {key} = {value} contradicts the earlier {first}; keeping the first"
-                    )
-                    continue
-                shape.setdefault(key, value)
+            _scan_line(scan, line, lineno)
         except _BadNumber as exc:
             shown = str(exc) if len(str(exc)) <= 24 else f"{str(exc)[:12]}...({len(str(exc))} characters)"
             raise FileInputError(
                 path, f"line {lineno}: {shown} is not a plausible number (non-finite or over 1e12)"
             ) from None
-
-    if not (samples or send_recv or tuning):
+    if not (scan.samples or scan.send_recv or scan.tuning):
         raise FileInputError(
             path,
             "no DeepEP benchmark lines found (expected e.g. '[rank 0] Dispatch bandwidth: "
             "... avg_t=... us' or '[tuning] Best dispatch ...')",
         )
+    return _reduce(scan)
 
+
+def _scan_line(scan: _Scan, line: str, lineno: int) -> None:
+    """Collect one line's bandwidth samples, send/recv splits, tuning result, buffer and shape."""
+    rank = _rank(line)
+    for segment in line.split("|"):
+        sample = _segment_samples(segment, rank, lineno)
+        if sample is not None:
+            scan.samples.append(sample)
+        for sr in _SENDRECV_RE.finditer(segment):
+            scan.send_recv.append(
+                SendRecv(
+                    rank,
+                    sr.group(1).lower(),
+                    _us(sr.group(2), sr.group(4)),
+                    _us(sr.group(3), sr.group(4)),
+                    lineno,
+                )
+            )
+    if (tuned := _tuning(line, lineno, scan.source)) is not None:
+        scan.tuning.append(tuned)
+    if (b := _BUFFER_RE.search(line)) is not None:
+        scan.buffer_mb = _real(b.group(1))
+    for kv in _KV_RE.finditer(line):
+        _shape_field(scan, kv, lineno)
+
+
+def _shape_field(scan: _Scan, kv: re.Match[str], lineno: int) -> None:
+    """One `name=value` of the kernel's shape: the first statement wins, a contradiction warns."""
+    key = _KV_FIELD.get(kv.group(1).lower().replace("-", "_"))
+    if key is None:
+        return
+    value = _whole(kv.group(2))
+    if value == 0:  # a zero-sized shape would reach the kernel model as a division by 0
+        raise FileInputError(scan.path, f"line {lineno}: {kv.group(1)} is 0; expected a positive number")
+    if key in scan.shape and scan.shape[key] != value:
+        first = scan.shape[key]
+        scan.warnings.append(
+            f"line {lineno}: {key} = {value} contradicts the earlier {first}; keeping the first"
+        )
+        return
+    scan.shape.setdefault(key, value)
+
+
+def _reduce(scan: _Scan) -> KernelLog:
+    """The per-rank samples grouped by kind and reduced to medians, with the doubts about them."""
+    samples, send_recv, warnings, source = scan.samples, scan.send_recv, scan.warnings, scan.source
     dispatch = _by_rank(samples, "dispatch")
     combine = _by_rank(samples, "combine")
     total = _by_rank(samples, "total")
-    for kind, group in (("dispatch", dispatch), ("combine", combine), ("total", total)):
-        ranks = [s.rank for s in group if s.rank is not None]
-        if len(ranks) != len(set(ranks)):
-            warnings.append(f"some ranks report {kind} more than once; every line is kept in the median")
     d_us = [s.avg_us for s in dispatch if s.avg_us is not None]
     c_us = [s.avg_us for s in combine if s.avg_us is not None]
     t_us = [s.avg_us for s in total if s.avg_us is not None]
-    if (dispatch or combine) and not (d_us or c_us):
-        warnings.append("bandwidth lines carry no avg_t; no latency can be read from them")
-    if d_us and c_us and len(d_us) != len(c_us):
-        warnings.append(f"{len(d_us)} ranks report dispatch but {len(c_us)} report combine")
-    kernel_shape = KernelShape(**shape)
-    if samples and kernel_shape.tokens is None:
-        warnings.append(
-            "the log does not state num_tokens / hidden / topk / experts; the shape must be given separately"
-        )
+    kernel_shape = KernelShape(**scan.shape)
+    warnings += _sample_doubts(samples, (dispatch, combine, total), d_us, c_us, kernel_shape)
     all_ranks = sorted(
         {s.rank for s in samples if s.rank is not None} | {s.rank for s in send_recv if s.rank is not None}
     )
-
     return KernelLog(
-        path=path,
+        path=scan.path,
         ranks=all_ranks,
         dispatch_us=d_us,
         combine_us=c_us,
@@ -346,17 +353,42 @@ def parse_kernel_log(text: str, path: Path) -> KernelLog:
         combine_gbps=[s.gbps for s in combine if s.gbps is not None],
         total_gbps=[s.gbps for s in total if s.gbps is not None],
         shape=kernel_shape,
-        buffer_mb=buffer_mb,
+        buffer_mb=scan.buffer_mb,
         dispatch_p50_us=_median_q(d_us, "dispatch", source),
         combine_p50_us=_median_q(c_us, "combine", source),
         total_p50_us=_median_q(t_us, "dispatch + combine", source),
         samples=samples,
         send_recv=send_recv,
-        tuning=tuning,
+        tuning=scan.tuning,
         warnings=warnings,
-        stated_transport=stated_transport,
-        stated_env=stated_env,
+        stated_transport=scan.stated_transport,
+        stated_env=scan.stated_env,
     )
+
+
+def _sample_doubts(
+    samples: list[KernelSample],
+    groups: tuple[list[KernelSample], list[KernelSample], list[KernelSample]],
+    d_us: list[float],
+    c_us: list[float],
+    shape: KernelShape,
+) -> list[str]:
+    """Why the medians may mislead: repeated ranks, no avg_t, unequal rank counts, no shape."""
+    warnings: list[str] = []
+    dispatch, combine, _ = groups
+    for kind, group in zip(("dispatch", "combine", "total"), groups, strict=True):
+        ranks = [s.rank for s in group if s.rank is not None]
+        if len(ranks) != len(set(ranks)):
+            warnings.append(f"some ranks report {kind} more than once; every line is kept in the median")
+    if (dispatch or combine) and not (d_us or c_us):
+        warnings.append("bandwidth lines carry no avg_t; no latency can be read from them")
+    if d_us and c_us and len(d_us) != len(c_us):
+        warnings.append(f"{len(d_us)} ranks report dispatch but {len(c_us)} report combine")
+    if samples and shape.tokens is None:
+        warnings.append(
+            "the log does not state num_tokens / hidden / topk / experts; the shape must be given separately"
+        )
+    return warnings
 
 
 def _stated_transport(line: str, lineno: int) -> tuple[str, int] | None:

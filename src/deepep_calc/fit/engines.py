@@ -31,7 +31,7 @@ the order is the model.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -393,12 +393,34 @@ def _stage_eager(
         _borrow_prior_launch(state)
 
 
+@dataclass(frozen=True)
+class _EngineProxy:
+    """One engine's eager runs over a host proxy, with their step targets (us) and what the
+    stages before fixed for it: the host's step cost and the launch cost (None: not fitted)."""
+
+    key: tuple[str, bool]
+    rows: list[tuple[Pieces, float]]
+    h: float
+    launch: float | None
+
+    @property
+    def used(self) -> list[Obs]:
+        return [p.obs for p, _ in self.rows]
+
+    @property
+    def src(self) -> str:
+        return f"fitted to eager DeepEP runs over a host proxy {_names(self.used)}"
+
+    @property
+    def lanes_vary(self) -> bool:
+        return len({round(p.lanes, 6) for p, _ in self.rows}) > 1
+
+
 def _stage_proxy(
     ps: list[Pieces], table: Table, state: EngineFitState, ttft_now: dict[str, float], keep: bool
 ) -> None:
     """Stage P: DeepEP over a host proxy, eager, cross-node: the proxy's fixed and per-lane cost
     per MoE layer (and the launch cost too, for an engine with no dense eager run)."""
-    floor = table.kernel_floor_us.scalar
     for e in sorted({p.obs.engine for p in ps}):
         mine = [p for p in ps if p.obs.engine == e and not p.obs.graphs and p.proxied_layers > 0]
         rows = []
@@ -408,72 +430,82 @@ def _stage_proxy(
                 rows.append((p, target))
         if not rows:
             continue
-        launch = state.get((e, False), "launch_us")
-        h = state.get((e, False), "step_us") or 0.0
-        lanes_vary = len({round(p.lanes, 6) for p, _ in rows}) > 1
-        used = [p.obs for p, _ in rows]
-        src = f"fitted to eager DeepEP runs over a host proxy {_names(used)}"
-        free_launch = launch is None
-        on_gpu_path = rows[0][0].r.engine.proxy_wait == "gpu"
-        if on_gpu_path and not free_launch and not any(t > launch * p.kernels + h for p, t in rows):
-            why = (
-                "; pinned at 0: no run is slower than its CPU path, so the proxy's cost hides under "
-                "the launches in every one (bounded above, not pinned)"
-            )
-            state.set((e, False), "proxy_fixed_us", 0.0, src + why, _tag(used))
-            lane_src = (
-                f"built-in value kept: {table.engines[(e, False)].proxy_lane_us.source}"
-                if keep
-                else src + why
-            )
-            lane_value = table.engines[(e, False)].proxy_lane_us.scalar if keep else 0.0
-            state.set((e, False), "proxy_lane_us", lane_value, lane_src, Q.assumed if keep else _tag(used))
-            continue
-        if keep and not lanes_vary:  # a user's runs at one lane count: the built-in lane part stays
-            lane = table.engines[(e, False)].proxy_lane_us
-            fixed, _, _ = _fit_proxy(rows, floor, h, launch or 0.0, lane.scalar, fit_lane=False)
-            pin = "; pinned at 0 (a negative value is unphysical)" if fixed == 0.0 else ""
-            state.set((e, False), "proxy_fixed_us", fixed, src + pin, _tag(used))
-            state.set(
-                (e, False),
-                "proxy_lane_us",
-                lane.scalar,
-                f"built-in value kept (your runs share one lane count): {lane.source}",
-                Q.assumed,
-            )
-            continue
-        fixed, lane_us, fitted_launch = _fit_proxy(
-            rows,
-            floor,
-            h,
-            launch or 0.0,
-            0.0,
-            fit_lane=lanes_vary,
-            fit_launch=free_launch,
-        )
-        pin = "; pinned at 0 (a negative value is unphysical)"
-        note = " (one lane count: all of it fixed)" if not lanes_vary else ""
-        if free_launch:
-            note += " (pinned at 0: the launch cost is fitted from the same runs)"
-        elif fixed == 0.0:
-            note += pin
-        state.set((e, False), "proxy_fixed_us", fixed, src + note, _tag(used))
-        if lanes_vary:
-            state.set((e, False), "proxy_lane_us", lane_us, src + (pin if lane_us == 0.0 else ""), _tag(used))
+        key = (e, False)
+        run = _EngineProxy(key, rows, state.get(key, "step_us") or 0.0, state.get(key, "launch_us"))
+        if _proxy_hidden(run):
+            _pin_hidden_proxy(run, table, state, keep)
+        elif keep and not run.lanes_vary:  # a user's runs at one lane count: the built-in lane part stays
+            _fit_proxy_fixed(run, table, state)
         else:
-            state.set(
-                (e, False), "proxy_lane_us", 0.0, "not separable: the runs share one lane count", Q.assumed
-            )
-        if free_launch and not keep:
-            state.set(
-                (e, False),
-                "launch_us",
-                fitted_launch,
-                f"from eager DeepEP runs {_names(used)} (no dense run of {e}: fitted with its proxy cost)",
-                Q.assumed,
-            )
+            _fit_proxy_free(run, table, state, keep)
     if not keep:
         _fill_missing_partial(state, ("launch_us",))
+
+
+def _proxy_hidden(run: _EngineProxy) -> bool:
+    """A proxy on the GPU path whose every run is bound by its CPU path: its cost is not seen."""
+    on_gpu_path = run.rows[0][0].r.engine.proxy_wait == "gpu"
+    launch = run.launch
+    return on_gpu_path and launch is not None and not any(t > launch * p.kernels + run.h for p, t in run.rows)
+
+
+def _pin_hidden_proxy(run: _EngineProxy, table: Table, state: EngineFitState, keep: bool) -> None:
+    """Hidden under the launches: the fixed part pinned at 0, the lane part kept or pinned too."""
+    src, used = run.src, run.used
+    why = (
+        "; pinned at 0: no run is slower than its CPU path, so the proxy's cost hides under "
+        "the launches in every one (bounded above, not pinned)"
+    )
+    state.set(run.key, "proxy_fixed_us", 0.0, src + why, _tag(used))
+    lane_src = f"built-in value kept: {table.engines[run.key].proxy_lane_us.source}" if keep else src + why
+    lane_value = table.engines[run.key].proxy_lane_us.scalar if keep else 0.0
+    state.set(run.key, "proxy_lane_us", lane_value, lane_src, Q.assumed if keep else _tag(used))
+
+
+def _fit_proxy_fixed(run: _EngineProxy, table: Table, state: EngineFitState) -> None:
+    """Runs at one lane count, keeping the built-in table: only the fixed part is fitted."""
+    lane = table.engines[run.key].proxy_lane_us
+    fit = _ProxyFit(run.rows, table.kernel_floor_us.scalar, run.h, fit_lane=False)
+    fixed, _, _ = _fit_proxy(fit, run.launch or 0.0, lane.scalar)
+    pin = "; pinned at 0 (a negative value is unphysical)" if fixed == 0.0 else ""
+    state.set(run.key, "proxy_fixed_us", fixed, run.src + pin, _tag(run.used))
+    state.set(
+        run.key,
+        "proxy_lane_us",
+        lane.scalar,
+        f"built-in value kept (your runs share one lane count): {lane.source}",
+        Q.assumed,
+    )
+
+
+def _fit_proxy_free(run: _EngineProxy, table: Table, state: EngineFitState, keep: bool) -> None:
+    """The fixed part, the lane part where the lane counts vary, and the launch cost where no
+    dense eager run fixed it."""
+    key, src, used, lanes_vary = run.key, run.src, run.used, run.lanes_vary
+    free_launch = run.launch is None
+    fit = _ProxyFit(
+        run.rows, table.kernel_floor_us.scalar, run.h, fit_lane=lanes_vary, fit_launch=free_launch
+    )
+    fixed, lane_us, fitted_launch = _fit_proxy(fit, run.launch or 0.0, 0.0)
+    pin = "; pinned at 0 (a negative value is unphysical)"
+    note = " (one lane count: all of it fixed)" if not lanes_vary else ""
+    if free_launch:
+        note += " (pinned at 0: the launch cost is fitted from the same runs)"
+    elif fixed == 0.0:
+        note += pin
+    state.set(key, "proxy_fixed_us", fixed, src + note, _tag(used))
+    if lanes_vary:
+        state.set(key, "proxy_lane_us", lane_us, src + (pin if lane_us == 0.0 else ""), _tag(used))
+    else:
+        state.set(key, "proxy_lane_us", 0.0, "not separable: the runs share one lane count", Q.assumed)
+    if free_launch and not keep:
+        state.set(
+            key,
+            "launch_us",
+            fitted_launch,
+            f"from eager DeepEP runs {_names(used)} (no dense run of {key[0]}: fitted with its proxy cost)",
+            Q.assumed,
+        )
 
 
 def _stage_ttft(ps: list[Pieces], table: Table, state: EngineFitState, keep: bool) -> None:
@@ -521,97 +553,129 @@ def _borrow_prior_launch(state: EngineFitState) -> None:
             state.set(key, "launch_us", value, f"borrowed from {prior}: {src}", Q.assumed)
 
 
-def _fit_proxy(
-    rows: Sequence[tuple[Pieces, float]],
-    floor: float,
-    h: float,
-    launch: float,
-    lane: float,
-    fit_lane: bool = True,
-    fit_launch: bool = False,
-) -> tuple[float, float, float]:
+@dataclass(frozen=True)
+class _ProxyFit:
+    """The runs one proxy fit is made on (with their step targets, us), the constants it holds
+    fixed (kernel floor, host step cost) and which of lane and launch cost it fits."""
+
+    rows: Sequence[tuple[Pieces, float]]
+    floor: float
+    h: float
+    fit_lane: bool = True
+    fit_launch: bool = False
+
+    @property
+    def on_gpu_path(self) -> bool:
+        return self.rows[0][0].r.engine.proxy_wait == "gpu"
+
+    def loss(self) -> Callable[[float, float, float], float]:
+        """Squared log error of the modelled steps at (fixed, lane, launch)."""
+        # The searches evaluate the loss ~10^4 times per fit: each run's terms are read once,
+        # and the log is the builtin's (NumPy's costs ~20x more on one float).
+        terms = [(p.kernels, p.gpu(self.floor), p.proxied_layers, p.lanes, target) for p, target in self.rows]
+        h, on_gpu_path = self.h, self.on_gpu_path
+
+        def loss(f: float, ln: float, la: float) -> float:
+            total = 0.0
+            for kernels, gpu, layers, lanes, target in terms:
+                cpu, proxy = la * kernels + h, layers * (f + ln / lanes)
+                step = max(cpu, gpu + proxy) if on_gpu_path else max(cpu, gpu) + proxy
+                total += math.log(step / target) ** 2
+            return total
+
+        return loss
+
+
+def _fit_proxy(fit: _ProxyFit, launch: float, lane: float) -> tuple[float, float, float]:
     """(proxy_fixed_us, proxy_lane_us, launch_us) minimising the squared log error of
-    `step = max(launch x kernels + h, GPU path + L_moe x (fixed + lane / lanes))` over `rows`.
+    `step = max(launch x kernels + h, GPU path + L_moe x (fixed + lane / lanes))` over the runs.
 
     The proxy's host work delays the GPU (the exchange waits for the proxy's posts), not the
     launching thread, so a run whose CPU path is the longer hides it: such a run bounds the
-    proxy cost from above instead of pinning it. Nonlinear (the max), so coordinate descent:
-    each constant on a grid refined by golden-section search, all of them >= 0. With the launch
-    cost free (an engine with no dense eager run) the fixed part is pinned at 0: a fixed proxy
-    cost and a CPU path hide each other, and only the part that falls with the lanes separates
-    from the launches.
+    proxy cost from above instead of pinning it. Nonlinear (the max), so coordinate descent
+    (`_descend`), then a linear polish (`_polish`). With the launch cost free (an engine with
+    no dense eager run) the fixed part is pinned at 0: a fixed proxy cost and a CPU path hide
+    each other, and only the part that falls with the lanes separates from the launches.
     """
-    fixed = 0.0
-
-    on_gpu_path = rows[0][0].r.engine.proxy_wait == "gpu"
-
-    # The searches below evaluate the loss ~10^4 times per fit: each run's terms are read once,
-    # and the log is the builtin's (NumPy's costs ~20x more on one float).
-    terms = [(p.kernels, p.gpu(floor), p.proxied_layers, p.lanes, target) for p, target in rows]
-
-    def loss(f: float, ln: float, la: float) -> float:
-        total = 0.0
-        for kernels, gpu, layers, lanes, target in terms:
-            cpu, proxy = la * kernels + h, layers * (f + ln / lanes)
-            step = max(cpu, gpu + proxy) if on_gpu_path else max(cpu, gpu) + proxy
-            total += math.log(step / target) ** 2
-        return total
-
-    top = max(t for _, t in rows) / max(min(p.proxied_layers for p, _ in rows), 1.0)
-    top_launch = max(t / max(p.kernels, 1.0) for p, t in rows)
-    for _ in range(6):
-        if not fit_launch:  # with the launch cost free, a fixed proxy part and the CPU path
-            fixed = grid_then_golden(lambda x, ln=lane, la=launch: loss(x, ln, la), 0.0, top)  # trade off
-        if fit_lane:
-            lanes = max(p.lanes for p, _ in rows)
-            lane = grid_then_golden(lambda x, f=fixed, la=launch: loss(f, x, la), 0.0, top * lanes)
-        if fit_launch:
-            launch = grid_then_golden(lambda x, f=fixed, ln=lane: loss(f, ln, x), 0.0, top_launch)
-    # Polish: at the solution each run is bound by one path; least squares of the relative
-    # residuals on each path's runs (the linear problem the max hides), kept while it helps.
+    loss = fit.loss()
+    fixed, lane, launch = _descend(fit, loss, lane, launch)
     for _ in range(10):
-        proxy_rows, cpu_rows = [], []
-        for p, target in rows:
-            cpu = launch * p.kernels + h
-            shown = not on_gpu_path or p.gpu(floor) + p.proxied_layers * (fixed + lane / p.lanes) >= cpu
-            (proxy_rows if shown else cpu_rows).append((p, target))
-        f2, l2, la2 = fixed, lane, launch
-        if proxy_rows:
-            cols = ([0] if not fit_launch else []) + ([1] if fit_lane else [])
-            if cols:
-                A = np.array(
-                    [
-                        [(p.proxied_layers, p.proxied_layers / p.lanes)[c] / t for c in cols]
-                        for p, t in proxy_rows
-                    ]
-                )
-                known = {0: f2 if fit_launch else 0.0, 1: l2 if not fit_lane else 0.0}
-
-                cpu_now = [launch * p.kernels + h for p, _ in proxy_rows]
-                base = [
-                    p.gpu(floor) if on_gpu_path else max(c0, p.gpu(floor))
-                    for (p, _), c0 in zip(proxy_rows, cpu_now, strict=True)
-                ]
-                b = np.array(
-                    [
-                        (t - b0 - p.proxied_layers * (known[0] + known[1] / p.lanes)) / t
-                        for (p, t), b0 in zip(proxy_rows, base, strict=True)
-                    ]
-                )
-                x, _ = _nnls(A, b)
-                for c, v in zip(cols, x, strict=True):
-                    if c == 0:
-                        f2 = float(v)
-                    else:
-                        l2 = float(v)
-        if fit_launch and cpu_rows:
-            k = np.array([p.kernels / t for p, t in cpu_rows])
-            b = np.array([(t - h) / t for _, t in cpu_rows])
-            la2 = max(float(np.dot(k, b) / np.dot(k, k)), 0.0)
+        f2, l2, la2 = _polish(fit, fixed, lane, launch)
         if (f2, l2, la2) == (fixed, lane, launch) or loss(f2, l2, la2) > loss(fixed, lane, launch) + 1e-12:
             break
         fixed, lane, launch = f2, l2, la2
     return fixed, lane, launch
+
+
+def _descend(
+    fit: _ProxyFit, loss: Callable[[float, float, float], float], lane: float, launch: float
+) -> tuple[float, float, float]:
+    """Coordinate descent: each constant fitted on a grid refined by golden-section search, >= 0."""
+    rows = fit.rows
+    fixed = 0.0
+    top = max(t for _, t in rows) / max(min(p.proxied_layers for p, _ in rows), 1.0)
+    top_launch = max(t / max(p.kernels, 1.0) for p, t in rows)
+    for _ in range(6):
+        if not fit.fit_launch:  # with the launch cost free, a fixed proxy part and the CPU path
+            fixed = grid_then_golden(lambda x, ln=lane, la=launch: loss(x, ln, la), 0.0, top)  # trade off
+        if fit.fit_lane:
+            lanes = max(p.lanes for p, _ in rows)
+            lane = grid_then_golden(lambda x, f=fixed, la=launch: loss(f, x, la), 0.0, top * lanes)
+        if fit.fit_launch:
+            launch = grid_then_golden(lambda x, f=fixed, ln=lane: loss(f, ln, x), 0.0, top_launch)
+    return fixed, lane, launch
+
+
+def _polish(fit: _ProxyFit, fixed: float, lane: float, launch: float) -> tuple[float, float, float]:
+    """One polishing step: at the solution each run is bound by one path; least squares of the
+    relative residuals on each path's runs (the linear problem the max hides)."""
+    floor, h, on_gpu_path = fit.floor, fit.h, fit.on_gpu_path
+    proxy_rows, cpu_rows = [], []
+    for p, target in fit.rows:
+        cpu = launch * p.kernels + h
+        shown = not on_gpu_path or p.gpu(floor) + p.proxied_layers * (fixed + lane / p.lanes) >= cpu
+        (proxy_rows if shown else cpu_rows).append((p, target))
+    f2, l2, la2 = fixed, lane, launch
+    if proxy_rows:
+        f2, l2 = _polish_proxy(fit, proxy_rows, fixed, lane, launch)
+    if fit.fit_launch and cpu_rows:
+        k = np.array([p.kernels / t for p, t in cpu_rows])
+        b = np.array([(t - h) / t for _, t in cpu_rows])
+        la2 = max(float(np.dot(k, b) / np.dot(k, k)), 0.0)
+    return f2, l2, la2
+
+
+def _polish_proxy(
+    fit: _ProxyFit, proxy_rows: list[tuple[Pieces, float]], fixed: float, lane: float, launch: float
+) -> tuple[float, float]:
+    """Non-negative least squares of the fitted proxy parts over the runs the proxy path binds."""
+    floor, h, on_gpu_path = fit.floor, fit.h, fit.on_gpu_path
+    f2, l2 = fixed, lane
+    cols = ([0] if not fit.fit_launch else []) + ([1] if fit.fit_lane else [])
+    if not cols:
+        return f2, l2
+    A = np.array(
+        [[(p.proxied_layers, p.proxied_layers / p.lanes)[c] / t for c in cols] for p, t in proxy_rows]
+    )
+    known = {0: f2 if fit.fit_launch else 0.0, 1: l2 if not fit.fit_lane else 0.0}
+    cpu_now = [launch * p.kernels + h for p, _ in proxy_rows]
+    base = [
+        p.gpu(floor) if on_gpu_path else max(c0, p.gpu(floor))
+        for (p, _), c0 in zip(proxy_rows, cpu_now, strict=True)
+    ]
+    b = np.array(
+        [
+            (t - b0 - p.proxied_layers * (known[0] + known[1] / p.lanes)) / t
+            for (p, t), b0 in zip(proxy_rows, base, strict=True)
+        ]
+    )
+    x, _ = _nnls(A, b)
+    for c, v in zip(cols, x, strict=True):
+        if c == 0:
+            f2 = float(v)
+        else:
+            l2 = float(v)
+    return f2, l2
 
 
 def _fill_step_us_for_eager(state: EngineFitState) -> None:

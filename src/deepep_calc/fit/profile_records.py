@@ -260,6 +260,7 @@ class Profile(BaseModel):
                 return self._kernel_fit(k)
         return None
 
+    # size: the six arguments are a kernel query's own key, matched field by field against the log
     def kernel_measured(
         self, transport: str, instance: str, ep: int, shape: KernelShape, comms: int, qps: int
     ) -> dict[str, Q] | None:

@@ -56,6 +56,7 @@ from .collectives import allgather_nic_mb, allgather_rs_us, allreduce_nic_mb, al
 from .deepep import DIRECTIONS, KernelShape, messages, remote_mb
 from .layout import Layout, layout
 from .step import (
+    PartsMs,
     Step,
     StepConstants,
     arm_term_us,
@@ -173,6 +174,7 @@ def _mask(on: Any, q: Q) -> Q:
     return Q(np.where(on, q.value, 0.0), q.unit, q.tag, q.source)
 
 
+# size: the evaluation's context (scenario, layout, constants, memo), its load and the total it splits
 def _exchange_split(
     r: Resolved, lay: Layout, c: StepConstants, tokens: Any, total: Q, memo: dict[Any, Any] | None
 ) -> dict[str, Q]:
@@ -260,6 +262,7 @@ def _wire_mb(r: Resolved, lay: Layout, tokens: Any) -> Q:
     return tag(where(cross, per_step, per_step * 0.0), "MB", src)
 
 
+# size: one decode step's context (scenario, arm, constants, step, memo) and a flag the take-over sets
 def step_bound(
     r: Resolved,
     arm: str,
@@ -274,53 +277,29 @@ def step_bound(
     read neither)."""
     lay = shared(memo, ("layout", arm), lambda: layout(r, arm))
     p = step.parts_ms
-    hbm, beyond = p.us("hbm"), p.us("compute")
-    floors, exchange, prefill, proxy = p.us("kernels"), p.us("moe_comm"), p.us("prefill"), p.us("proxy")
+    hbm, proxy = p.us("hbm"), p.us("proxy")
     graphs = r.scenario.cuda_graphs
-    eager = invert(graphs)
     e = c.eager
     launches = (e.launch_us * kernels_per_step(r, arm)).as_("us", "kernels x fitted launch cost")
     host_wait = r.engine.proxy_wait != "gpu"
     gpu_side = step.gpu_us if host_wait else (step.gpu_us + proxy).as_("us")
-    cpu_binds = _and(eager, step.cpu_us.value >= gpu_side.value)
-    on_gpu = invert(cpu_binds)
-    compute_binds = beyond.value > 0.0
-    device = (hbm + beyond).as_("us", "tensor-core time (it exceeds the HBM reads)")
+    cpu_binds = _and(invert(graphs), step.cpu_us.value >= gpu_side.value)
     dev = (memo or {}).get(("decode", placement(arm)))
-    raw_compute = dev["compute"] if dev is not None else device
     cpu_parts = {"launches": launches, "host": e.step_us}
     tokens = decode_tokens(lay)
-    split = _exchange_split(r, lay, c, tokens, exchange, memo)
-    path = {
-        "host": _mask(graphs, c.graphs.step_us),
-        "hbm": _mask(invert(compute_binds), hbm),
-        "compute": _mask(compute_binds, device),
-        "kernels": floors,
-        **split,
-        "prefill": prefill,
-        "proxy": proxy,
-    }
-    parts: dict[str, Q] = {}
+    split = _exchange_split(r, lay, c, tokens, p.us("moe_comm"), memo)
+    path, device = _gpu_path(graphs, c, p, split)
     zero = (hbm * 0.0).as_("us", "not on the path that sets the step")
-    for name in BOUNDS:
-        gpu_part = _mask(on_gpu, path.get(name, zero))
-        if name in cpu_parts:
-            parts[name] = (_mask(cpu_binds, cpu_parts[name]) + gpu_part).as_("us", cpu_parts[name].source)
-        else:
-            parts[name] = gpu_part
+    parts = _path_parts(path, cpu_parts, cpu_binds, zero)
     if host_wait:  # the proxy adds after the longer path, whichever it is
         parts["proxy"] = proxy
     hidden = where(cpu_binds, gpu_side.value, where(graphs, 0.0, step.cpu_us.value))
     if nic:
-        mixed = mixed_tokens(r, lay, tokens, joining_per_step(r, lay))
-        own = exchange_us(r, lay, mixed, c, memo=memo).as_(
-            "us", "the exchange's kernels or collectives, joining tokens in"
-        )
-        wire = _wire_mb(r, lay, mixed)
+        own, wire = _own_exchange(r, lay, c, tokens, memo)
     else:
         own, wire = zero, Q.derived(0.0, "MB", "not counted")
     total = sum((parts[n] for n in BOUNDS[1:]), parts[BOUNDS[0]]).as_("us", "path parts of the step")
-    gpu_parts = {**path, "hbm": hbm, "compute": raw_compute}
+    gpu_parts = {**path, "hbm": hbm, "compute": dev["compute"] if dev is not None else device}
     del gpu_parts["proxy"]
     return StepBound(
         parts,
@@ -337,6 +316,48 @@ def step_bound(
         own,
         r.instance.net_gb_s_per_gpu(lay.gpn),
     )
+
+
+def _gpu_path(graphs: Any, c: StepConstants, p: PartsMs, split: dict[str, Q]) -> tuple[dict[str, Q], Q]:
+    """The GPU path's parts as the bound counts them (HBM or the tensor cores, whichever binds;
+    the exchange by what gates it), and the tensor cores' time."""
+    hbm, beyond = p.us("hbm"), p.us("compute")
+    compute_binds = beyond.value > 0.0
+    device = (hbm + beyond).as_("us", "tensor-core time (it exceeds the HBM reads)")
+    path = {
+        "host": _mask(graphs, c.graphs.step_us),
+        "hbm": _mask(invert(compute_binds), hbm),
+        "compute": _mask(compute_binds, device),
+        "kernels": p.us("kernels"),
+        **split,
+        "prefill": p.us("prefill"),
+        "proxy": p.us("proxy"),
+    }
+    return path, device
+
+
+def _path_parts(path: dict[str, Q], cpu_parts: dict[str, Q], cpu_binds: Any, zero: Q) -> dict[str, Q]:
+    """Each bound's share of the step: the CPU path's parts where it binds, else the GPU's."""
+    on_gpu = invert(cpu_binds)
+    parts: dict[str, Q] = {}
+    for name in BOUNDS:
+        gpu_part = _mask(on_gpu, path.get(name, zero))
+        if name in cpu_parts:
+            parts[name] = (_mask(cpu_binds, cpu_parts[name]) + gpu_part).as_("us", cpu_parts[name].source)
+        else:
+            parts[name] = gpu_part
+    return parts
+
+
+def _own_exchange(
+    r: Resolved, lay: Layout, c: StepConstants, tokens: Any, memo: dict[Any, Any] | None
+) -> tuple[Q, Q]:
+    """The exchange's own duration and its wire MB, with the joining requests' tokens mixed in."""
+    mixed = mixed_tokens(r, lay, tokens, joining_per_step(r, lay))
+    own = exchange_us(r, lay, mixed, c, memo=memo).as_(
+        "us", "the exchange's kernels or collectives, joining tokens in"
+    )
+    return own, _wire_mb(r, lay, mixed)
 
 
 def _contest(parts: dict[str, Q]) -> list[Any]:

@@ -146,6 +146,7 @@ def _transfer_us(kind: str, bus_mb: Any, nodes: Any, c: CollectiveConstants) -> 
     return Q(where(floats(nodes) > 1.0, wire.value, nvl.value), "us", *_join(wire, nvl))
 
 
+# size: NCCL's cost inputs: collective, ranks, nodes, GPUs per node, bus MB, fitted constants
 def collective_us(kind: str, ranks: Any, nodes: Any, gpn: int, bus_mb: Any, c: CollectiveConstants) -> Q:
     """One collective that moves `bus_mb` bus megabytes: latency + bytes / bus bandwidth."""
     return (latency_us(kind, ranks, nodes, gpn, c) + _transfer_us(kind, bus_mb, nodes, c)).as_("us")
@@ -190,6 +191,7 @@ def allreduce_nic_mb(ranks: Any, nodes: Any, gpn: int, tokens: Any, hidden: int)
     return 2.0 * ring_crossings(nodes, gpn) * size / floats(ranks)
 
 
+# size: independent quantities (ranks, nodes, GPUs per node, tokens, hidden) and NCCL's constants
 def allgather_rs_us(
     ranks: Any, nodes: Any, gpn: int, tokens_per_rank: Any, hidden: int, c: CollectiveConstants
 ) -> Q:
@@ -201,6 +203,7 @@ def allgather_rs_us(
     return (ag + rs).as_("us")
 
 
+# size: independent quantities (ranks, nodes, GPUs per node, tokens, hidden) and NCCL's constants
 def allgatherv_one_us(
     ranks: Any, nodes: Any, gpn: int, tokens: Any, hidden: int, c: CollectiveConstants
 ) -> Q:
@@ -212,6 +215,7 @@ def allgatherv_one_us(
     return (ag + rs).as_("us")
 
 
+# size: independent quantities (ranks, nodes, GPUs per node, tokens, hidden) and NCCL's constants
 def allreduce_us(ranks: Any, nodes: Any, gpn: int, tokens: Any, hidden: int, c: CollectiveConstants) -> Q:
     """An all-reduce of `tokens` activations across `ranks` GPUs."""
     ranks = floats(ranks)

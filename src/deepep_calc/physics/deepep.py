@@ -185,6 +185,7 @@ def issue_lanes(t: Transport, comms: Any, qps: Any) -> Any:
     return k * power(q, e)
 
 
+# size: DeepEP's kernel signature, shared with kernel_us and kernel_parts; any may be a row array
 def _cross_node_parts(
     t: Transport,
     inst: Instance,
@@ -266,6 +267,7 @@ def _nvlink_total(p: dict[str, Q]) -> Q:
     return (p["local"] + p["nvlink"]).as_("us")
 
 
+# size: DeepEP's kernel signature, shared with kernel_us and _cross_node_parts; any may be a row array
 def kernel_parts(
     t: Transport,
     inst: Instance,
@@ -312,6 +314,7 @@ def binding_pipe(p: dict[str, Q]) -> str:
     return max(pipes, key=lambda name: pipes[name])
 
 
+# size: DeepEP's kernel signature, shared with kernel_parts and _cross_node_parts; any may be a row array
 def kernel_us(
     t: Transport,
     inst: Instance,

@@ -80,6 +80,7 @@ def _limit_index(values: list[Any]) -> Any:
     return min(range(len(values)), key=lambda i: values[i])
 
 
+# size: a deployment's independent quantities (load, OSL, three side times, capacities), per row
 def deploy(
     concurrency: Any,
     osl: Any,

@@ -105,6 +105,7 @@ def _shape(r: Resolved, tokens: Any) -> KernelShape:
     return KernelShape(tokens, r.model.hidden, r.model.topk, r.model.experts, "fp8")
 
 
+# size: the evaluation's context (scenario, layout, constants, memo), its load and the prefill flag
 def exchange_us(
     r: Resolved,
     lay: Layout,
@@ -141,6 +142,7 @@ def exchange_us(
     return (ag * float(m.moe_layers) + out).as_("us")
 
 
+# size: the evaluation's context (scenario, layout, constants, memo), its load and the prefill flag
 def deepep_kernel(
     r: Resolved,
     lay: Layout,
@@ -282,6 +284,7 @@ class Step:
     gpu_us: Q
 
 
+# size: the step's context (scenario, layout, constants) and the GPU terms it combines into one step
 def _combine(
     r: Resolved,
     lay: Layout,
@@ -399,6 +402,7 @@ def decode_step(r: Resolved, arm: str, c: StepConstants, memo: dict[Any, Any] | 
     return _combine(r, lay, dev, exchange, kernels, c, extra)
 
 
+# size: decode_step's own intermediates, passed so its exchange and load are not recomputed
 def _mixed_prefill_us(
     r: Resolved,
     arm: str,

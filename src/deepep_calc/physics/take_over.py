@@ -109,6 +109,7 @@ TOLERANCE = 0.02  # the load found is within 2 % of the first that changes the b
 _MAX_EVALUATIONS = 12
 
 
+# size: the bound's context (scenario, arm, constants, bound, memo) and how far the search looks
 def take_over(
     r: Resolved,
     arm: str,
@@ -167,6 +168,7 @@ def take_over(
     return TakeOver(hi, hi / n0, at_hi, evaluations) if hi else None
 
 
+# size: the secant search's state (probes seen, bracket, last side, streak) it reads once per probe
 def _next_load(
     seen: dict[int, list[float]], prev: int, lo: int, hi: int, top: int, side: str, streak: int
 ) -> int:

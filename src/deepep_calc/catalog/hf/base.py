@@ -147,6 +147,7 @@ def dense_intermediate(f: Fields, key: str, needed: bool) -> int:
     return f.integer(key, 0, minimum=0)
 
 
+# size: the config, its hidden size, and keyword field names that differ per family (each adapter's own)
 def gqa(
     f: Fields,
     hidden: int,
@@ -188,6 +189,7 @@ def count_types(f: Fields, layers: int, wanted: str) -> int | None:
     return None if types is None else sum(1 for t in types if t == wanted)
 
 
+# size: the spec's independent dimensions, read by each adapter under its own field names
 def every_layer_moe(
     f: Fields,
     hidden: int,

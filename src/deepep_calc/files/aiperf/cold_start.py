@@ -33,6 +33,7 @@ class ColdStart:
         )
 
 
+# size: keyword-only, each argument one summary statistic of an export, so callers name what they pass
 def cold_start(
     *,
     ttft_p50_ms: float | None,

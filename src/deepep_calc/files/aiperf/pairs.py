@@ -66,48 +66,69 @@ def check_pair(dense: AIPerfRun, deepep: AIPerfRun) -> list[str]:
     workloads, not of MoE exchanges, so those mismatches are input errors. Everything that
     only weakens the comparison (different engines, a cancelled arm, ...) is a warning.
     """
-    d_name, x_name = dense.name, deepep.name
+    warnings: list[str] = []
+    _check_model(dense, deepep, warnings)
+    for which in ("isl", "osl"):
+        _check_length(dense, deepep, which, warnings)
+    _check_concurrency(dense, deepep, warnings)
+    warnings += _setup_doubts(dense, deepep)
+    for role, run in (("dense", dense), ("DeepEP", deepep)):
+        warnings.extend(f"{role} arm ({run.name}): {w}" for w in run.warnings)
+    return warnings
+
+
+def _check_model(dense: AIPerfRun, deepep: AIPerfRun, warnings: list[str]) -> None:
+    """Different models refuse the pair; a model one export leaves out is a warning."""
     if dense.model and deepep.model and dense.model.lower() != deepep.model.lower():
         raise InputError(
             "model",
             deepep.model,
-            f"the dense arm's model {dense.model!r} ({d_name}); the DeepEP arm ({x_name}) differs",
+            f"the dense arm's model {dense.model!r} ({dense.name}); the DeepEP arm ({deepep.name}) differs",
         )
-    warnings: list[str] = []
     if not (dense.model and deepep.model):
         warnings.append("model not stated by both exports; cannot confirm both arms ran the same")
-    for which in ("isl", "osl"):
-        a, a_exact = _length(dense, which)
-        b, b_exact = _length(deepep, which)
-        if a is None or b is None:
-            warnings.append(f"{which.upper()} not known for both arms; cannot confirm it matches")
-            continue
-        exact = a_exact and b_exact
-        differs = a != b if exact else abs(a - b) > OSL_TOLERANCE * max(a, b)
-        if differs:
-            kind = "requested" if exact else "requested or measured"
-            raise InputError(
-                which,
-                b,
-                f"the dense arm's {kind} {which.upper()} {a:g} ({d_name}); the DeepEP arm "
-                f"({x_name}) ran {b:g}",
-            )
-        if not exact:
-            warnings.append(
-                f"{which.upper()} compared on measured means ({a:g} vs {b:g}): the "
-                "requested value is not in both exports"
-            )
-    if dense.concurrency is not None and deepep.concurrency is not None:
-        if dense.concurrency != deepep.concurrency:
-            raise InputError(
-                "concurrency",
-                deepep.concurrency,
-                f"the dense arm's concurrency {dense.concurrency} ({d_name}); the DeepEP arm "
-                f"({x_name}) ran {deepep.concurrency}",
-            )
-    else:
-        warnings.append("concurrency not known for both arms; cannot confirm it matches")
 
+
+def _check_length(dense: AIPerfRun, deepep: AIPerfRun, which: str, warnings: list[str]) -> None:
+    """ISL or OSL: requested values must agree exactly, measured means within the tolerance."""
+    a, a_exact = _length(dense, which)
+    b, b_exact = _length(deepep, which)
+    if a is None or b is None:
+        warnings.append(f"{which.upper()} not known for both arms; cannot confirm it matches")
+        return
+    exact = a_exact and b_exact
+    differs = a != b if exact else abs(a - b) > OSL_TOLERANCE * max(a, b)
+    if differs:
+        kind = "requested" if exact else "requested or measured"
+        raise InputError(
+            which,
+            b,
+            f"the dense arm's {kind} {which.upper()} {a:g} ({dense.name}); the DeepEP arm "
+            f"({deepep.name}) ran {b:g}",
+        )
+    if not exact:
+        warnings.append(
+            f"{which.upper()} compared on measured means ({a:g} vs {b:g}): the "
+            "requested value is not in both exports"
+        )
+
+
+def _check_concurrency(dense: AIPerfRun, deepep: AIPerfRun, warnings: list[str]) -> None:
+    """Different concurrencies refuse the pair; an unknown one is a warning."""
+    if dense.concurrency is None or deepep.concurrency is None:
+        warnings.append("concurrency not known for both arms; cannot confirm it matches")
+    elif dense.concurrency != deepep.concurrency:
+        raise InputError(
+            "concurrency",
+            deepep.concurrency,
+            f"the dense arm's concurrency {dense.concurrency} ({dense.name}); the DeepEP arm "
+            f"({deepep.name}) ran {deepep.concurrency}",
+        )
+
+
+def _setup_doubts(dense: AIPerfRun, deepep: AIPerfRun) -> list[str]:
+    """What weakens a same-workload comparison: engines, arm names, AIPerf versions, request counts."""
+    warnings: list[str] = []
     if dense.engine and deepep.engine and dense.engine != deepep.engine:
         warnings.append(
             f"the arms ran on different engines ({dense.engine} vs {deepep.engine}); "
@@ -128,8 +149,6 @@ def check_pair(dense: AIPerfRun, deepep: AIPerfRun) -> list[str]:
         and dense.request_count != deepep.request_count
     ):
         warnings.append(f"different request counts ({dense.request_count} vs {deepep.request_count})")
-    for role, run in (("dense", dense), ("DeepEP", deepep)):
-        warnings.extend(f"{role} arm ({run.name}): {w}" for w in run.warnings)
     return warnings
 
 
@@ -154,40 +173,17 @@ def derive_pair(dense: AIPerfRun, deepep: AIPerfRun) -> ABPair:
                 f"a streaming run with inter-token latency on both arms; {run.name} has none",
             )
     assert dense.itl_ms is not None and deepep.itl_ms is not None
-    tax = deepep.itl_ms - dense.itl_ms
-
-    spread: Q | None = None
-    sd_a, n_a = dense.itl_std_ms, dense.itl_count
-    sd_b, n_b = deepep.itl_std_ms, deepep.itl_count
-    if (
-        sd_a is not None
-        and sd_b is not None
-        and n_a is not None
-        and n_b is not None
-        and n_a.scalar > 0
-        and n_b.scalar > 0
-    ):
-        # standard error of a difference of two independent means
-        variance = sd_a * sd_a / n_a + sd_b * sd_b / n_b
-        spread = qmap(math.sqrt, variance, unit="ms")
-    else:
+    spread = _tax_spread(dense, deepep)
+    if spread is None:
         warnings.append("ITL std or count missing on an arm; no spread for the tax")
-
     tax_pu: Q | None = None
     if dense.per_user_tok_s is not None and deepep.per_user_tok_s is not None:
         tax_pu = (1000.0 / deepep.per_user_tok_s - 1000.0 / dense.per_user_tok_s).as_("ms")
-
-    ttft_basis: str | None = None
-    ttft_ratio: Q | None = None
-    if dense.ttft_p50_ms is not None and deepep.ttft_p50_ms is not None:
-        ttft_ratio, ttft_basis = _ratio(deepep.ttft_p50_ms, dense.ttft_p50_ms), "p50"
-    elif dense.ttft_ms is not None and deepep.ttft_ms is not None:
-        ttft_ratio, ttft_basis = _ratio(deepep.ttft_ms, dense.ttft_ms), "avg"
-
+    ttft_ratio, ttft_basis = _ttft_ratio(dense, deepep)
     return ABPair(
         dense=dense,
         deepep=deepep,
-        tax_ms=tax,
+        tax_ms=deepep.itl_ms - dense.itl_ms,
         tax_spread_ms=spread,
         tax_from_per_user_ms=tax_pu,
         step_ms_dense=dense.itl_ms,
@@ -201,6 +197,28 @@ def derive_pair(dense: AIPerfRun, deepep: AIPerfRun) -> ABPair:
         warnings=warnings,
         steady_aggregate_ratio=_steady_ratio(deepep, dense),
     )
+
+
+def _tax_spread(dense: AIPerfRun, deepep: AIPerfRun) -> Q | None:
+    """The standard error of the ITL difference of two independent means; None without the std
+    and count of both arms."""
+    sd_a, n_a = dense.itl_std_ms, dense.itl_count
+    sd_b, n_b = deepep.itl_std_ms, deepep.itl_count
+    if sd_a is None or sd_b is None or n_a is None or n_b is None:
+        return None
+    if not (n_a.scalar > 0 and n_b.scalar > 0):  # written so that a NaN count gives no spread
+        return None
+    variance = sd_a * sd_a / n_a + sd_b * sd_b / n_b
+    return qmap(math.sqrt, variance, unit="ms")
+
+
+def _ttft_ratio(dense: AIPerfRun, deepep: AIPerfRun) -> tuple[Q | None, str | None]:
+    """DeepEP / dense TTFT and the statistic it uses: p50 where both have it, else the mean."""
+    if dense.ttft_p50_ms is not None and deepep.ttft_p50_ms is not None:
+        return _ratio(deepep.ttft_p50_ms, dense.ttft_p50_ms), "p50"
+    if dense.ttft_ms is not None and deepep.ttft_ms is not None:
+        return _ratio(deepep.ttft_ms, dense.ttft_ms), "avg"
+    return None, None
 
 
 def _steady_ratio(deepep: AIPerfRun, dense: AIPerfRun) -> Q | None:

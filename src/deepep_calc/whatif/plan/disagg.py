@@ -19,6 +19,9 @@ the very function the scalar `evaluate` uses; cost comes from `physics/serving.p
 
 Rows whose two sides would need different EP_NUM_COMMS are not formed: a scenario has one.
 Request-rate plans search the aggregated layouts only.
+
+Why one module: the side rows, the Pareto cut and the pairing are one search whose arrays
+are indexed by each other; apart, every step would have to re-explain those indices.
 """
 
 from __future__ import annotations
@@ -107,6 +110,7 @@ def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+# size: the plan's workload (model, ISL, OSL, fixed fields), one family, its side, node limit and load
 def side_rows(
     model: str, isl: int, osl: int, fam: Family, role: str, max_nodes: int, concurrency: float, fixed: Any
 ) -> SideRows | None:
@@ -233,6 +237,18 @@ class PlanDisagg:
         }
 
 
+@dataclass(frozen=True)
+class _Paired:
+    """The (prefill row, decode row) pairs one family keeps, resolved as P + D-node scenarios."""
+
+    r: Any
+    home: str  # the aggregated twin's transport
+    p_nodes: np.ndarray
+    d_nodes: np.ndarray
+    pf: dict[str, Any]  # the prefill rows' figures, one per pair
+    df: dict[str, Any]  # the decode rows' figures, one per pair
+
+
 def _family_rows(req: Any, fam: Family, nodes_from: int, nodes_to: int, fixed: Any) -> dict[str, Any] | None:
     """The disaggregated rows of one family (None: no split runs there)."""
     kvs = [t for t in kv_transports_for(fam.engine, fam.instance.name, rdma_only=True)]
@@ -243,11 +259,53 @@ def _family_rows(req: Any, fam: Family, nodes_from: int, nodes_to: int, fixed: A
     dec = side_rows(req.model, req.isl, req.osl, fam, "decode", nodes_to - 1, conc, fixed)
     if pre is None or dec is None:
         return None
+    kept = _kept_pairs(req, pre, dec, nodes_from, nodes_to)
+    if kept is None:
+        return None
+    ip, idd, comms = kept
+    pair = _paired(req, fam, (pre, ip), (dec, idd), fixed)
+    n = ip.size
+    shared = {
+        "family": np.full(n, fam.index),
+        "prefill_nodes": pair.p_nodes,
+        "decode_nodes": pair.d_nodes,
+        "pre_arm": pre.arm[ip],
+        "pre_transport": pre.transport[ip],
+        "pre_graphs": pre.graphs[ip],
+        "dec_arm": dec.arm[idd],
+        "dec_transport": dec.transport[idd],
+        "dec_graphs": dec.graphs[idd],
+        "home": np.full(n, pair.home, dtype=object),
+    }
+    ekv = engine_kv(fam.engine)
+    out: dict[str, list[Any]] = {}
+    for t in kvs:
+        figures, ok, feasible = _kv_figures(pair, ekv, t, req.ttft_ms)
+        part = {
+            **shared,
+            "kv": np.full(n, t.name, dtype=object),
+            "comms": comms,
+            "fits": ok,
+            "feasible": feasible,
+            "usable_gb": np.full(n, _usable(pair.r)),
+        }
+        for m, q in figures.items():
+            part[f"value:{m}"] = _flat(q.value, n)
+            part[f"tag:{m}"] = np.full(n, int(q.tag), dtype=np.int8)
+        for k, v in part.items():
+            out.setdefault(k, []).append(v)
+    return {k: np.concatenate(v) for k, v in out.items()}
+
+
+def _kept_pairs(
+    req: Any, pre: SideRows, dec: SideRows, nodes_from: int, nodes_to: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Every (Pareto prefill row, runnable decode row) whose node counts add up within the range
+    and whose sides agree on EP_NUM_COMMS, with that one value per pair (None: no such pair)."""
     keep_p = _pareto_prefill(pre)
     keep_d = np.flatnonzero(np.asarray(dec.figures["ok"], dtype=bool))
     if keep_p.size == 0 or keep_d.size == 0:
         return None
-    # every (prefill row, decode row) whose node counts add up within the range
     ip, idd = np.meshgrid(keep_p, keep_d, indexing="ij")
     ip, idd = ip.reshape(-1), idd.reshape(-1)
     total = pre.nodes[ip] + dec.nodes[idd]
@@ -263,58 +321,50 @@ def _family_rows(req: Any, fam: Family, nodes_from: int, nodes_to: int, fixed: A
     keep = (total >= nodes_from) & (total <= nodes_to) & same
     if req.disagg is not None:
         keep &= (pre.nodes[ip] == req.disagg[0]) & (dec.nodes[idd] == req.disagg[1])
-    ip, idd = ip[keep], idd[keep]
-    if ip.size == 0:
+    if not keep.any():
         return None
     comms = np.where(sens_d, comms_d, np.where(sens_p, comms_p, default_k))[keep]
-    pf, df = _take(pre.figures, ip), _take(dec.figures, idd)
-    p_nodes, d_nodes = pre.nodes[ip], dec.nodes[idd]
-    home = network_transports(fam.instance.name)[0].name  # the aggregated twin's transport
+    return ip[keep], idd[keep], comms
+
+
+def _paired(
+    req: Any,
+    fam: Family,
+    pre: tuple[SideRows, np.ndarray],
+    dec: tuple[SideRows, np.ndarray],
+    fixed: Any,
+) -> _Paired:
+    """The kept pairs' figures and their scenario, resolved once over all of them."""
+    (p_side, ip), (d_side, idd) = pre, dec
+    pf, df = _take(p_side.figures, ip), _take(d_side.figures, idd)
+    p_nodes, d_nodes = p_side.nodes[ip], d_side.nodes[idd]
+    home = network_transports(fam.instance.name)[0].name
     base = base_scenario(
         req.model, req.isl, req.osl, fam, transport=home, alternative="allgather", **(fixed or {})
     )
     r = resolve(base.copy(nodes=2))
-    r = r.vary(nodes=p_nodes + d_nodes, concurrency=np.full(ip.size, conc))
-    ekv = engine_kv(fam.engine)
-    out: dict[str, list[Any]] = {}
-    for t in kvs:
-        _, dep = pairing(r, ekv, t, p_nodes, d_nodes, pf, df)
-        cost = usd_per_mtok(r, dep.aggregate_tok_s)
-        mem = np.maximum(pf["memory_gb"].value, df["memory_gb"].value)
-        ok = np.asarray(pf["ok"], bool) & np.asarray(df["ok"], bool)
-        feasible = ok & (np.asarray(dep.ttft_ms.value) <= prompt_ceiling_ms(req.ttft_ms))
-        figures = {
-            "per_user_tok_s": dep.per_user_tok_s,
-            "aggregate_tok_s": dep.aggregate_tok_s,
-            "ttft_ms": dep.ttft_ms,
-            "usd_per_mtok": cost,
-            "memory_gb_per_gpu": Q(mem, "GB", min(pf["memory_gb"].tag, df["memory_gb"].tag), ""),
-            "step_ms": df["step_ms"],
-        }
-        n = ip.size
-        part = {
-            "family": np.full(n, fam.index),
-            "prefill_nodes": p_nodes,
-            "decode_nodes": d_nodes,
-            "pre_arm": pre.arm[ip],
-            "pre_transport": pre.transport[ip],
-            "pre_graphs": pre.graphs[ip],
-            "dec_arm": dec.arm[idd],
-            "dec_transport": dec.transport[idd],
-            "dec_graphs": dec.graphs[idd],
-            "home": np.full(n, home, dtype=object),
-            "kv": np.full(n, t.name, dtype=object),
-            "comms": comms,
-            "fits": ok,
-            "feasible": feasible,
-            "usable_gb": np.full(n, _usable(r)),
-        }
-        for m, q in figures.items():
-            part[f"value:{m}"] = _flat(q.value, n)
-            part[f"tag:{m}"] = np.full(n, int(q.tag), dtype=np.int8)
-        for k, v in part.items():
-            out.setdefault(k, []).append(v)
-    return {k: np.concatenate(v) for k, v in out.items()}
+    r = r.vary(nodes=p_nodes + d_nodes, concurrency=np.full(ip.size, float(req.concurrency)))
+    return _Paired(r, home, p_nodes, d_nodes, pf, df)
+
+
+def _kv_figures(pair: _Paired, ekv: Any, t: Any, ttft_ms: Any) -> tuple[dict[str, Q], np.ndarray, np.ndarray]:
+    """The pairs' serving figures over one KV transport, whether both sides fit, and whether
+    each also meets the TTFT ceiling."""
+    pf, df = pair.pf, pair.df
+    _, dep = pairing(pair.r, ekv, t, pair.p_nodes, pair.d_nodes, pf, df)
+    cost = usd_per_mtok(pair.r, dep.aggregate_tok_s)
+    mem = np.maximum(pf["memory_gb"].value, df["memory_gb"].value)
+    ok = np.asarray(pf["ok"], bool) & np.asarray(df["ok"], bool)
+    feasible = ok & (np.asarray(dep.ttft_ms.value) <= prompt_ceiling_ms(ttft_ms))
+    figures = {
+        "per_user_tok_s": dep.per_user_tok_s,
+        "aggregate_tok_s": dep.aggregate_tok_s,
+        "ttft_ms": dep.ttft_ms,
+        "usd_per_mtok": cost,
+        "memory_gb_per_gpu": Q(mem, "GB", min(pf["memory_gb"].tag, df["memory_gb"].tag), ""),
+        "step_ms": df["step_ms"],
+    }
+    return figures, ok, feasible
 
 
 def _usable(r: Any) -> float:

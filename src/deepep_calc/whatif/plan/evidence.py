@@ -70,6 +70,7 @@ def mode_name(graphs: bool) -> str:
     return "CUDA graphs" if graphs else "eager"
 
 
+# size: the six fields that identify a configuration's evidence, each independent, as plain values
 def notes_for(instance: str, engine: str, graphs: bool, arm: str, transport: str, nodes: int) -> list[str]:
     """Why a configuration is outside the measured evidence (empty: it is anchored)."""
     ev = evidence()
@@ -93,6 +94,7 @@ def notes_for(instance: str, engine: str, graphs: bool, arm: str, transport: str
     return out
 
 
+# size: the six fields that identify a configuration's evidence, each independent, as plain values
 def anchored(instance: str, engine: str, graphs: bool, arm: str, transport: str, nodes: int) -> bool:
     return not notes_for(instance, engine, graphs, arm, transport, nodes)
 

@@ -194,21 +194,22 @@ class Builder:
         self.cache: dict[int, Point] = {}
 
     def point(self, i: int) -> Point:
+        """Row i as a Point, re-evaluated once with the scalar model and cached."""
         if i in self.cache:
             return self.cache[i]
         req, s = self.req, self.scan
         config = config_of(req, s.search, s.rows, i)
         arm = ARMS[int(s.rows["arm"][i])]
-        if arm == "disagg":
-            p = self._disagg_point(i, config)
-            self.cache[i] = p
-            return p
+        p = self._disagg_point(i, config) if arm == "disagg" else self._aggregated_point(i, config, arm)
+        self.cache[i] = p
+        return p
+
+    def _aggregated_point(self, i: int, config: dict[str, Any], arm: str) -> Point:
+        """An aggregated row: the scalar model's figures, its evidence, rate and price notes."""
         r = resolve(Scenario(**config))
         result = compute(r)
         a: ArmResult = result.arms[arm]
         figures = {name: getattr(a, name) for name in POINT_FIGURES}
-        sustainable = None
-        max_rate = None
         notes = notes_for(
             config["instance"],
             config["engine"],
@@ -218,20 +219,7 @@ class Builder:
             config["nodes"],
         )
         evidence = "assumed" if notes else "anchored"
-        if s.rate is not None:
-            sustainable = bool(s.rate.sustainable[i])
-            max_rate = Q(
-                float(s.rate.max_rate_per_s[i]),
-                "req/s",
-                figures["aggregate_tok_s"].tag,
-                "requests served per second at the batch limit: running / service time",
-            )
-            if not sustainable:
-                figures["ttft_ms"] = _no_steady_state(req.request_rate)  # type: ignore[arg-type]
-                notes.append(
-                    f"cannot sustain {req.request_rate:g} req/s: at its batch limit it serves "
-                    f"{s.rate.max_rate_per_s[i]:,.2f} req/s, so the queue grows"
-                )
+        sustainable, max_rate = self._rate(i, figures, notes)
         t = load_transports().get(config["transport"])
         if arm == "deepep" and config["nodes"] > 1 and t is not None and t.requires:
             notes.append(f"{t.name} requires {t.requires}")
@@ -246,7 +234,7 @@ class Builder:
             notes.append(f"figures are the measured cell {a.measured_cell}")
         per_hour = (price * float(config["nodes"])).as_("$/h", f"nodes x price per node-hour; {price.source}")
         per_node = (a.aggregate_tok_s / float(config["nodes"])).as_("tok/s/node", "aggregate / nodes")
-        p = Point(
+        return Point(
             config=config,
             arm=arm,
             figures=figures,
@@ -264,8 +252,27 @@ class Builder:
             target_status=_statuses(a, sustainable),
             price_kind=kind,
         )
-        self.cache[i] = p
-        return p
+
+    def _rate(self, i: int, figures: dict[str, Q], notes: list[str]) -> tuple[bool | None, Q | None]:
+        """Under a request rate: whether row i sustains it and the most it serves (None, None
+        under a concurrency); an unsustainable row's TTFT becomes NaN with a note saying why."""
+        req, rate = self.req, self.scan.rate
+        if rate is None:
+            return None, None
+        sustainable = bool(rate.sustainable[i])
+        max_rate = Q(
+            float(rate.max_rate_per_s[i]),
+            "req/s",
+            figures["aggregate_tok_s"].tag,
+            "requests served per second at the batch limit: running / service time",
+        )
+        if not sustainable:
+            figures["ttft_ms"] = _no_steady_state(req.request_rate)  # type: ignore[arg-type]
+            notes.append(
+                f"cannot sustain {req.request_rate:g} req/s: at its batch limit it serves "
+                f"{rate.max_rate_per_s[i]:,.2f} req/s, so the queue grows"
+            )
+        return sustainable, max_rate
 
     def _disagg_point(self, i: int, config: dict[str, Any]) -> Point:
         """A disaggregated row re-evaluated with the scalar model: `evaluate`'s own figures."""

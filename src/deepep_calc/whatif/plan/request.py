@@ -166,6 +166,7 @@ def _prices(
     return tuple(out.items())
 
 
+# size: keyword-only, one per plan flag (the CLI's and the API body's alike), checked into a PlanRequest
 def plan_request(
     *,
     model: str = DEFAULTS["model"],
@@ -187,6 +188,35 @@ def plan_request(
     disagg: str | None = None,
 ) -> PlanRequest:
     """Check every input of a plan (the CLI's flags, the API's body) before any work."""
+    conc, rate = _load(concurrency, request_rate)
+    insts = _names("--instances", instances, load_instances(), default_instances())
+    engs = _names("--engines", engines, load_engines(), default_engines())
+    resolve_model(model)  # an unknown preset or a bad config.json fails here, naming --model
+    max_nodes = _whole("--max-nodes", max_nodes, LIMITS["nodes"])
+    shape, split = _layouts(layouts, disagg, max_nodes, request_rate)
+    return PlanRequest(
+        model=model,
+        isl=_whole("--isl", isl, LIMITS["isl"]),
+        osl=_whole("--osl", osl, LIMITS["osl"]),
+        concurrency=conc,
+        request_rate=rate,
+        slo_tok_s=_positive("--slo-tok-s", slo_tok_s),
+        ttft_ms=_positive("--ttft-ms", ttft_ms),
+        budget_per_hour=_positive("--budget-per-hour", budget_per_hour),
+        instances=insts,
+        max_nodes=max_nodes,
+        max_batch=None if max_batch is None else _whole("--max-batch", max_batch, LIMITS["max_batch"]),
+        engines=engs,
+        measured_only=bool(measured_only),
+        prices=_prices(price_per_hour, insts),
+        price_kinds=_kinds(price_kinds),
+        layouts=shape,
+        disagg=split,
+    )
+
+
+def _load(concurrency: Any, request_rate: Any) -> tuple[int | None, float | None]:
+    """The plan's load: a concurrency or a request rate, exactly one of them."""
     if concurrency is None and request_rate is None:
         raise CalcError(
             "give the load: --concurrency C (requests in flight) or --request-rate R (per second)",
@@ -196,10 +226,13 @@ def plan_request(
         raise CalcError("give --concurrency or --request-rate, not both", field="--request-rate")
     conc = None if concurrency is None else _whole("--concurrency", concurrency, LIMITS["concurrency"])
     rate = None if request_rate is None else _positive("--request-rate", request_rate, MAX_RATE)
-    insts = _names("--instances", instances, load_instances(), default_instances())
-    engs = _names("--engines", engines, load_engines(), default_engines())
-    resolve_model(model)  # an unknown preset or a bad config.json fails here, naming --model
-    max_nodes = _whole("--max-nodes", max_nodes, LIMITS["nodes"])
+    return conc, rate
+
+
+def _layouts(
+    layouts: str | None, disagg: str | None, max_nodes: int, request_rate: Any
+) -> tuple[str, tuple[int, int] | None]:
+    """`--layouts` and `--disagg`, checked against each other, the node limit and the load."""
     shape = "all" if layouts is None else str(layouts).strip().lower()
     if shape not in LAYOUTS:
         raise InputError("--layouts", layouts, f"one of {', '.join(LAYOUTS)}")
@@ -224,25 +257,7 @@ def plan_request(
         raise InputError(
             "--layouts", shape, "all or aggregated with --request-rate (rate plans search aggregated layouts)"
         )
-    return PlanRequest(
-        model=model,
-        isl=_whole("--isl", isl, LIMITS["isl"]),
-        osl=_whole("--osl", osl, LIMITS["osl"]),
-        concurrency=conc,
-        request_rate=rate,
-        slo_tok_s=_positive("--slo-tok-s", slo_tok_s),
-        ttft_ms=_positive("--ttft-ms", ttft_ms),
-        budget_per_hour=_positive("--budget-per-hour", budget_per_hour),
-        instances=insts,
-        max_nodes=max_nodes,
-        max_batch=None if max_batch is None else _whole("--max-batch", max_batch, LIMITS["max_batch"]),
-        engines=engs,
-        measured_only=bool(measured_only),
-        prices=_prices(price_per_hour, insts),
-        price_kinds=_kinds(price_kinds),
-        layouts=shape,
-        disagg=split,
-    )
+    return shape, split
 
 
 def _kinds(raw: str | Iterable[str] | None) -> tuple[str, ...]:

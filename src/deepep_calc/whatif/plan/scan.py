@@ -195,6 +195,7 @@ def scan(
     return Scan(search, families, rows, cols, rate, reason)
 
 
+# size: the scan's columns, extended in step with the disaggregated rows (each must grow together)
 def _append_disagg(
     req: PlanRequest,
     search: Search,

@@ -166,39 +166,14 @@ def run_plan(req: PlanRequest, progress: Progress | None = None) -> Plan:
     frontier = [build.point(int(i)) for i in sel.frontier(c, eligible)]
     per_node = [build.point(int(i)) for i in sel.frontier_per_node(c, eligible)]
     searched = int(np.count_nonzero(main.skip_reason == ""))
-    reasons: dict[str, int] = {}
-    for text, count in zip(
-        *np.unique(main.skip_reason[main.skip_reason != ""], return_counts=True), strict=True
-    ):
-        reasons[str(text)] = int(count)
+    reasons = _skip_counts(main)
     if searched == 0:
         raise CalcError("nothing left to search: " + "; ".join(reasons), field="--instances")
     misses: list[Point] = []
     changes: list[str] = []
     best = None
     if best_i is not None:
-        cheapest = best_i
-        best_i = reconcile(main, build, best_i, ok, req.measured_only)  # the card's choice there
-        best = build.point(best_i)
-        if best_i != cheapest:
-            other = build.point(cheapest)
-            best.chosen_over = other.label
-            best.notes.append(
-                f"chosen over {other.label} ({other.figures['usd_per_mtok'].scalar:,.3f} $/Mtok): on this "
-                "cluster the verdict's rule, comparing like with like with a noise band, picks this arm"
-            )
-        lead = (
-            "Chosen configuration meeting every target"
-            if best.chosen_over
-            else "Cheapest configuration meeting every target"
-        )
-        note = (
-            f"{lead}: {best.label}, "
-            f"{best.figures['usd_per_mtok'].scalar:,.3f} $/Mtok [{best.figures['usd_per_mtok'].tag}] "
-            f"({best.figures['per_user_tok_s'].scalar:,.1f} tok/s per user)."
-        )
-        if best.evidence == "assumed":
-            note += " Its evidence is assumed: " + "; ".join(best.notes[:1]) + "."
+        best, note = _best_and_note(req, main, build, best_i, ok)
     else:
         misses, changes = _misses(req, main, build, miss, meter)
         note = "Nothing in the search meets every target."
@@ -223,66 +198,67 @@ def run_plan(req: PlanRequest, progress: Progress | None = None) -> Plan:
     )
 
 
+def _skip_counts(main: Scan) -> dict[str, int]:
+    """How many rows each reason left out of the search."""
+    reasons: dict[str, int] = {}
+    for text, count in zip(
+        *np.unique(main.skip_reason[main.skip_reason != ""], return_counts=True), strict=True
+    ):
+        reasons[str(text)] = int(count)
+    return reasons
+
+
+def _best_and_note(
+    req: PlanRequest, main: Scan, build: Builder, cheapest: int, ok: np.ndarray
+) -> tuple[Point, str]:
+    """The chosen configuration (the card's rule may prefer another arm to the cheapest) and the
+    plan's one-line note about it."""
+    best_i = reconcile(main, build, cheapest, ok, req.measured_only)  # the card's choice there
+    best = build.point(best_i)
+    if best_i != cheapest:
+        other = build.point(cheapest)
+        best.chosen_over = other.label
+        best.notes.append(
+            f"chosen over {other.label} ({other.figures['usd_per_mtok'].scalar:,.3f} $/Mtok): on this "
+            "cluster the verdict's rule, comparing like with like with a noise band, picks this arm"
+        )
+    lead = (
+        "Chosen configuration meeting every target"
+        if best.chosen_over
+        else "Cheapest configuration meeting every target"
+    )
+    note = (
+        f"{lead}: {best.label}, "
+        f"{best.figures['usd_per_mtok'].scalar:,.3f} $/Mtok [{best.figures['usd_per_mtok'].tag}] "
+        f"({best.figures['per_user_tok_s'].scalar:,.1f} tok/s per user)."
+    )
+    if best.evidence == "assumed":
+        note += " Its evidence is assumed: " + "; ".join(best.notes[:1]) + "."
+    return best, note
+
+
+_Change = tuple[
+    float, str, int | None
+]  # (how large a change, what to do, the row it makes meet every target)
+
+
 def _misses(
     req: PlanRequest, main: Scan, build: Builder, miss: dict[str, np.ndarray], meter: Meter
 ) -> tuple[list[Point], list[str]]:
     """The closest misses and the single changes that would meet every target, best first."""
     c = main.cols
-    found: list[tuple[float, str, int | None]] = []
+    found: list[_Change] = []
     for change, name, i, value in sel.relaxations(c, miss, goals(req)):
         found.append((change, _fmt_target(name, value), i))
     # Structural changes: more nodes, an instance that had no price, leaving --measured-only.
-    if req.max_nodes < EXTEND_NODES_TO:
-        upper = min(max(req.max_nodes * 4, req.max_nodes + 1), EXTEND_NODES_TO)
-        # aggregated layouts only: splits of up to 64 nodes would multiply this scan's time
-        more = scan(req, req.max_nodes + 1, upper, meter, splits=req.layouts == "disaggregated")
-        m2 = sel.shortfalls(more.cols, goals(req))
-        j = sel.best(more.cols, sel.meets(more.cols, m2))
-        if j is not None:
-            n = int(more.rows["nodes"][j])
-            found.append((n / req.max_nodes - 1.0, f"raise --max-nodes to {n}", None))
-    unpriced = ~c.compared & c.split & np.isfinite(c.per_user) & (main.rows["price"] != main.rows["price"])
-    rest = unpriced.copy()
-    for k, v in miss.items():
-        if k != "budget_per_hour":
-            rest &= v == 0
-    if rest.any():
-        j = int(np.flatnonzero(rest)[np.argmax(c.per_user[rest])])
-        inst = config_of(req, main.search, main.rows, j)["instance"]
-        found.append(
-            (math.inf, f"give a price for {inst} (--price-per-hour {inst}=P): it meets the other targets", j)
-        )
-    other_kind = np.array([r.startswith("a ") and " price, not ranked with " in r for r in main.skip_reason])
-    kinds = other_kind & c.split & np.isfinite(c.usd_per_mtok)
-    for v in miss.values():
-        kinds &= v == 0
-    if kinds.any():
-        j = int(np.flatnonzero(kinds)[np.argmin(c.usd_per_mtok[kinds])])
-        found.append(
-            (
-                math.inf,
-                "rank every price kind together (--price-kinds all): a configuration priced another "
-                "way meets them",
-                j,
-            )
-        )
-    if req.measured_only:
-        outside = (
-            np.array([r.startswith("outside") for r in main.skip_reason])
-            & c.split
-            & np.isfinite(c.usd_per_mtok)
-        )
-        for v in miss.values():
-            outside &= v == 0
-        if outside.any():
-            j = int(np.flatnonzero(outside)[np.argmin(c.usd_per_mtok[outside])])
-            found.append(
-                (
-                    math.inf,
-                    "drop --measured-only (the configuration that then meets them rests on assumed evidence)",
-                    j,
-                )
-            )
+    for structural in (
+        _more_nodes(req, meter),
+        _give_price(req, main, miss),
+        _other_price_kinds(main, miss),
+        _leave_measured_only(req, main, miss),
+    ):
+        if structural is not None:
+            found.append(structural)
     found.sort(key=lambda f: f[0])
     chosen: list[int] = []
     for _, text, i in found:
@@ -301,6 +277,76 @@ def _misses(
             p.change = _single_change_text(miss, c, i)
         chosen.append(i)
     return [build.point(i) for i in chosen], [text for _, text, _ in found]
+
+
+def _more_nodes(req: PlanRequest, meter: Meter) -> _Change | None:
+    """The node limit that a further scan finds a configuration meeting every target within."""
+    if req.max_nodes >= EXTEND_NODES_TO:
+        return None
+    upper = min(max(req.max_nodes * 4, req.max_nodes + 1), EXTEND_NODES_TO)
+    # aggregated layouts only: splits of up to 64 nodes would multiply this scan's time
+    more = scan(req, req.max_nodes + 1, upper, meter, splits=req.layouts == "disaggregated")
+    m2 = sel.shortfalls(more.cols, goals(req))
+    j = sel.best(more.cols, sel.meets(more.cols, m2))
+    if j is None:
+        return None
+    n = int(more.rows["nodes"][j])
+    return (n / req.max_nodes - 1.0, f"raise --max-nodes to {n}", None)
+
+
+def _meets_all(rows: np.ndarray, miss: dict[str, np.ndarray], but: str | None = None) -> np.ndarray:
+    """`rows` narrowed to those that miss no target (but `but`)."""
+    rest = rows.copy()
+    for k, v in miss.items():
+        if k != but:
+            rest &= v == 0
+    return rest
+
+
+def _give_price(req: PlanRequest, main: Scan, miss: dict[str, np.ndarray]) -> _Change | None:
+    """An instance given no price whose fastest configuration meets every other target."""
+    c = main.cols
+    unpriced = ~c.compared & c.split & np.isfinite(c.per_user) & (main.rows["price"] != main.rows["price"])
+    rest = _meets_all(unpriced, miss, but="budget_per_hour")
+    if not rest.any():
+        return None
+    j = int(np.flatnonzero(rest)[np.argmax(c.per_user[rest])])
+    inst = config_of(req, main.search, main.rows, j)["instance"]
+    return (math.inf, f"give a price for {inst} (--price-per-hour {inst}=P): it meets the other targets", j)
+
+
+def _other_price_kinds(main: Scan, miss: dict[str, np.ndarray]) -> _Change | None:
+    """The cheapest configuration, priced another way than the ranked kinds, that meets every target."""
+    c = main.cols
+    other_kind = np.array([r.startswith("a ") and " price, not ranked with " in r for r in main.skip_reason])
+    kinds = _meets_all(other_kind & c.split & np.isfinite(c.usd_per_mtok), miss)
+    if not kinds.any():
+        return None
+    j = int(np.flatnonzero(kinds)[np.argmin(c.usd_per_mtok[kinds])])
+    return (
+        math.inf,
+        "rank every price kind together (--price-kinds all): a configuration priced another way meets them",
+        j,
+    )
+
+
+def _leave_measured_only(req: PlanRequest, main: Scan, miss: dict[str, np.ndarray]) -> _Change | None:
+    """Under --measured-only: the cheapest configuration outside the evidence that meets every target."""
+    if not req.measured_only:
+        return None
+    c = main.cols
+    outside = (
+        np.array([r.startswith("outside") for r in main.skip_reason]) & c.split & np.isfinite(c.usd_per_mtok)
+    )
+    outside = _meets_all(outside, miss)
+    if not outside.any():
+        return None
+    j = int(np.flatnonzero(outside)[np.argmin(c.usd_per_mtok[outside])])
+    return (
+        math.inf,
+        "drop --measured-only (the configuration that then meets them rests on assumed evidence)",
+        j,
+    )
 
 
 def _single_change_text(miss: dict[str, np.ndarray], c: sel.Columns, i: int) -> str:

@@ -146,6 +146,7 @@ def base_scenario(model: str, isl: int, osl: int, fam: Family, **fields: Any) ->
     )
 
 
+# size: the plan's workload (model, ISL, OSL, fixed fields), one family, its node range and first index
 def family_passes(
     model: str,
     isl: int,
@@ -379,6 +380,7 @@ class Search:
         }
 
 
+# size: the plan's workload (model, ISL, OSL, fixed fields), its families and its node range
 def make_passes(
     model: str,
     isl: int,

@@ -9,7 +9,7 @@ showing progress are the caller's: it passes `draw` and `progress`, so no face l
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -19,10 +19,11 @@ import numpy as np
 from ...base.errors import InputError
 from ...base.vocabulary import VERDICT_CODES
 from ...decide.verdict import ARM_NAMES
-from ...files.safe_write import check_distinct, check_output, commit, scenario_inputs
-from .grid import SweepPlan, blocks_per_combination, evaluate_chunk, iter_chunks, plan_sweep
+from ...files.safe_write import Output, check_distinct, check_output, commit, scenario_inputs
+from .grid import Chunk, SweepPlan, blocks_per_combination, evaluate_chunk, iter_chunks, plan_sweep
 from .maps import BoundMapGrid, MapGrid, check_map_target
 from .output import check_table_target, default_chunk_rows, open_table_writer
+from .writer import TableWriter
 
 Draw = Callable[[MapGrid, str], bytes]  # a grid and "html" / "png" -> the file's bytes
 Progress = Callable[[int, int], None]  # rows done, rows in all
@@ -88,6 +89,7 @@ def check_precision(precision: int) -> int:
     return precision
 
 
+# size: the public sweep entry point: each keyword is one of the sweep command's flags, passed by name
 def run_sweep(
     plan: SweepPlan,
     output: str | None = None,
@@ -116,68 +118,30 @@ def run_sweep(
     a map's grid to the file's bytes (`report.sweep_maps.draw`); a map needs one. `progress` is
     called with (rows done, rows in all) before the first chunk and after each.
     """
-    if draw is None and (map_path is not None or bound_map_path is not None):
-        raise TypeError("run_sweep: a map needs draw= (report.sweep_maps.draw)")
-    if chunk_rows is not None and (
-        isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows <= 0
-    ):
-        raise InputError("--chunk-rows", chunk_rows, "a whole number greater than 0")
-    check_precision(precision)
+    _check_options(draw, chunk_rows, precision, map_path is not None or bound_map_path is not None)
     inputs = scenario_inputs(plan.axes["model"], plan.axes["calibration"])
-    table_out = map_out = None
-    map_fmt = "html"
-    fmt = None
-    if output is not None:
-        fmt = check_table_target(output)
-        table_out = check_output(output, "-o", inputs=inputs)
-    if chunk_rows is None:
-        chunk_rows = default_chunk_rows(fmt)
-    grid = None
-    if map_path is not None:
-        map_fmt = check_map_target(map_path)
-        map_out = check_output(map_path, "--map", inputs=inputs)
-        grid = MapGrid(plan, x or "nodes", y or "concurrency")
-    bound_out = bound_grid = None
-    bound_fmt = "html"
-    if bound_map_path is not None:
-        bound_fmt = check_map_target(bound_map_path, "--bound-map")
-        bound_out = check_output(bound_map_path, "--bound-map", inputs=inputs)
-        bound_grid = BoundMapGrid(plan, x or "nodes", y or "concurrency", bound_arm)
-    outputs = check_distinct([table_out, map_out, bound_out])
-    with_bounds = bounds or bound_grid is not None
-    evaluator = partial(evaluate_chunk, bounds=True) if with_bounds else None
+    table_out, fmt = _table_target(output, inputs)
+    chunk_rows = chunk_rows or default_chunk_rows(fmt)  # a given one was checked to be > 0
+    x, y = x or "nodes", y or "concurrency"
+    verdict_map = _map_target(map_path, "--map", inputs, lambda: MapGrid(plan, x, y))
+    bound_map = _map_target(
+        bound_map_path, "--bound-map", inputs, lambda: BoundMapGrid(plan, x, y, bound_arm)
+    )
+    outputs = check_distinct([table_out, verdict_map.out, bound_map.out])
+    evaluator = partial(evaluate_chunk, bounds=True) if bounds or bound_map.grid is not None else None
     keep = keep_invalid and table_out is not None
-    verdicts = np.zeros(len(VERDICT_CODES), dtype=np.int64)
-    recommended = np.zeros(len(ARM_NAMES), dtype=np.int64)
-    n_chunks = len(plan.combinations) * blocks_per_combination(plan.numeric_shape, chunk_rows)
     total = plan.rows + (plan.skipped_rows if keep else 0)
-    started = time.perf_counter()
+    tally = _Tally(output, map_path, bound_map_path)
     writer = None
-    done = 0
     try:
         if table_out is not None:
             writer = open_table_writer(table_out, plan, precision=precision, keep_invalid=keep, bounds=bounds)
-        if progress is not None:
-            progress(0, total)
-        for chunk in iter_chunks(plan, chunk_rows, evaluator=evaluator, keep_invalid=keep):
-            if chunk.skipped is None:
-                verdicts += np.bincount(chunk.column("verdict"), minlength=len(VERDICT_CODES))
-                recommended += np.bincount(chunk.column("recommended_arm"), minlength=len(ARM_NAMES))
-                if grid is not None:
-                    grid.add(chunk)
-                if bound_grid is not None:
-                    bound_grid.add(chunk)
-            if writer is not None:
-                writer.write(chunk)
-            done += chunk.rows
-            if progress is not None:
-                progress(done, total)
+        chunks = iter_chunks(plan, chunk_rows, evaluator=evaluator, keep_invalid=keep)
+        tally.stream(chunks, writer, (verdict_map, bound_map), progress, total)
         if writer is not None:
             writer.close()
-        if grid is not None and map_out is not None and draw is not None:
-            map_out.stage(draw(grid, map_fmt))
-        if bound_grid is not None and bound_out is not None and draw is not None:
-            bound_out.stage(draw(bound_grid, bound_fmt))
+        verdict_map.stage(draw)
+        bound_map.stage(draw)
         commit(outputs)
     except BaseException:
         if writer is not None:
@@ -185,23 +149,109 @@ def run_sweep(
         for out in outputs:
             out.discard()
         raise
-    elapsed = time.perf_counter() - started
-    return SweepSummary(
-        plan.rows,
-        len(plan.combinations),
-        n_chunks,
-        elapsed,
-        {k: int(v) for k, v in zip(VERDICT_CODES, verdicts, strict=True) if v},
-        {k: int(v) for k, v in zip(ARM_NAMES, recommended, strict=True) if v},
-        output,
-        map_path,
-        {f: plan.axes[f] for f in plan.varied},
-        len(plan.skipped),
-        plan.skipped_rows,
-        plan.skipped_reasons(),
-        keep,
-        bound_map_path,
-    )
+    return tally.summary(plan, blocks_per_combination(plan.numeric_shape, chunk_rows), keep)
+
+
+def _check_options(draw: Draw | None, chunk_rows: int | None, precision: int, maps: bool) -> None:
+    """Refuse a map without a renderer and a bad --chunk-rows or --precision, before any work."""
+    if draw is None and maps:
+        raise TypeError("run_sweep: a map needs draw= (report.sweep_maps.draw)")
+    if chunk_rows is not None and (
+        isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows <= 0
+    ):
+        raise InputError("--chunk-rows", chunk_rows, "a whole number greater than 0")
+    check_precision(precision)
+
+
+def _table_target(output: str | None, inputs: Any) -> tuple[Output | None, str | None]:
+    """The table's checked output and format (None, None: no table)."""
+    if output is None:
+        return None, None
+    fmt = check_table_target(output)
+    return check_output(output, "-o", inputs=inputs), fmt
+
+
+@dataclass
+class _MapTarget:
+    """One map file's checked output, its format and the grid the chunks fill (all None: no map)."""
+
+    path: str | None
+    out: Output | None = None
+    fmt: str = "html"
+    grid: MapGrid | None = None
+
+    def stage(self, draw: Draw | None) -> None:
+        """The drawn map handed to its output, to be committed with the others."""
+        if self.grid is not None and self.out is not None and draw is not None:
+            self.out.stage(draw(self.grid, self.fmt))
+
+
+def _map_target(path: str | None, flag: str, inputs: Any, make_grid: Callable[[], MapGrid]) -> _MapTarget:
+    """Check a map's target (format, then the file) and make its grid; nothing without a path."""
+    if path is None:
+        return _MapTarget(None)
+    fmt = check_map_target(path, flag)
+    out = check_output(path, flag, inputs=inputs)
+    return _MapTarget(path, out, fmt, make_grid())
+
+
+@dataclass
+class _Tally:
+    """Verdicts and recommended arms counted over the computed rows, and the paths written."""
+
+    output: str | None = None
+    map: str | None = None
+    bound_map: str | None = None
+    verdicts: np.ndarray = field(default_factory=lambda: np.zeros(len(VERDICT_CODES), dtype=np.int64))
+    recommended: np.ndarray = field(default_factory=lambda: np.zeros(len(ARM_NAMES), dtype=np.int64))
+    started: float = field(default_factory=time.perf_counter)
+
+    def add(self, chunk: Chunk) -> None:
+        self.verdicts += np.bincount(chunk.column("verdict"), minlength=len(VERDICT_CODES))
+        self.recommended += np.bincount(chunk.column("recommended_arm"), minlength=len(ARM_NAMES))
+
+    def stream(
+        self,
+        chunks: Iterable[Chunk],
+        writer: TableWriter | None,
+        maps: tuple[_MapTarget, ...],
+        progress: Progress | None,
+        total: int,
+    ) -> None:
+        """Every chunk counted, added to the maps' grids and handed to the writer, with progress."""
+        grids = [m.grid for m in maps if m.grid is not None]
+        done = 0
+        if progress is not None:
+            progress(0, total)
+        for chunk in chunks:
+            if chunk.skipped is None:
+                self.add(chunk)
+                for grid in grids:
+                    grid.add(chunk)
+            if writer is not None:
+                writer.write(chunk)
+            done += chunk.rows
+            if progress is not None:
+                progress(done, total)
+
+    def summary(self, plan: SweepPlan, blocks: int, keep: bool) -> SweepSummary:
+        """What the sweep did, for stderr and `--json`; its time runs from the tally's making."""
+        return SweepSummary(
+            plan.rows,
+            len(plan.combinations),
+            len(plan.combinations) * blocks,
+            time.perf_counter() - self.started,
+            {k: int(v) for k, v in zip(VERDICT_CODES, self.verdicts, strict=True) if v},
+            {k: int(v) for k, v in zip(ARM_NAMES, self.recommended, strict=True) if v},
+            self.output,
+            self.map,
+            {f: plan.axes[f] for f in plan.varied},
+            len(plan.skipped),
+            plan.skipped_rows,
+            plan.skipped_reasons(),
+            keep,
+            self.bound_map,
+        )
 
 
 def sweep(raw: Mapping[str, str | None], **kwargs: Any) -> SweepSummary:
