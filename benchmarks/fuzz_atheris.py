@@ -1,6 +1,6 @@
 """Coverage-guided fuzzing of the file importers with atheris: a bounded run, outside the unit suite.
 
-The hypothesis tests (tests/files/test_fuzz_importers.py) try the hostile inputs we can think of;
+The hypothesis tests (tests/properties/test_fuzz_importers.py) try the hostile inputs we can think of;
 libFuzzer mutates real files towards code the importers have not run yet, and finds the ones
 we did not. A finding is any exception other than the tool's own `CalcError`, or a `CalcError`
 whose message spans lines: libFuzzer stops and writes the input next to the corpus.

@@ -83,7 +83,7 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "verdict",
         "src/deepep_calc/decide/verdict.py",
-        ("tests/decide/test_verdict.py", "tests/decide/test_verdict_oracle.py"),
+        ("tests/decide/test_verdict.py", "tests/properties/test_verdict_oracle.py"),
         (
             "_meets",
             "decision_aggregates",

@@ -37,12 +37,27 @@ def test_tests_in_folders_take_their_paths_from_one_module() -> None:
     assert offenders == []
 
 
+# Suites that cut across the layers, each in a folder whose conftest marks what it collects.
+SUITES = {"properties": ("property", "slow"), "hardening": ("hardening", "slow"), "speed": ("speed",)}
+
+
 def test_the_tests_mirror_the_source_tree() -> None:
-    """Every folder of tests/ but the fixtures is a package of src/deepep_calc/."""
+    """Every folder of tests/ but the fixtures is a package of src/deepep_calc/ or a suite."""
     packages = {p.name for p in (REPO / "src" / "deepep_calc").iterdir() if (p / "__init__.py").exists()}
     folders = {p.name for p in TESTS.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
     folders.discard("fixtures")
-    assert folders <= packages, folders - packages
+    assert folders <= packages | set(SUITES), folders - packages - set(SUITES)
+
+
+def test_each_suite_folder_marks_what_it_collects(request: pytest.FixtureRequest) -> None:
+    """A suite is selected by its marker: every test its folder collects carries the marks."""
+    items = request.session.items
+    for folder, marks in SUITES.items():
+        inside = [i for i in items if TESTS / folder in i.path.parents]
+        if not inside:  # a selection that left the whole suite out
+            continue
+        for item in inside:
+            assert all(item.get_closest_marker(m) is not None for m in marks), (item.nodeid, marks)
 
 
 def test_real_aiperf_exports_are_in_the_repository() -> None:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 # The light field list, not `Scenario.field_names()`: importing numpy and the catalogs is most
-# of what `--help` would otherwise cost (tests/test_speed_imports.py).
+# of what `--help` would otherwise cost (tests/speed/test_speed_imports.py).
 SCENARIO_KEYS = FIELDS
 
 

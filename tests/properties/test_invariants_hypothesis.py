@@ -48,8 +48,9 @@ from deepep_calc.physics.params import count_params
 from deepep_calc.question.fields import LIMITS
 from deepep_calc.question.scenario import resolve
 from invariant_checks import assert_finite_or_not_feasible, evaluate_or_refuse, fp_strict, q_nodes
+from paths import FIXTURES
 
-HF = Path(__file__).resolve().parent / "fixtures" / "hf"
+HF = FIXTURES / "hf"
 # The counts below keep this file to seconds in CI; FUZZ_SCALE=20 is a deeper local search.
 SCALE = max(1, int(os.environ.get("FUZZ_SCALE", "1")))
 

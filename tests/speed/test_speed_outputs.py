@@ -22,7 +22,9 @@ from types import ModuleType
 
 import pytest
 
-HERE = Path(__file__).parent / "fixtures" / "speed"
+from paths import FIXTURES
+
+HERE = FIXTURES / "speed"
 
 
 def _make() -> ModuleType:

@@ -28,7 +28,8 @@ from deepep_calc.catalog.hardware import load_instances
 from deepep_calc.catalog.model_catalog import load_models
 from deepep_calc.catalog.transports import load_transports
 from paths import REPO
-from test_invariants_hypothesis import scenarios as any_scenarios
+
+from .test_invariants_hypothesis import scenarios as any_scenarios
 
 DOC = REPO / "docs" / "model.md"
 NOISE = float(const("noise_band").value)

@@ -38,7 +38,8 @@ from deepep_calc.fit.observations import cell_scenario
 from deepep_calc.physics.params import weight_bytes
 from deepep_calc.question.scenario import resolve
 from invariant_checks import assert_finite_or_not_feasible, evaluate_or_refuse
-from test_invariants_hypothesis import (
+
+from .test_invariants_hypothesis import (
     assert_measured_only_where_replayed,
     assert_tag_ceilings,
     measured_paths,

@@ -33,12 +33,13 @@ from deepep_calc.base.errors import FileInputError, InputError
 from deepep_calc.files import safe_write as files
 from deepep_calc.whatif.sweep import grid as sweep_mod
 from deepep_calc.whatif.sweep.grid import MAX_AXIS_VALUES, parse_values
+from paths import FIXTURES
 
-REAL = Path(__file__).resolve().parent / "fixtures" / "aiperf"  # real AIPerf exports, in the repo
+REAL = FIXTURES / "aiperf"  # real AIPerf exports, in the repo
 PREFIX = "qwen3-30b-a3b-fp8_ep16_2xp5en"
 DENSE = f"trtllm-0.21_{PREFIX}_dense-allgather_c4_isl120.json"
 DEEPEP = f"trtllm-0.21_{PREFIX}_deepep-epnc1_c4_isl120.json"
-HF_QWEN = Path(__file__).resolve().parent / "fixtures" / "hf" / "qwen3-30b-a3b-fp8" / "config.json"
+HF_QWEN = FIXTURES / "hf" / "qwen3-30b-a3b-fp8" / "config.json"
 
 FULL = (1, 7)  # the major / minor of /dev/full and /dev/null, recreated in a temporary folder
 NULL = (1, 3)
