@@ -248,6 +248,24 @@ def _link_fields(link: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _paired(
+    r: Resolved, spec: DisaggSpec, pfs: list[dict[str, Any]], dfs: list[dict[str, Any]]
+) -> tuple[list[tuple[int, int]], list[tuple[dict[str, Any], phys.Deployment]], Any]:
+    """Every prefill arm with every decode arm, and the pairing the model rates best (per row)."""
+    combos = [(i, j) for i in range(len(pfs)) for j in range(len(dfs))]
+    pairs = [
+        pairing(r, spec.engine_kv, spec.kv, spec.prefill.nodes, spec.decode.nodes, pfs[i], dfs[j])
+        for i, j in combos
+    ]
+    scores = [pairing_score(r, pfs[i], dfs[j], dep) for (i, j), (_, dep) in zip(combos, pairs, strict=True)]
+    return combos, pairs, choose(scores, [True] * len(scores))
+
+
+def _larger_memory(mem_p: Q, mem_d: Q) -> Q:
+    """Memory per GPU of the deployment: the larger side's, at the weaker side's tag."""
+    return Q(maximum(mem_p.value, mem_d.value), "GB", min(mem_p.tag, mem_d.tag), "the larger side's")
+
+
 def compute_disagg(r: Resolved, table: Table | None = None) -> DisaggResult:
     """The disaggregated deployment the scenario asks for (`r.disagg` must be set)."""
     spec = r.disagg
@@ -257,13 +275,7 @@ def compute_disagg(r: Resolved, table: Table | None = None) -> DisaggResult:
     pre, dec = _side_arms(r, spec, table)
     pfs = [prefill_figures(p) for p in pre]
     dfs = [decode_figures(d) for d in dec]
-    combos = [(i, j) for i in range(len(pre)) for j in range(len(dec))]
-    pairs = [
-        pairing(r, spec.engine_kv, spec.kv, spec.prefill.nodes, spec.decode.nodes, pfs[i], dfs[j])
-        for i, j in combos
-    ]
-    scores = [pairing_score(r, pfs[i], dfs[j], dep) for (i, j), (_, dep) in zip(combos, pairs, strict=True)]
-    k = choose(scores, [True] * len(scores))
+    combos, pairs, k = _paired(r, spec, pfs, dfs)
     p_pick = _pick(pre, pfs, _chosen_index([float(i) for i, _ in combos], k))
     d_pick = _pick(dec, dfs, _chosen_index([float(j) for _, j in combos], k))
     pf, df = p_pick.chosen, d_pick.chosen
@@ -274,8 +286,6 @@ def compute_disagg(r: Resolved, table: Table | None = None) -> DisaggResult:
     def band(q: Q, kind: str, inverse: bool = False) -> Q:
         return _band(q, table, kind, inside, inverse)
 
-    mem_p, mem_d = pf["memory_gb"], df["memory_gb"]
-    memory_gb = Q(maximum(mem_p.value, mem_d.value), "GB", min(mem_p.tag, mem_d.tag), "the larger side's")
     ttft = band(dep.ttft_ms, "ttft")
     answered = ttft.value <= prompt_ceiling_ms(s.ttft_ms)
     feasible = pf["ok"] & df["ok"] & answered
@@ -296,7 +306,7 @@ def compute_disagg(r: Resolved, table: Table | None = None) -> DisaggResult:
         per_user_tok_s=band(dep.per_user_tok_s, "step", inverse=True),
         aggregate_tok_s=band(dep.aggregate_tok_s, "aggregate"),
         usd_per_mtok=band(_cost(r, dep.aggregate_tok_s), "aggregate", inverse=True),
-        memory_gb_per_gpu=memory_gb,
+        memory_gb_per_gpu=_larger_memory(pf["memory_gb"], df["memory_gb"]),
         balance=phys.balanced_prefill_share(
             pf["capacity"], spec.prefill.nodes, df["capacity"], spec.decode.nodes
         ),
