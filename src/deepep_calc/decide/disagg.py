@@ -17,6 +17,7 @@ The figures come from `estimate/disagg.py`; nothing here computes one.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -73,9 +74,9 @@ def _beats(a_meets: bool, a: Q, b_meets: bool, b: Q) -> bool:
     return a.scalar > b.scalar * (1.0 + float(const("noise_band").value))
 
 
-def comparison(result: Any, v: Any) -> dict[str, Any] | None:
-    """The disaggregated-against-aggregated line of the card, or None when there is nothing
-    to say (one node; no split runs; an aggregated scenario whose split does not win)."""
+def _compared(result: Any, v: Any) -> tuple[DisaggResult, Any, bool] | None:
+    """The split and the aggregated arm to set beside each other, and whether the split was
+    asked for; None when there is no split to speak of (one node; no split runs)."""
     arm_name = v.recommended_arm
     agg = result.arms.get(arm_name) if arm_name != NO_ARM else None
     d = result.disaggregated
@@ -86,21 +87,29 @@ def comparison(result: Any, v: Any) -> dict[str, Any] | None:
         d = best_split(result.resolved)
         if d is None or not bool(d.feasible):
             return None
-    agg_meets = (
-        agg is not None and bool(agg.feasible) and agg.meets_slo is not False and agg.meets_ttft is not False
+    return d, agg, asked
+
+
+def _served_words(aggregate: Q, ttft: Q, per_user: Q) -> str:
+    """`1,364 tok/s (...) aggregate, TTFT ..., ... per user`: what one side of the line serves."""
+    return (
+        f"{banded_words(aggregate)} aggregate, TTFT {banded_words(ttft)}, "
+        f"{banded_words(per_user, 1)} per user"
     )
-    agg_q = (agg.model_aggregate_tok_s or agg.aggregate_tok_s) if agg is not None else None
-    s = result.scenario
-    nodes = d.nodes
-    disagg_wins = bool(d.feasible) and (
-        agg_q is None or _beats(_meets(d), d.aggregate_tok_s, agg_meets, agg_q)
-    )
-    agg_wins = (
-        agg_q is not None and agg is not None and _beats(agg_meets, agg_q, _meets(d), d.aggregate_tok_s)
-    )
-    if not asked and not disagg_wins:
-        return None
-    figures: dict[str, Any] = {
+
+
+def _figures(d: DisaggResult, arm_name: str, agg: Any, agg_q: Q | None) -> dict[str, Any]:
+    """The JSON figures of both sides (the aggregated one None when there is no such arm)."""
+    aggregated = None
+    if agg is not None and agg_q is not None:
+        aggregated = {
+            "arm": arm_name,
+            "aggregate_tok_s": agg_q.to_json(),
+            "ttft_ms": agg.ttft_ms.to_json(),
+            "per_user_tok_s": agg.per_user_tok_s.to_json(),
+            "usd_per_mtok": agg.usd_per_mtok.to_json(),
+        }
+    return {
         "layout": d.label,
         "disaggregated": {
             "aggregate_tok_s": d.aggregate_tok_s.to_json(),
@@ -109,62 +118,86 @@ def comparison(result: Any, v: Any) -> dict[str, Any] | None:
             "usd_per_mtok": d.usd_per_mtok.to_json(),
             "feasible": bool(d.feasible),
         },
-        "aggregated": None,
+        "aggregated": aggregated,
         "ask": {"prefill_nodes": d.spec.prefill.nodes, "decode_nodes": d.spec.decode.nodes},
     }
-    dis_text = (
-        f"{banded_words(d.aggregate_tok_s)} aggregate, TTFT {banded_words(d.ttft_ms)}, "
-        f"{banded_words(d.per_user_tok_s, 1)} per user"
+
+
+@dataclass(frozen=True)
+class _Line:
+    """What the card's sentence quotes of both sides: it is worded once all of it is known."""
+
+    d: DisaggResult
+    asked: bool
+    agg_meets: bool
+    agg_label: str
+    agg_text: str  # "" when there is no aggregated arm to quote
+    dis_text: str
+
+
+def _cannot_run_line(p: _Line) -> str:
+    """An asked-for split that cannot run: no figures of its own to set beside the other."""
+    d = p.d
+    return f"This disaggregated {layout_words(d)} cannot run: {d.why_not}" + (
+        f"; the {p.agg_label} on the same {d.nodes} nodes serves {p.agg_text}." if p.agg_text else "."
     )
-    if agg is not None and agg_q is not None:
-        figures["aggregated"] = {
-            "arm": arm_name,
-            "aggregate_tok_s": agg_q.to_json(),
-            "ttft_ms": agg.ttft_ms.to_json(),
-            "per_user_tok_s": agg.per_user_tok_s.to_json(),
-            "usd_per_mtok": agg.usd_per_mtok.to_json(),
-        }
-        agg_text = (
-            f"{banded_words(agg_q)} aggregate, TTFT {banded_words(agg.ttft_ms)}, "
-            f"{banded_words(agg.per_user_tok_s, 1)} per user"
+
+
+def _verdict_line(p: _Line, s: Any, disagg_wins: bool, agg_wins: bool) -> tuple[str, str]:
+    """(winner, sentence without its full stop) for a split that runs."""
+    d, nodes, agg_label, agg_text, dis_text = p.d, p.d.nodes, p.agg_label, p.agg_text, p.dis_text
+    if disagg_wins:
+        head = (
+            f"Disaggregated {layout_words(d)} would beat {agg_label} on the same {nodes} nodes"
+            if not p.asked
+            else f"This disaggregated {layout_words(d)} beats {agg_label} on the same {nodes} nodes"
         )
+        line = f"{head}{_why(d, p.agg_meets, s)}: {dis_text}" + (f", against {agg_text}" if agg_text else "")
+        if not p.asked:
+            line += f" (ask for it: --disagg {d.label})"
+        return "disaggregated", line
+    if agg_wins:
+        return "aggregated", (
+            f"The {agg_label} on the same {nodes} nodes beats this disaggregated "
+            f"{layout_words(d)}{_why(d, p.agg_meets, s, reverse=True)}: {agg_text}, against {dis_text}"
+        )
+    return "tie", (
+        f"This disaggregated {layout_words(d)} and the {agg_label} on the same {nodes} nodes tie "
+        f"within the noise band: {dis_text}, against {agg_text}"
+    )
+
+
+def comparison(result: Any, v: Any) -> dict[str, Any] | None:
+    """The disaggregated-against-aggregated line of the card, or None when there is nothing
+    to say (one node; no split runs; an aggregated scenario whose split does not win)."""
+    picked = _compared(result, v)
+    if picked is None:
+        return None
+    d, agg, asked = picked
+    arm_name = v.recommended_arm
+    agg_meets = agg is not None and _meets(agg)
+    agg_q = (agg.model_aggregate_tok_s or agg.aggregate_tok_s) if agg is not None else None
+    disagg_wins = bool(d.feasible) and (
+        agg_q is None or _beats(_meets(d), d.aggregate_tok_s, agg_meets, agg_q)
+    )
+    agg_wins = (
+        agg_q is not None and agg is not None and _beats(agg_meets, agg_q, _meets(d), d.aggregate_tok_s)
+    )
+    if not asked and not disagg_wins:
+        return None
+    figures = _figures(d, arm_name, agg, agg_q)
+    dis_text = _served_words(d.aggregate_tok_s, d.ttft_ms, d.per_user_tok_s)
+    if agg is not None and agg_q is not None:
+        agg_text = _served_words(agg_q, agg.ttft_ms, agg.per_user_tok_s)
         agg_label = f"aggregated {ARM_LABELS[arm_name]}"
     else:
         agg_text, agg_label = "", "no aggregated arm"
-    why = _why(d, agg_meets, s)
-    if not bool(d.feasible):  # asked for, and cannot run: no figures of its own to set beside
-        figures.update(
-            line=(
-                f"This disaggregated {layout_words(d)} cannot run: {d.why_not}"
-                + (f"; the {agg_label} on the same {nodes} nodes serves {agg_text}." if agg_text else ".")
-            ),
-            winner="aggregated" if agg_text else None,
-            asked=asked,
-        )
+    line = _Line(d, asked, agg_meets, agg_label, agg_text, dis_text)
+    if not bool(d.feasible):
+        figures.update(line=_cannot_run_line(line), winner="aggregated" if agg_text else None, asked=asked)
         return figures
-    if disagg_wins:
-        winner = "disaggregated"
-        head = (
-            f"Disaggregated {layout_words(d)} would beat {agg_label} on the same {nodes} nodes"
-            if not asked
-            else f"This disaggregated {layout_words(d)} beats {agg_label} on the same {nodes} nodes"
-        )
-        line = f"{head}{why}: {dis_text}" + (f", against {agg_text}" if agg_text else "")
-        if not asked:
-            line += f" (ask for it: --disagg {d.label})"
-    elif agg_wins:
-        winner = "aggregated"
-        line = (
-            f"The {agg_label} on the same {nodes} nodes beats this disaggregated "
-            f"{layout_words(d)}{_why(d, agg_meets, s, reverse=True)}: {agg_text}, against {dis_text}"
-        )
-    else:
-        winner = "tie"
-        line = (
-            f"This disaggregated {layout_words(d)} and the {agg_label} on the same {nodes} nodes tie "
-            f"within the noise band: {dis_text}, against {agg_text}"
-        )
-    figures.update(line=line + ".", winner=winner, asked=asked)
+    winner, text = _verdict_line(line, result.scenario, disagg_wins, agg_wins)
+    figures.update(line=text + ".", winner=winner, asked=asked)
     return figures
 
 
@@ -296,80 +329,123 @@ def _continued(parts: list[str]) -> str:
     return " \\\n  ".join(out)
 
 
-def launch_blocks(result: Any) -> dict[str, Any] | None:
-    """Both servers' launch lines and the router's, for a disaggregated scenario (else None)."""
-    from .explain import engine_flags
-
-    d: DisaggResult | None = result.disaggregated
-    if d is None:
-        return None
-    ekv = d.spec.engine_kv
-    connector = ekv.connectors[d.kv.name]
-    engine = result.resolved.engine.name
-    kv_env = dict(ekv.env_nixl if d.kv.library == "nixl" else ekv.env_mooncake) if d.kv.rdma else {}
+def _filler(d: DisaggResult) -> Callable[[str], str]:
+    """The catalog's `{connector}` / `{backend}` placeholders filled for this KV transport."""
+    connector = d.spec.engine_kv.connectors[d.kv.name]
 
     def fill(text: str) -> str:
         return text.replace("{connector}", connector).replace("{backend}", d.kv.backend)
 
+    return fill
+
+
+def _kv_env(d: DisaggResult) -> dict[str, str]:
+    """The transfer library's environment, for an RDMA KV transport (TCP needs none)."""
+    ekv = d.spec.engine_kv
+    return dict(ekv.env_nixl if d.kv.library == "nixl" else ekv.env_mooncake) if d.kv.rdma else {}
+
+
+def _unquote_flow_maps(block: dict[str, Any], extra_config: dict[str, str]) -> None:
+    """A flow mapping (a JSON object) the engine's YAML writer would quote, unquoted in place."""
+    for b in block["blocks"]:
+        if b["lang"] == "yaml":
+            for value in extra_config.values():
+                if value.startswith("{"):
+                    b["text"] = b["text"].replace(f'"{value}"', value)
+
+
+def _side_caption(d: DisaggResult, role: str, arm: str, servers: int) -> str:
+    """`prefill server: 2 nodes, DeepEP (2 servers, one per node)`: the head of a side's blocks."""
+    side_nodes = d.spec.side(role).nodes
+    caption = f"{role} server: {side_nodes} node{'s' if side_nodes > 1 else ''}, {ARM_LABELS.get(arm, arm)}"
+    if servers > 1:
+        caption += f" ({servers} servers, one per node)"
+    return caption
+
+
+def _side_launch(
+    result: Any, d: DisaggResult, role: str
+) -> tuple[list[dict[str, str]], dict[str, Any], list[str]]:
+    """One side's captioned blocks, its flags and launch, and the addresses of its servers:
+    its arm's engine flags with the KV connector's arguments, config and environment added."""
+    from .explain import engine_flags
+
+    ekv, fill = d.spec.engine_kv, _filler(d)
+    side_res = _side_result(result, d, role)
+    arm = str(getattr(d, role).arm)
+    base = engine_flags(side_res, arm)
+    extra_args = [_kept(fill(a)) for a in (ekv.prefill_args if role == "prefill" else ekv.decode_args)]
+    extra_config = {
+        k: fill(v) for k, v in (ekv.prefill_config if role == "prefill" else ekv.decode_config).items()
+    }
+    spec = ArmFlags(
+        env={**base["env"], **_kv_env(d)},
+        config={**base["config"], **extra_config},
+        args=[*base["args"], *extra_args],
+    )
+    block = launch(side_res, arm, spec, lambda x: x)
+    _unquote_flow_maps(block, extra_config)
+    servers = _servers(d, role)
+    var = role.upper()
+    hosts = [f"${{{var}_{i + 1}:?address of {role} server {i + 1}}}" for i in range(servers)]
+    caption = _side_caption(d, role, arm, servers)
+    blocks = [{**b, "caption": f"{caption}: {b['caption']}"} for b in block["blocks"]]
+    side = {**base, "args": spec.args, "config": spec.config, "env": spec.env, "launch": block}
+    return blocks, side, hosts
+
+
+def _router_notes(result: Any, d: DisaggResult) -> list[str]:
+    """What the router's block says in comments: what the facts do not pin, and the KV path."""
+    ekv = d.spec.engine_kv
+    notes = [f"unsure: {u}" for u in ekv.unsure]
+    if any(d.spec.side(role).nodes > _servers(d, role) for role in ("prefill", "decode")):
+        notes.append("HEAD_IP in each server's block is the first node of that side")
+    connector = ekv.connectors[d.kv.name]
+    notes.append(f"{result.resolved.engine.name}: KV over {d.kv.name} ({d.kv.label}); connector {connector}")
+    if d.kv.warning:
+        notes.append(d.kv.warning)
+    return notes
+
+
+def _router_config(ekv: Any, hosts: dict[str, list[str]]) -> dict[str, str] | None:
+    """The router's config file with both sides' servers, where the engine's router takes one."""
+    if not ekv.router_config:
+        return None
+    text = (
+        ekv.router_config.replace("{prefill_servers}", str(len(hosts["prefill"])))
+        .replace("{decode_servers}", str(len(hosts["decode"])))
+        .replace("{prefill_list}", ", ".join(f'"{h}:8000"' for h in hosts["prefill"]))
+        .replace("{decode_list}", ", ".join(f'"{h}:8000"' for h in hosts["decode"]))
+    )
+    return {"name": "disagg_config.yaml", "text": text}
+
+
+def launch_blocks(result: Any) -> dict[str, Any] | None:
+    """Both servers' launch lines and the router's, for a disaggregated scenario (else None)."""
+    d: DisaggResult | None = result.disaggregated
+    if d is None:
+        return None
+    ekv = d.spec.engine_kv
     blocks: list[dict[str, str]] = []
     sides: dict[str, Any] = {}
     hosts: dict[str, list[str]] = {}
     for role in ("prefill", "decode"):
-        side_res = _side_result(result, d, role)
-        arm = str(getattr(d, role).arm)
-        base = engine_flags(side_res, arm)
-        extra_args = [_kept(fill(a)) for a in (ekv.prefill_args if role == "prefill" else ekv.decode_args)]
-        extra_config = {
-            k: fill(v) for k, v in (ekv.prefill_config if role == "prefill" else ekv.decode_config).items()
-        }
-        spec = ArmFlags(
-            env={**base["env"], **kv_env},
-            config={**base["config"], **extra_config},
-            args=[*base["args"], *extra_args],
+        side_blocks, sides[role], hosts[role] = _side_launch(result, d, role)
+        blocks += side_blocks
+    notes = _router_notes(result, d)
+    router_text = "\n".join([*_comments(notes), _router(ekv, hosts)])
+    router_config = _router_config(ekv, hosts)
+    if router_config is not None:
+        blocks.append(
+            {"caption": "router: save as disagg_config.yaml", "lang": "yaml", "text": router_config["text"]}
         )
-        block = launch(side_res, arm, spec, lambda x: x)
-        for b in block["blocks"]:  # a flow mapping the engine's YAML writer would quote
-            if b["lang"] == "yaml":
-                for value in extra_config.values():
-                    if value.startswith("{"):
-                        b["text"] = b["text"].replace(f'"{value}"', value)
-        servers = _servers(d, role)
-        var = role.upper()
-        hosts[role] = [f"${{{var}_{i + 1}:?address of {role} server {i + 1}}}" for i in range(servers)]
-        side_nodes = d.spec.side(role).nodes
-        caption = (
-            f"{role} server: {side_nodes} node{'s' if side_nodes > 1 else ''}, {ARM_LABELS.get(arm, arm)}"
-        )
-        if servers > 1:
-            caption += f" ({servers} servers, one per node)"
-        for b in block["blocks"]:
-            blocks.append({**b, "caption": f"{caption}: {b['caption']}"})
-        sides[role] = {**base, "args": spec.args, "config": spec.config, "env": spec.env, "launch": block}
-    router_cmd = _router(ekv, hosts)
-    notes = [f"unsure: {u}" for u in ekv.unsure]
-    if any(d.spec.side(role).nodes > _servers(d, role) for role in ("prefill", "decode")):
-        notes.append("HEAD_IP in each server's block is the first node of that side")
-    notes.append(f"{engine}: KV over {d.kv.name} ({d.kv.label}); connector {connector}")
-    if d.kv.warning:
-        notes.append(d.kv.warning)
-    router_text = "\n".join([*_comments(notes), router_cmd])
-    router_config = None
-    if ekv.router_config:
-        text = (
-            ekv.router_config.replace("{prefill_servers}", str(len(hosts["prefill"])))
-            .replace("{decode_servers}", str(len(hosts["decode"])))
-            .replace("{prefill_list}", ", ".join(f'"{h}:8000"' for h in hosts["prefill"]))
-            .replace("{decode_list}", ", ".join(f'"{h}:8000"' for h in hosts["decode"]))
-        )
-        router_config = {"name": "disagg_config.yaml", "text": text}
-        blocks.append({"caption": "router: save as disagg_config.yaml", "lang": "yaml", "text": text})
     blocks.append(
         {"caption": "router / proxy: one entry point for clients", "lang": "sh", "text": router_text}
     )
     return {
         "layout": d.label,
         "kv_transport": d.kv.name,
-        "connector": connector,
+        "connector": ekv.connectors[d.kv.name],
         "prefill": sides["prefill"],
         "decode": sides["decode"],
         "router": {"command": router_text, "config_file": router_config, "notes": notes},

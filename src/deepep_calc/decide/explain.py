@@ -11,6 +11,7 @@ the same tagged figures; split, a reason could word a number differently from it
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..base.arrays import first_float, loaded, np
@@ -93,66 +94,90 @@ def caveats(result: Any, arm: str) -> list[str]:
 def reasons(result: Any, v: Verdict) -> list[str]:
     """Why the verdict is what it is, each line quoting its numbers with their tags."""
 
-    r = result.resolved
-    s = r.scenario
     code, arm = v.code, v.recommended_arm
     dee, alt = result.arms["deepep"], result.arms[result.alternative]
-    alt_label = ARM_LABELS[result.alternative]
     c = v.compared
     assert c is not None
     out: list[str] = []
     if code == "capacity" and not result.arms["replica"].fits_memory:
         out.append(_capacity_reason(result))
     if c.ratio is not None:
-        basis = (
-            "measured aggregates of both arms"
-            if c.basis == "measured"
-            else "the model's aggregates of both arms (like with like)"
-        )
-        out.append(
-            f"Compared on {basis}: DeepEP {pair(c.aggregate['deepep'], c.aggregate[result.alternative])} "
-            f"for {alt_label}, ratio {times(c.ratio)}; DeepEP wins only above {c.threshold:.2f}× "
-            "(the noise band)."
-        )
-        out += c.set_aside
-        out += _from_the_measured_knobs(result)
-        a_pu, b_pu, _ = like_with_like(dee, alt, "per_user_tok_s")
-        if c.tax_ms_per_token is not None:
-            out.append(
-                f"Per-user decode: DeepEP {pair(a_pu, b_pu)} for {alt_label}: "
-                f"{tax_words(c.tax_ms_per_token, c.ratio)}."
-            )
+        out += _compared_reasons(result, v)
     out += _deciding_reasons(result, v)
     for name, a in result.arms.items():
         if not a.feasible:
             out.append(f"{ARM_LABELS[name]} {_left_out(a)}.")
     if "replica" in result.arms and arm == "replica":
-        rep = result.arms["replica"]
-        out.append(
-            f"The model fits one node, so {replica_words(result)} avoid the network for experts "
-            f"entirely: {tagged(c.aggregate['replica'])} aggregate (model; replicas have no measured "
-            f"cell){_replica_choice(result)}."
-        )
-        if rep.measured_cell is None and (dee.measured_cell or alt.measured_cell):
-            out.append("Measured cells exist for the other arms; the replicas are compared on model figures.")
+        out += _replica_reasons(result, v)
     else:
         out += _replicas_shown_ahead(result, arm, c.threshold)
     out.append(transport_reason(result))
     bound = launch_bound_reason(result, v)
     if bound:
         out.append(bound)
-    top = referenced_ep(r.transport)
-    if s.nodes > 1 and top < r.world <= FAR_EP_FACTOR * top and dee.feasible:
-        out.append(
-            f"DeepEP over {r.transport.name} was measured up to EP{top}; at EP{r.world} its kernel "
-            "figures are extrapolated by the model."
-        )
+    out += _extrapolated(result)
     out += bound_reasons(result, lambda update: deepep_arm_whatif(result, update))
     if dee.measured_cell or alt.measured_cell:
         cells = sorted({x for x in (dee.measured_cell, alt.measured_cell) if x})
         out.append(f"Measured cell(s) {', '.join(cells)} supply the tagged-measured numbers above.")
     out += _model_identity(result)
     return out
+
+
+def _compared_reasons(result: Any, v: Verdict) -> list[str]:
+    """The rule's comparison of DeepEP with the alternative: on which figures, the ratio against
+    the noise band, what was set aside, and the per-user step it costs or saves."""
+    c = v.compared
+    assert c is not None and c.ratio is not None
+    dee, alt = result.arms["deepep"], result.arms[result.alternative]
+    alt_label = ARM_LABELS[result.alternative]
+    basis = (
+        "measured aggregates of both arms"
+        if c.basis == "measured"
+        else "the model's aggregates of both arms (like with like)"
+    )
+    out = [
+        f"Compared on {basis}: DeepEP {pair(c.aggregate['deepep'], c.aggregate[result.alternative])} "
+        f"for {alt_label}, ratio {times(c.ratio)}; DeepEP wins only above {c.threshold:.2f}× "
+        "(the noise band)."
+    ]
+    out += c.set_aside
+    out += _from_the_measured_knobs(result)
+    a_pu, b_pu, _ = like_with_like(dee, alt, "per_user_tok_s")
+    if c.tax_ms_per_token is not None:
+        out.append(
+            f"Per-user decode: DeepEP {pair(a_pu, b_pu)} for {alt_label}: "
+            f"{tax_words(c.tax_ms_per_token, c.ratio)}."
+        )
+    return out
+
+
+def _replica_reasons(result: Any, v: Verdict) -> list[str]:
+    """The replicas won: no expert traffic leaves a node, and they are compared on model figures."""
+    c = v.compared
+    assert c is not None
+    dee, alt = result.arms["deepep"], result.arms[result.alternative]
+    rep = result.arms["replica"]
+    out = [
+        f"The model fits one node, so {replica_words(result)} avoid the network for experts "
+        f"entirely: {tagged(c.aggregate['replica'])} aggregate (model; replicas have no measured "
+        f"cell){_replica_choice(result)}."
+    ]
+    if rep.measured_cell is None and (dee.measured_cell or alt.measured_cell):
+        out.append("Measured cells exist for the other arms; the replicas are compared on model figures.")
+    return out
+
+
+def _extrapolated(result: Any) -> list[str]:
+    """DeepEP past the largest EP its kernels were measured at (far past it is a caveat)."""
+    r = result.resolved
+    top = referenced_ep(r.transport)
+    if r.scenario.nodes > 1 and top < r.world <= FAR_EP_FACTOR * top and result.arms["deepep"].feasible:
+        return [
+            f"DeepEP over {r.transport.name} was measured up to EP{top}; at EP{r.world} its kernel "
+            "figures are extrapolated by the model."
+        ]
+    return []
 
 
 def _capacity_reason(result: Any) -> str:
@@ -197,14 +222,28 @@ def _deciding_reasons(result: Any, v: Verdict) -> list[str]:
     return out
 
 
-def _within_band(arm: str, target: str, limit: float, unit: str, q: Q, digits: int) -> str:
+@dataclass(frozen=True)
+class _Target:
+    """A target as its band's advisory words it: its name, unit and the digits it is quoted to."""
+
+    name: str
+    unit: str
+    digits: int
+
+
+PER_USER_FLOOR = _Target("per-user floor", "tok/s", 1)
+TTFT_CEILING = _Target("TTFT ceiling", "ms", 0)
+
+
+def _within_band(arm: str, target: _Target, limit: float, q: Q) -> str:
     """An arm whose figure's band spans a target: it may meet it or not; the model cannot tell.
     A floor (per-user rate) is met from above, a ceiling (TTFT) from below."""
     label = ARM_LABELS[arm]
     verb, its = ("are", "their") if label.endswith("s") else ("is", "its")
-    ok = q.scalar >= limit if target.endswith("floor") else q.scalar <= limit
+    ok = q.scalar >= limit if target.name.endswith("floor") else q.scalar <= limit
+    digits = target.digits
     return (
-        f"{label} {verb} within the band of the {target} of {limit:g} {unit}: {its} figure "
+        f"{label} {verb} within the band of the {target.name} of {limit:g} {target.unit}: {its} figure "
         f"{tagged(q, digits)} {'meets' if ok else 'misses'} it, but {its} band{_band_of(q, digits)} "
         "spans it; measure before relying on either."
     )
@@ -427,14 +466,14 @@ def advisories(result: Any, v: Verdict, fixes: list[Any]) -> list[str]:
         out.append(_qp_advisory(result, facts["qp_uncap_throughput_gain"].value))
     for name, arm in result.arms.items():
         if arm.slo_status == "within the band":
-            out.append(_within_band(name, "per-user floor", s.slo_tok_s, "tok/s", arm.per_user_tok_s, 1))
+            out.append(_within_band(name, PER_USER_FLOOR, s.slo_tok_s, arm.per_user_tok_s))
         elif arm.meets_slo is False:
             out.append(
                 f"{ARM_LABELS[name]} misses the per-user floor of {s.slo_tok_s:g} tok/s "
                 f"({tagged(arm.per_user_tok_s)})."
             )
         if arm.ttft_status == "within the band":
-            out.append(_within_band(name, "TTFT ceiling", s.ttft_ms, "ms", arm.ttft_ms, 0))
+            out.append(_within_band(name, TTFT_CEILING, s.ttft_ms, arm.ttft_ms))
         elif arm.meets_ttft is False:
             out.append(
                 f"{ARM_LABELS[name]} misses the TTFT ceiling of {s.ttft_ms:g} ms ({tagged(arm.ttft_ms, 0)})."

@@ -8,6 +8,7 @@ names the smallest change that fits, missed targets name what would meet them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..base.arrays import first_float
@@ -128,88 +129,131 @@ def _within(status: str | None) -> str:
     return ", though its band spans the target" if status == "within the band" else ""
 
 
+@dataclass(frozen=True)
+class _Terms:
+    """What every headline quotes of the rule's comparison: the alternative, the comparison,
+    DeepEP's route, the like-with-like note and both aggregates."""
+
+    alt: str
+    c: Comparison
+    t: str
+    basis: str
+    dee_a: Q
+    alt_a: Q
+
+
 def _main(result: Any, v: Verdict, contending: dict[str, bool]) -> str:
-    r = result.resolved
+    """The headline's sentence for the verdict's code: capacity, DeepEP or a dense arm."""
     alt = result.alternative
     c = v.compared
     assert c is not None
-    arm, code = v.recommended_arm, v.code
-    dee_a, alt_a = c.aggregate["deepep"], c.aggregate[alt]
-    basis = "; measured figures set aside to compare like with like" if c.set_aside else ""
-    t = deepep_route(r.transport.name, r.scenario.nodes)
-    if code == "capacity":
-        single = result.arms["replica"]
-        lead = (
-            f"Shard experts across nodes: one node would need {single.memory_gb_per_gpu.scalar:,.0f} GB "
-            f"per GPU against {single.memory.usable_gb.scalar:,.0f} GB usable."
+    w = _Terms(
+        alt=alt,
+        c=c,
+        t=deepep_route(result.resolved.transport.name, result.resolved.scenario.nodes),
+        basis="; measured figures set aside to compare like with like" if c.set_aside else "",
+        dee_a=c.aggregate["deepep"],
+        alt_a=c.aggregate[alt],
+    )
+    if v.code == "capacity":
+        return _capacity_main(result, v, contending, w)
+    if v.code == "deepep":
+        return _deepep_main(result, v, contending, w)
+    return _dense_main(result, v, contending, w)
+
+
+def _capacity_main(result: Any, v: Verdict, contending: dict[str, bool], w: _Terms) -> str:
+    """The model does not fit one node: say so, then which way to shard the experts."""
+    alt, c, t, basis, dee_a, alt_a = w.alt, w.c, w.t, w.basis, w.dee_a, w.alt_a
+    arm = v.recommended_arm
+    single = result.arms["replica"]
+    lead = (
+        f"Shard experts across nodes: one node would need {single.memory_gb_per_gpu.scalar:,.0f} GB "
+        f"per GPU against {single.memory.usable_gb.scalar:,.0f} GB usable."
+    )
+    if v.close_call and c.ratio is not None:
+        lo, hi = _band(c.ratio)
+        return (
+            f"{lead} Either EP flavour, too close to call: DeepEP over {t} reaches {times(c.ratio)} the "
+            f"{ARM_LABELS[alt]} aggregate ({pair(dee_a, alt_a)}), and the model's error band "
+            f"{lo:.2f}–{hi:.2f}× spans 1.00×; {ARM_LABELS[arm]} is likely faster."
         )
-        if v.close_call and c.ratio is not None:
-            lo, hi = _band(c.ratio)
+    if arm == "deepep":
+        if contending[alt] and c.ratio is not None:
             return (
-                f"{lead} Either EP flavour, too close to call: DeepEP over {t} reaches {times(c.ratio)} the "
-                f"{ARM_LABELS[alt]} aggregate ({pair(dee_a, alt_a)}), and the model's error band "
-                f"{lo:.2f}–{hi:.2f}× spans 1.00×; {ARM_LABELS[arm]} is likely faster."
-            )
-        if arm == "deepep":
-            if contending[alt] and c.ratio is not None:
-                return (
-                    f"{lead} Run DeepEP over {t}: {times(c.ratio)} the {ARM_LABELS[alt]} aggregate "
-                    f"({pair(dee_a, alt_a)}{basis})."
-                )
-            return f"{lead} Run DeepEP over {t}: {ARM_LABELS[alt]} {_why_out(result, alt)}."
-        if contending["deepep"] and c.ratio is not None:
-            return (
-                f"{lead} Run {ARM_LABELS[arm]}: DeepEP over {t} reaches {times(c.ratio)} its aggregate "
+                f"{lead} Run DeepEP over {t}: {times(c.ratio)} the {ARM_LABELS[alt]} aggregate "
                 f"({pair(dee_a, alt_a)}{basis})."
             )
-        return f"{lead} Run {ARM_LABELS[arm]}: DeepEP over {t} {_why_out(result, 'deepep')}."
-    d = v.deciding
-    if code == "deepep":
-        rivals = [n for n in (alt, "replica") if contending[n]]
-        if not rivals:
-            return (
-                f"Run DeepEP over {t}: it is the only arm that "
-                f"{'meets the targets' if v.status == 'ok' and _has_targets(result) else 'can run here'}."
-            )
-        if v.close_call and d is not None and not d.is_alternative:
-            return _close_deciding(result, v)
-        if v.close_call and contending[alt] and c.ratio is not None:
-            return _close_text(result, "DeepEP", c)
-        if d is not None and not d.is_alternative:
-            other = d.arms[1]
-            return (
-                f"Run DeepEP over {t}: {times(d.ratio)} {whose(other)} aggregate, its closest "
-                f"rival ({pair(d.aggregate['deepep'], d.aggregate[other])})"
-                f"{step_clause(d.ratio, d.tax_ms_per_token)}."
-            )
-        lead = f"Run DeepEP over {t}"
-        if contending[alt] and c.ratio is not None and c.tax_ms_per_token is not None:
-            return (
-                f"{lead}: {times(c.ratio)} the {ARM_LABELS[alt]} aggregate ({pair(dee_a, alt_a)}{basis})"
-                f"{step_clause(c.ratio, c.tax_ms_per_token)}."
-            )
-        other = rivals[0]
+        return f"{lead} Run DeepEP over {t}: {ARM_LABELS[alt]} {_why_out(result, alt)}."
+    if contending["deepep"] and c.ratio is not None:
         return (
-            f"{lead}: {pair(dee_a, c.aggregate[other])} for {ARM_LABELS[other]}; "
-            f"{ARM_LABELS[alt]} {_why_out(result, alt)}."
+            f"{lead} Run {ARM_LABELS[arm]}: DeepEP over {t} reaches {times(c.ratio)} its aggregate "
+            f"({pair(dee_a, alt_a)}{basis})."
         )
-    # dense
+    return f"{lead} Run {ARM_LABELS[arm]}: DeepEP over {t} {_why_out(result, 'deepep')}."
+
+
+def _deepep_main(result: Any, v: Verdict, contending: dict[str, bool], w: _Terms) -> str:
+    """DeepEP is recommended: against the comparison that decided, or as the only arm left."""
+    alt, c, t, basis, dee_a, alt_a = w.alt, w.c, w.t, w.basis, w.dee_a, w.alt_a
+    d = v.deciding
+    rivals = [n for n in (alt, "replica") if contending[n]]
+    if not rivals:
+        return (
+            f"Run DeepEP over {t}: it is the only arm that "
+            f"{'meets the targets' if v.status == 'ok' and _has_targets(result) else 'can run here'}."
+        )
+    if v.close_call and d is not None and not d.is_alternative:
+        return _close_deciding(result, v)
+    if v.close_call and contending[alt] and c.ratio is not None:
+        return _close_text(result, "DeepEP", c)
+    if d is not None and not d.is_alternative:
+        other = d.arms[1]
+        return (
+            f"Run DeepEP over {t}: {times(d.ratio)} {whose(other)} aggregate, its closest "
+            f"rival ({pair(d.aggregate['deepep'], d.aggregate[other])})"
+            f"{step_clause(d.ratio, d.tax_ms_per_token)}."
+        )
+    lead = f"Run DeepEP over {t}"
+    if contending[alt] and c.ratio is not None and c.tax_ms_per_token is not None:
+        return (
+            f"{lead}: {times(c.ratio)} the {ARM_LABELS[alt]} aggregate ({pair(dee_a, alt_a)}{basis})"
+            f"{step_clause(c.ratio, c.tax_ms_per_token)}."
+        )
+    other = rivals[0]
+    return (
+        f"{lead}: {pair(dee_a, c.aggregate[other])} for {ARM_LABELS[other]}; "
+        f"{ARM_LABELS[alt]} {_why_out(result, alt)}."
+    )
+
+
+def _replica_main(result: Any, v: Verdict, contending: dict[str, bool], w: _Terms) -> str:
+    """The single-node replicas are recommended: their aggregate against the arms in contention."""
+    c, t, d = w.c, w.t, v.deciding
+    rep = c.aggregate["replica"]
+    vs = [f"{ARM_LABELS[n]} {tagged(c.aggregate[n])}" for n in (w.alt, "deepep") if contending[n]]
+    out = f"Run {replica_words(result)}: {tagged(rep)} aggregate"
+    out += f" against {' and '.join(vs)}" if vs else ""
+    out += "; no expert traffic leaves a node"
+    if d is not None and d.arms == ("deepep", "replica"):
+        out += f"; DeepEP over {t} reaches {times(d.ratio)} their aggregate{_band_words(d.ratio)}"
+    if contending["deepep"] and w.dee_a.scalar > rep.scalar:
+        out += (
+            f"; DeepEP's higher figure is within the {c.threshold - 1:.0%} noise band, a tie, "
+            "and ties go to the arm with no expert traffic"
+        )
+    return out + "."
+
+
+def _dense_main(result: Any, v: Verdict, contending: dict[str, bool], w: _Terms) -> str:
+    """A dense arm (or the replicas) is recommended: what DeepEP reaches against it, and why
+    a lead inside the noise band is a tie."""
+    c, t, basis, dee_a, alt_a = w.c, w.t, w.basis, w.dee_a, w.alt_a
+    arm, d = v.recommended_arm, v.deciding
     if v.close_call and d is not None and not d.is_alternative:
         return _close_deciding(result, v)
     if arm == "replica":
-        rep = c.aggregate["replica"]
-        vs = [f"{ARM_LABELS[n]} {tagged(c.aggregate[n])}" for n in (alt, "deepep") if contending[n]]
-        out = f"Run {replica_words(result)}: {tagged(rep)} aggregate"
-        out += f" against {' and '.join(vs)}" if vs else ""
-        out += "; no expert traffic leaves a node"
-        if d is not None and d.arms == ("deepep", "replica"):
-            out += f"; DeepEP over {t} reaches {times(d.ratio)} their aggregate{_band_words(d.ratio)}"
-        if contending["deepep"] and dee_a.scalar > rep.scalar:
-            out += (
-                f"; DeepEP's higher figure is within the {c.threshold - 1:.0%} noise band, a tie, "
-                "and ties go to the arm with no expert traffic"
-            )
-        return out + "."
+        return _replica_main(result, v, contending, w)
     if d is not None and d.arms[0] == "deepep" and not d.is_alternative:
         other = d.arms[1]
         tie = ""

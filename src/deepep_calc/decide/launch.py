@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -123,99 +124,128 @@ def _comments(notes: list[str], width: int = 78) -> list[str]:
     ]
 
 
-def launch(result: Any, arm: str, spec: Any, fill: Any) -> dict[str, Any]:
-    """Config file, command line, exports and notes for `arm` of this scenario."""
-    r, s = result.resolved, result.scenario
-    engine = r.engine
-    notes: list[str] = []
+@dataclass(frozen=True)
+class _Start:
+    """What every engine's command line is built from: the model it loads, the catalog's
+    flags, the graph-mode flag and how many GPUs the server spans against one node's."""
+
+    model: str
+    args: list[str]
+    graph: str
+    ranks: int
+    gpn: int
+
+
+def _split_prose(texts: Any) -> tuple[list[str], list[str]]:
+    """(flags, notes): the catalog's arguments as shell words, its prose as notes."""
     args: list[str] = []
-    for a in (fill(x) for x in spec.args):
+    notes: list[str] = []
+    for a in texts:
         if a.startswith("-"):
             args += shlex.split(a)
         else:
             notes.append(a)
-    graph = engine.graph_flag_graphs if s.cuda_graphs else engine.graph_flag_eager
+    return args, notes
+
+
+def _exports(env: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(export lines, notes): a value with whitespace is prose, never an export."""
     exports: list[str] = []
-    env = dict(arm_env(result, arm, spec, fill))
+    notes: list[str] = []
     for key, value in env.items():
         if re.search(r"\s", value):
             notes.append(f"{key}: {value}")
         else:
             exports.append(f"export {key}={shlex.quote(value)}")
-    world = r.world
-    gpn = r.gpus_per_node
-    ranks = gpn if arm == "replica" else world
-    config_file = None
-    model, weight_flags, weight_notes = weights(result)
-    notes += weight_notes
+    return exports, notes
+
+
+def _trtllm_config(spec: Any, fill: Any, weight_flags: list[str]) -> dict[str, str]:
+    """TensorRT-LLM's LLM API options: the arm's config keys and any weight option as a key."""
+    config = {k: fill(v) for k, v in spec.config.items()}
     for wf in weight_flags:
-        if wf.startswith("-"):
-            args += shlex.split(wf)
-    if engine.name == "trtllm":
-        config = {k: fill(v) for k, v in spec.config.items()}
-        for wf in weight_flags:
-            key, sep, value = wf.partition(": ")
-            if sep and not wf.startswith("-"):
-                config[key] = value
-        cli = ["trtllm-serve", _quoted(model), "--backend", "pytorch"]
-        cli += ["--tp_size", config.pop("tp_size", str(ranks))]
-        ep = config.pop("moe_ep_size", str(ranks))
-        cli += ["--ep_size", ep]
-        if "moe_tp_size" in config:
-            notes.append(f"MoE tensor parallel {config.pop('moe_tp_size')} follows from tp_size / ep_size")
-        if "note" in config:
-            notes.append(config.pop("note"))
-        yaml = []
-        for key, value in config.items():
-            m = _VALUE_NOTE.match(value)
-            if m:
-                yaml.append(f"{key}: {_yaml_value(m.group(1))}  # {m.group(2)}")
-            else:
-                yaml.append(f"{key}: {_yaml_value(value)}")
-        if ":" in graph:
-            yaml.append(graph)
-        config_file = {"name": TRTLLM_OPTIONS_FILE, "text": "\n".join(yaml) + "\n"}
-        cli += ["--extra_llm_api_options", TRTLLM_OPTIONS_FILE]
-        if ranks > gpn:
-            notes.append(
-                f"{ranks // gpn} nodes: start it once under Slurm or MPI with one rank per GPU, e.g. "
-                f"srun -N {ranks // gpn} --ntasks-per-node {gpn} trtllm-llmapi-launch <this command>"
-            )
-    elif engine.name == "vllm":
-        cli = ["vllm", "serve", _quoted(model), *args]
-        if graph.startswith("-"):
-            cli.append(graph)
-        if ranks > gpn and arm in ("deepep", "allgather"):
-            cli += ["--data-parallel-size-local", str(gpn), "--data-parallel-address", HEAD]
-            cli += ["--data-parallel-rpc-port", "13345"]
-            others = ranks // gpn - 1
-            which = "node k = 1" if others == 1 else f"each node k = 1 to {others}"
-            notes.append(
-                f"run this on the first node; on {which} add --headless "
-                f"--data-parallel-start-rank $((k * {gpn}))"
-            )
-        elif ranks > gpn:
-            notes.append(f"tensor parallel over {ranks // gpn} nodes runs on one Ray cluster spanning them")
-    else:  # sglang
-        cli = ["python3 -m sglang.launch_server", "--model-path", _quoted(model), *args]
-        if graph.startswith("-"):
-            cli.append(graph)
-        if ranks > gpn:
-            cli += [
-                "--nnodes",
-                str(ranks // gpn),
-                "--node-rank",
-                "0",
-                "--dist-init-addr",
-                f'"{HEAD_VAR}:5000"',
-            ]
-            notes.append(f"run this on every node, with --node-rank 0..{ranks // gpn - 1}")
-    if arm == "replica" and s.nodes > 1:
-        notes = [n for n in notes if "per node" not in n]  # the catalog's prose, said once with the count
-        notes.append(f"run {s.nodes} such servers, one per node, behind a load balancer")
-    if arm == "deepep" and r.transport.requires:
-        notes.append(f"requires: {r.transport.requires}")
-    command = "\n".join([*_comments(notes), _lines(cli)])
+        key, sep, value = wf.partition(": ")
+        if sep and not wf.startswith("-"):
+            config[key] = value
+    return config
+
+
+def _trtllm_yaml(config: dict[str, str], graph: str) -> str:
+    """The options file: one key per line, a value's prose as a YAML comment."""
+    yaml = []
+    for key, value in config.items():
+        m = _VALUE_NOTE.match(value)
+        if m:
+            yaml.append(f"{key}: {_yaml_value(m.group(1))}  # {m.group(2)}")
+        else:
+            yaml.append(f"{key}: {_yaml_value(value)}")
+    if ":" in graph:
+        yaml.append(graph)
+    return "\n".join(yaml) + "\n"
+
+
+def _trtllm(st: _Start, config: dict[str, str]) -> tuple[list[str], dict[str, str], list[str]]:
+    """(command, options file, notes) for trtllm-serve; the sizes that are flags leave the file."""
+    notes: list[str] = []
+    cli = ["trtllm-serve", _quoted(st.model), "--backend", "pytorch"]
+    cli += ["--tp_size", config.pop("tp_size", str(st.ranks))]
+    ep = config.pop("moe_ep_size", str(st.ranks))
+    cli += ["--ep_size", ep]
+    if "moe_tp_size" in config:
+        notes.append(f"MoE tensor parallel {config.pop('moe_tp_size')} follows from tp_size / ep_size")
+    if "note" in config:
+        notes.append(config.pop("note"))
+    config_file = {"name": TRTLLM_OPTIONS_FILE, "text": _trtllm_yaml(config, st.graph)}
+    cli += ["--extra_llm_api_options", TRTLLM_OPTIONS_FILE]
+    if st.ranks > st.gpn:
+        notes.append(
+            f"{st.ranks // st.gpn} nodes: start it once under Slurm or MPI with one rank per GPU, e.g. "
+            f"srun -N {st.ranks // st.gpn} --ntasks-per-node {st.gpn} trtllm-llmapi-launch <this command>"
+        )
+    return cli, config_file, notes
+
+
+def _vllm(st: _Start, arm: str) -> tuple[list[str], list[str]]:
+    """(command, notes) for vllm serve: data parallel across nodes for the EP arms."""
+    ranks, gpn = st.ranks, st.gpn
+    notes: list[str] = []
+    cli = ["vllm", "serve", _quoted(st.model), *st.args]
+    if st.graph.startswith("-"):
+        cli.append(st.graph)
+    if ranks > gpn and arm in ("deepep", "allgather"):
+        cli += ["--data-parallel-size-local", str(gpn), "--data-parallel-address", HEAD]
+        cli += ["--data-parallel-rpc-port", "13345"]
+        others = ranks // gpn - 1
+        which = "node k = 1" if others == 1 else f"each node k = 1 to {others}"
+        notes.append(
+            f"run this on the first node; on {which} add --headless --data-parallel-start-rank $((k * {gpn}))"
+        )
+    elif ranks > gpn:
+        notes.append(f"tensor parallel over {ranks // gpn} nodes runs on one Ray cluster spanning them")
+    return cli, notes
+
+
+def _sglang(st: _Start) -> tuple[list[str], list[str]]:
+    """(command, notes) for sglang.launch_server: one process per node, node 0 the head."""
+    notes: list[str] = []
+    cli = ["python3 -m sglang.launch_server", "--model-path", _quoted(st.model), *st.args]
+    if st.graph.startswith("-"):
+        cli.append(st.graph)
+    if st.ranks > st.gpn:
+        cli += [
+            "--nnodes",
+            str(st.ranks // st.gpn),
+            "--node-rank",
+            "0",
+            "--dist-init-addr",
+            f'"{HEAD_VAR}:5000"',
+        ]
+        notes.append(f"run this on every node, with --node-rank 0..{st.ranks // st.gpn - 1}")
+    return cli, notes
+
+
+def _blocks(config_file: dict[str, str] | None, command: str, exports: list[str]) -> list[dict[str, str]]:
+    """The blocks to paste, in order: the options file, the command, the environment."""
     blocks = []
     if config_file is not None:
         blocks.append(
@@ -224,12 +254,44 @@ def launch(result: Any, arm: str, spec: Any, fill: Any) -> dict[str, Any]:
     blocks.append({"caption": "start the server", "lang": "sh", "text": command})
     if exports:
         blocks.append({"caption": "environment, before starting", "lang": "sh", "text": "\n".join(exports)})
+    return blocks
+
+
+def launch(result: Any, arm: str, spec: Any, fill: Any) -> dict[str, Any]:
+    """Config file, command line, exports and notes for `arm` of this scenario."""
+    r, s = result.resolved, result.scenario
+    engine = r.engine
+    args, notes = _split_prose(fill(x) for x in spec.args)
+    graph = engine.graph_flag_graphs if s.cuda_graphs else engine.graph_flag_eager
+    exports, env_notes = _exports(dict(arm_env(result, arm, spec, fill)))
+    notes += env_notes
+    ranks = r.gpus_per_node if arm == "replica" else r.world
+    config_file = None
+    model, weight_flags, weight_notes = weights(result)
+    notes += weight_notes
+    for wf in weight_flags:
+        if wf.startswith("-"):
+            args += shlex.split(wf)
+    st = _Start(model, args, graph, ranks, r.gpus_per_node)
+    if engine.name == "trtllm":
+        cli, config_file, engine_notes = _trtllm(st, _trtllm_config(spec, fill, weight_flags))
+    elif engine.name == "vllm":
+        cli, engine_notes = _vllm(st, arm)
+    else:  # sglang
+        cli, engine_notes = _sglang(st)
+    notes += engine_notes
+    if arm == "replica" and s.nodes > 1:
+        notes = [n for n in notes if "per node" not in n]  # the catalog's prose, said once with the count
+        notes.append(f"run {s.nodes} such servers, one per node, behind a load balancer")
+    if arm == "deepep" and r.transport.requires:
+        notes.append(f"requires: {r.transport.requires}")
+    command = "\n".join([*_comments(notes), _lines(cli)])
     return {
         "config_file": config_file,
         "command": command,
         "exports": "\n".join(exports),
         "notes": notes,
-        "blocks": blocks,
+        "blocks": _blocks(config_file, command, exports),
     }
 
 

@@ -134,6 +134,7 @@ def _works(res: Any, targets: bool) -> np.ndarray:
     return ok
 
 
+# size: one first-crossing search: field, bracket, goal and direction, each given by both callers
 def _search(result: Any, name: str, lo: int, hi: int, targets: bool, *, working: bool) -> int | None:
     """First value in [lo, hi] where the model works (`working`) or stops working."""
     from ..estimate.passes import first_true, model  # the vectorised search: only a fix imports it

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..base.arrays import every_some, first_float, floats, is_array, np
@@ -67,32 +67,14 @@ def model_arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None =
         step_ms, pu, aggregate, ttft = apply_cell(cell, arm, step_ms, pu, aggregate, ttft)
     cost = banded(usd_per_mtok(r, aggregate), table, "aggregate", inverse=True, covered=cov)
     split = _split_ok(r.model.experts, lay.expert_shard) if lay.exchange != "tp" else True
-    fits = mem.fits
-    reach = _reaches(r, arm)
     ceiling = prompt_ceiling_ms(s.ttft_ms)
-    answered = ttft.value <= ceiling
-    feasible = split & fits & reach & answered
-    why, why_code = "", ""
-    if r.measured:
-        if not split:
-            why_code = "split"
-            why = f"{r.model.experts} experts cannot be split evenly over EP{int(lay.expert_shard)}"
-        elif not reach:
-            why_code = "reach"
-            why = f"{r.transport.name} reaches only the GPUs of one node"
-        elif not fits:
-            why_code = "memory"
-            why = "does not fit in HBM at this concurrency and context"
-        elif not answered:
-            why_code = "queue"
-            wait = ttft.scalar - ttft_base.scalar
-            queued = f" ({duration(wait)} waiting for a batch slot)" if wait > 0 else ""
-            limit = duration(ceiling)
-            why = f"first token after {duration(ttft.scalar)}{queued}: past the {limit} a client waits"
+    checks = _Checks(split, mem.fits, _reaches(r, arm), ttft.value <= ceiling, ceiling)
+    feasible = checks.split & checks.fits & checks.reach & checks.answered
+    why, why_code = _why_not(r, lay, checks, ttft, ttft_base) if r.measured else ("", "")
     result = ArmResult(
         arm,
         _plain(feasible),
-        _plain(fits),
+        _plain(checks.fits),
         why,
         pu,
         step_ms,
@@ -112,6 +94,41 @@ def model_arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None =
         evidence=cov,
         bounds=ArmBounds(r, arm, c, step, memo if memo is not None else {}, table, cov, mem.max_concurrency),
     )
+    _set_targets(result, r)
+    return result
+
+
+@dataclass(frozen=True)
+class _Checks:
+    """What decides whether an arm can run here: the experts split over its layout, it fits in
+    HBM, its transport reaches every node, and its first token comes before `ceiling` ms."""
+
+    split: Any
+    fits: Any
+    reach: Any
+    answered: Any
+    ceiling: float
+
+
+def _why_not(r: Resolved, lay: Any, checks: _Checks, ttft: Q, ttft_base: Q) -> tuple[str, str]:
+    """(why, code) of the first check an arm fails, in the order a reader would fix them."""
+    if not checks.split:
+        return f"{r.model.experts} experts cannot be split evenly over EP{int(lay.expert_shard)}", "split"
+    if not checks.reach:
+        return f"{r.transport.name} reaches only the GPUs of one node", "reach"
+    if not checks.fits:
+        return "does not fit in HBM at this concurrency and context", "memory"
+    if not checks.answered:
+        wait = ttft.scalar - ttft_base.scalar
+        queued = f" ({duration(wait)} waiting for a batch slot)" if wait > 0 else ""
+        limit = duration(checks.ceiling)
+        return f"first token after {duration(ttft.scalar)}{queued}: past the {limit} a client waits", "queue"
+    return "", ""
+
+
+def _set_targets(result: ArmResult, r: Resolved) -> None:
+    """Whether the arm meets the targets the user set (and, for one scenario, how surely)."""
+    s = r.scenario
     if s.slo_tok_s is not None:
         result.meets_slo = _plain(result.per_user_tok_s.value >= s.slo_tok_s)
         if r.measured:
@@ -120,7 +137,6 @@ def model_arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None =
         result.meets_ttft = _plain(result.ttft_ms.value <= s.ttft_ms)
         if r.measured:
             result.ttft_status = target_status(result.ttft_ms, s.ttft_ms, floor=False)
-    return result
 
 
 def replica_arm(r: Resolved, table: Table, memo: dict[Any, Any] | None) -> ArmResult:

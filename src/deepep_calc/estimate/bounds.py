@@ -31,6 +31,7 @@ from .bands import banded
 class ArmBounds:
     """One arm's bound, its exchange's bound and the NIC's busy fraction (lazy, per arm)."""
 
+    # size: it keeps the pieces model_arm already holds, so each bound is worked out lazily from them
     def __init__(
         self,
         r: Resolved,

@@ -141,6 +141,7 @@ def deepep_neighbour_cell(r: Resolved) -> Cell | None:
     return best
 
 
+# size: the four figures a measured cell may replace go in and come out together, in one order
 def apply_cell(cell: Cell, arm: str, step: Q, per_user: Q, aggregate: Q, ttft: Q) -> tuple[Q, Q, Q, Q]:
     pu = cell.q(arm, "per_user_tok_s", "tok/s")
     itl = cell.q(arm, "itl_ms", "ms")

@@ -27,7 +27,8 @@ the aggregated arms only (`compute_with_disagg` leaves such a result without thi
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -139,33 +140,33 @@ def _side_arms(r: Resolved, spec: DisaggSpec, table: Table) -> tuple[list[Prefil
     return pre, dec
 
 
-def compute_disagg(r: Resolved, table: Table | None = None) -> DisaggResult:
-    """The disaggregated deployment the scenario asks for (`r.disagg` must be set)."""
-    spec = r.disagg
-    assert spec is not None, "compute_disagg needs a disaggregated scenario"
-    table = table if table is not None else table_for(r)
-    s = r.scenario
-    pre, dec = _side_arms(r, spec, table)
-    pfs = [prefill_figures(p) for p in pre]
-    dfs = [decode_figures(d) for d in dec]
-    combos = [(i, j) for i in range(len(pre)) for j in range(len(dec))]
-    pairs = [
-        pairing(r, spec.engine_kv, spec.kv, spec.prefill.nodes, spec.decode.nodes, pfs[i], dfs[j])
-        for i, j in combos
-    ]
-    scores = [pairing_score(r, pfs[i], dfs[j], dep) for (i, j), (_, dep) in zip(combos, pairs, strict=True)]
-    k = choose(scores, [True] * len(scores))
-    ip = gather_values([float(i) for i, _ in combos], k)
-    id_ = gather_values([float(j) for _, j in combos], k)
-    ip = ip.astype(int) if is_array(ip) else int(ip)
-    id_ = id_.astype(int) if is_array(id_) else int(id_)
-    pf = {key: pick([f[key] for f in pfs], ip) for key in pfs[0]}
-    df = {key: pick([f[key] for f in dfs], id_) for key in dfs[0]}
-    for flags in (pf, df):
-        for key in ("ok", "fits", "splits"):
-            flags[key] = _flag(flags[key])
-    link = {key: pick([lk[key] for lk, _ in pairs], k) for key in pairs[0][0]}
-    deps = [dep for _, dep in pairs]
+@dataclass(frozen=True)
+class _Pick:
+    """One side's candidate arms, their figures, which one was chosen and its figures (row by
+    row in a sweep): what that side's `SideResult` is made of."""
+
+    arms: list[Any]  # PrefillArm or DecodeArm
+    figures: list[dict[str, Any]]
+    index: Any
+    chosen: dict[str, Any]
+
+
+def _chosen_index(values: list[float], k: Any) -> Any:
+    """Which candidate of one side the chosen pairing `k` holds, as an int (per row in a sweep)."""
+    index = gather_values(values, k)
+    return index.astype(int) if is_array(index) else int(index)
+
+
+def _pick(arms: list[Any], figures: list[dict[str, Any]], index: Any) -> _Pick:
+    """A side's chosen candidate and its figures, its flags as bools."""
+    chosen = {key: pick([f[key] for f in figures], index) for key in figures[0]}
+    for key in ("ok", "fits", "splits"):
+        chosen[key] = _flag(chosen[key])
+    return _Pick(arms, figures, index, chosen)
+
+
+def _deployment(deps: list[phys.Deployment], k: Any) -> phys.Deployment:
+    """The chosen pairing's deployment figures (row by row in a sweep), its limit a count."""
     dep = phys.Deployment(
         **{
             name: pick([getattr(d, name) for d in deps], k)
@@ -183,53 +184,112 @@ def compute_disagg(r: Resolved, table: Table | None = None) -> DisaggResult:
         limit=pick([float(d.limit) if not is_array(d.limit) else d.limit for d in deps], k),
     )
     if not is_array(dep.limit):
-        dep = replace(dep, limit=int(dep.limit))
-    else:
-        dep = replace(dep, limit=np.asarray(dep.limit).astype(int))
-    inside, note = covered(r, spec)
-    cost = _cost(r, dep.aggregate_tok_s)
-    mem_p, mem_d = pf["memory_gb"], df["memory_gb"]
-    memory_gb = Q(maximum(mem_p.value, mem_d.value), "GB", min(mem_p.tag, mem_d.tag), "the larger side's")
-    ttft = _band(dep.ttft_ms, table, "ttft", inside)
-    answered = ttft.value <= prompt_ceiling_ms(s.ttft_ms)
-    feasible = pf["ok"] & df["ok"] & answered
-    prefill = SideResult(
+        return replace(dep, limit=int(dep.limit))
+    return replace(dep, limit=np.asarray(dep.limit).astype(int))
+
+
+def _prefill_side(spec: DisaggSpec, p: _Pick, band: Callable[..., Q]) -> SideResult:
+    """The prefill side as chosen: its prompt's latency (banded as TTFT) and its capacity."""
+    pf = p.chosen
+    return SideResult(
         "prefill",
         spec.prefill,
-        tuple(p.arm for p in pre),
-        ip,
-        [p.capacity_req_s for p in pre],
-        [f["ok"] for f in pfs],
+        tuple(a.arm for a in p.arms),
+        p.index,
+        [a.capacity_req_s for a in p.arms],
+        [f["ok"] for f in p.figures],
         {
-            "prefill_ms": _band(pf["prefill_ms"], table, "ttft", inside),
+            "prefill_ms": band(pf["prefill_ms"], "ttft"),
             "busy_forward_ms": pf["busy_forward_ms"],
             "prompts_per_forward": pf["prompts"],
             "capacity_req_s": pf["capacity"],
         },
-        mem_p,
+        pf["memory_gb"],
         pf["fits"],
         pf["splits"],
         pf["holders"],
         pf["kv_shard"],
     )
-    decode = SideResult(
+
+
+def _decode_side(spec: DisaggSpec, d: _Pick, band: Callable[..., Q]) -> SideResult:
+    """The decode side as chosen: its step (banded as a step), running limit and capacity."""
+    df = d.chosen
+    return SideResult(
         "decode",
         spec.decode,
-        tuple(d.arm for d in dec),
-        id_,
-        [d.throughput_req_s for d in dec],
-        [f["ok"] for f in dfs],
+        tuple(a.arm for a in d.arms),
+        d.index,
+        [a.throughput_req_s for a in d.arms],
+        [f["ok"] for f in d.figures],
         {
-            "step_ms": _band(df["step_ms"], table, "step", inside),
+            "step_ms": band(df["step_ms"], "step"),
             "running_limit": df["running_limit"],
             "capacity_req_s": df["capacity"],
         },
-        mem_d,
+        df["memory_gb"],
         df["fits"],
         df["splits"],
         df["holders"],
         df["kv_shard"],
     )
+
+
+def _link_fields(link: dict[str, Any]) -> dict[str, Any]:
+    """The chosen pairing's KV transfer figures under `DisaggResult`'s names."""
+    return {
+        "kv_bytes_per_request": link["request"],
+        "block_bytes": link["block"],
+        "node_pair_gb_s": link["pair"],
+        "transfer_ms": link["transfer"],
+        "exposed_ms": link["exposed"],
+        "stream_units": link["units"],
+        "link_capacity_req_s": link["link"],
+    }
+
+
+def _paired(
+    r: Resolved, spec: DisaggSpec, pfs: list[dict[str, Any]], dfs: list[dict[str, Any]]
+) -> tuple[list[tuple[int, int]], list[tuple[dict[str, Any], phys.Deployment]], Any]:
+    """Every prefill arm with every decode arm, and the pairing the model rates best (per row)."""
+    combos = [(i, j) for i in range(len(pfs)) for j in range(len(dfs))]
+    pairs = [
+        pairing(r, spec.engine_kv, spec.kv, spec.prefill.nodes, spec.decode.nodes, pfs[i], dfs[j])
+        for i, j in combos
+    ]
+    scores = [pairing_score(r, pfs[i], dfs[j], dep) for (i, j), (_, dep) in zip(combos, pairs, strict=True)]
+    return combos, pairs, choose(scores, [True] * len(scores))
+
+
+def _larger_memory(mem_p: Q, mem_d: Q) -> Q:
+    """Memory per GPU of the deployment: the larger side's, at the weaker side's tag."""
+    return Q(maximum(mem_p.value, mem_d.value), "GB", min(mem_p.tag, mem_d.tag), "the larger side's")
+
+
+def compute_disagg(r: Resolved, table: Table | None = None) -> DisaggResult:
+    """The disaggregated deployment the scenario asks for (`r.disagg` must be set)."""
+    spec = r.disagg
+    assert spec is not None, "compute_disagg needs a disaggregated scenario"
+    table = table if table is not None else table_for(r)
+    s = r.scenario
+    pre, dec = _side_arms(r, spec, table)
+    pfs = [prefill_figures(p) for p in pre]
+    dfs = [decode_figures(d) for d in dec]
+    combos, pairs, k = _paired(r, spec, pfs, dfs)
+    p_pick = _pick(pre, pfs, _chosen_index([float(i) for i, _ in combos], k))
+    d_pick = _pick(dec, dfs, _chosen_index([float(j) for _, j in combos], k))
+    pf, df = p_pick.chosen, d_pick.chosen
+    link = {key: pick([lk[key] for lk, _ in pairs], k) for key in pairs[0][0]}
+    dep = _deployment([dep for _, dep in pairs], k)
+    inside, note = covered(r, spec)
+
+    def band(q: Q, kind: str, inverse: bool = False) -> Q:
+        return _band(q, table, kind, inside, inverse)
+
+    ttft = band(dep.ttft_ms, "ttft")
+    answered = ttft.value <= prompt_ceiling_ms(s.ttft_ms)
+    feasible = pf["ok"] & df["ok"] & answered
+    prefill, decode = _prefill_side(spec, p_pick, band), _decode_side(spec, d_pick, band)
     scalar = not is_array(feasible)
     if scalar:
         prefill.why_not = _side_why(r, prefill)
@@ -239,20 +299,14 @@ def compute_disagg(r: Resolved, table: Table | None = None) -> DisaggResult:
         prefill=prefill,
         decode=decode,
         kv=spec.kv,
-        kv_bytes_per_request=link["request"],
-        block_bytes=link["block"],
-        node_pair_gb_s=link["pair"],
-        transfer_ms=link["transfer"],
-        exposed_ms=link["exposed"],
-        stream_units=link["units"],
-        link_capacity_req_s=link["link"],
+        **_link_fields(link),
         deployment=dep,
         ttft_ms=ttft,
-        tpot_ms=_band(df["step_ms"], table, "step", inside),
-        per_user_tok_s=_band(dep.per_user_tok_s, table, "step", inside, inverse=True),
-        aggregate_tok_s=_band(dep.aggregate_tok_s, table, "aggregate", inside),
-        usd_per_mtok=_band(cost, table, "aggregate", inside, inverse=True),
-        memory_gb_per_gpu=memory_gb,
+        tpot_ms=band(df["step_ms"], "step"),
+        per_user_tok_s=band(dep.per_user_tok_s, "step", inverse=True),
+        aggregate_tok_s=band(dep.aggregate_tok_s, "aggregate"),
+        usd_per_mtok=band(_cost(r, dep.aggregate_tok_s), "aggregate", inverse=True),
+        memory_gb_per_gpu=_larger_memory(pf["memory_gb"], df["memory_gb"]),
         balance=phys.balanced_prefill_share(
             pf["capacity"], spec.prefill.nodes, df["capacity"], spec.decode.nodes
         ),

@@ -224,6 +224,7 @@ def decode_figures(d: DecodeArm) -> dict[str, Any]:
     }
 
 
+# size: it takes pairing's inputs as they come (scenario, engine KV, transport, node counts, figures)
 def transfer_figures(
     r: Resolved,
     ekv: Any,
@@ -256,6 +257,7 @@ def transfer_figures(
     }
 
 
+# size: one pairing's inputs, which the planner also passes one by one: scenario, KV, nodes and figures
 def pairing(
     r: Resolved,
     ekv: Any,

@@ -22,6 +22,58 @@ def _check(name: str, value: int) -> None:
         raise InputError(f"--{name}", value, f"at most {LIMITS[name]:,}")
 
 
+def _check_query(ep: int, shape: KernelShape, comms: int, qps: int) -> None:
+    """Each number whole, positive and within its limit, then the shape's own consistency."""
+    for name, value in (
+        ("ep", ep),
+        ("tokens", shape.tokens),
+        ("hidden", shape.hidden),
+        ("topk", shape.topk),
+        ("experts", shape.experts),
+        ("comms", comms),
+        ("qps", qps),
+    ):
+        _check(name, value)
+    if shape.topk > shape.experts:
+        raise InputError("--topk", shape.topk, f"at most the expert count ({shape.experts})")
+    if shape.dispatch_dtype not in ("fp8", "bf16"):
+        raise InputError("--dispatch-dtype", shape.dispatch_dtype, "fp8 or bf16")
+
+
+def _placed(transport: str, instance: str, ep: int) -> tuple[Transport, Instance]:
+    """The transport and instance asked for, refused where the one does not run on the other
+    (or NVLink asked to span more than one node)."""
+    t = get_transport(transport)
+    inst = get_instance(instance)
+    if inst.name not in t.instances:
+        raise InputError("--instance", instance, f"one of {', '.join(t.instances)} for {t.name}")
+    gpn = inst.gpus_per_node
+    if t.name == "nvlink" and ep > gpn:
+        raise InputError("--ep", ep, f"at most {gpn} for nvlink (one node)")
+    return t, inst
+
+
+def _table(profile: Any, t: Transport) -> tuple[Any, bool]:
+    """The constants the kernel runs with, and whether a profile refitted this transport's."""
+    table = built_in_table()
+    own = profile is not None and profile.kernel_fit(t.name) is not None
+    if own:
+        table = table.with_transport(t.name, profile.kernel_fit(t.name))
+    return table, own
+
+
+def _modelled(parts: dict[str, Any], table: Any) -> dict[str, Q]:
+    """The model's three totals, banded by the kernel misses where the table has that band."""
+    d, c = parts["dispatch"]["total"], parts["combine"]["total"]
+    out = {"dispatch_us": d, "combine_us": c, "total_us": (d + c).as_("us")}
+    band = table.band("kernel")
+    if band is not None:
+        lo, hi = band
+        out = {k: v.with_band(v.scalar / hi, v.scalar / lo) for k, v in out.items()}
+    return out
+
+
+# size: the `kernel` entry point: each keyword is one of its CLI and API options, passed by name
 def kernel_query(
     transport: str = "efa-proxy",
     instance: str = "p5en",
@@ -46,28 +98,9 @@ def kernel_query(
     returned (measured) at its exact shape, and its refitted cost per message is used elsewhere: the
     user's fabric replaces the reference's.
     """
-    for name, value in (
-        ("ep", ep),
-        ("tokens", tokens),
-        ("hidden", hidden),
-        ("topk", topk),
-        ("experts", experts),
-        ("comms", comms),
-        ("qps", qps),
-    ):
-        _check(name, value)
-    if topk > experts:
-        raise InputError("--topk", topk, f"at most the expert count ({experts})")
-    if dispatch_dtype not in ("fp8", "bf16"):
-        raise InputError("--dispatch-dtype", dispatch_dtype, "fp8 or bf16")
-    t = get_transport(transport)
-    inst = get_instance(instance)
-    if inst.name not in t.instances:
-        raise InputError("--instance", instance, f"one of {', '.join(t.instances)} for {t.name}")
-    gpn = inst.gpus_per_node
-    if t.name == "nvlink" and ep > gpn:
-        raise InputError("--ep", ep, f"at most {gpn} for nvlink (one node)")
     shape = KernelShape(tokens, hidden, topk, experts, dispatch_dtype)
+    _check_query(ep, shape, comms, qps)
+    t, inst = _placed(transport, instance, ep)
     profile = None
     logged = None
     if calibration is not None:
@@ -75,11 +108,10 @@ def kernel_query(
 
         profile = load_profile(calibration)
         logged = profile.kernel_measured(t.name, inst.name, ep, shape, comms, qps)
-    table = built_in_table()
-    own = profile is not None and profile.kernel_fit(t.name) is not None
-    if own:
-        table = table.with_transport(t.name, profile.kernel_fit(t.name))
-    parts = kernel_parts(t, inst, gpn, ep, shape, comms, qps, table.kernel_constants(t.name, inst.name))
+    table, own = _table(profile, t)
+    parts = kernel_parts(
+        t, inst, inst.gpus_per_node, ep, shape, comms, qps, table.kernel_constants(t.name, inst.name)
+    )
     detail = {
         "parts_us": {d: {name: parts[d][name] for name in PARTS} for d in ("dispatch", "combine")},
         "binds": {d: binding_pipe(parts[d]) for d in ("dispatch", "combine")},
@@ -92,13 +124,7 @@ def kernel_query(
         d = Q.measured(ref.dispatch_us, "us", ref.source)
         c = Q.measured(ref.combine_us, "us", ref.source)
         return {"dispatch_us": d, "combine_us": c, "total_us": (d + c).as_("us"), **detail}
-    d, c = parts["dispatch"]["total"], parts["combine"]["total"]
-    out = {"dispatch_us": d, "combine_us": c, "total_us": (d + c).as_("us")}
-    band = table.band("kernel")
-    if band is not None:
-        lo, hi = band
-        out = {k: v.with_band(v.scalar / hi, v.scalar / lo) for k, v in out.items()}
-    return {**out, **detail}
+    return {**_modelled(parts, table), **detail}
 
 
 def kernel_json(out: dict[str, Any]) -> dict[str, Any]:
@@ -126,6 +152,7 @@ def cell_references(t: Transport, inst: Instance, ep: int, shape: KernelShape) -
     ]
 
 
+# size: the kernel query as kernel_parts takes it (transport, instance, EP, shape, comms, QPs)
 def reference_match(
     t: Transport, inst: Instance, ep: int, shape: KernelShape, comms: int, qps: int
 ) -> KernelRef | None:

@@ -212,41 +212,49 @@ class Guard:
         self.form_posts = form_posts
         self.allowed_hosts = allowed_hosts
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    def _refusal(self, scope: Scope, ctype: str, limit: int) -> tuple[int, str] | None:
+        """(status, message) of the first rule the request breaks before any body is read:
+        its Host, its origin, its declared length, its content type; None when it passes."""
         if self.allowed_hosts is not None:
             # No Host at all is an HTTP/1.0 tool, never a browser: rebinding needs a browser.
             host = _header(scope, b"host")
             if host and host_name(host) not in self.allowed_hosts:
                 names = ", ".join(sorted(self.allowed_hosts))
-                await _refuse(send, 400, f"this server answers only to a loopback Host ({names})")
-                return
+                return 400, f"this server answers only to a loopback Host ({names})"
         why = cross_site(scope)
         if why is not None:
-            await _refuse(send, 403, f"refused: {why}; use the calculator's own page")
+            return 403, f"refused: {why}; use the calculator's own page"
+        declared = _header(scope, b"content-length")
+        if declared:
+            if not declared.isdigit():
+                return 400, "Content-Length is not a number"
+            if int(declared) > limit:
+                return 413, _too_large(limit)
+        path = scope.get("path", "")
+        if scope.get("method") == "POST" and (path in self.json_posts or path in self.form_posts):
+            wanted = ("application/json",) if path in self.json_posts else FORM_TYPES
+            if ctype not in wanted:
+                return 415, f"send the body as {' or '.join(wanted)}, not {ctype or 'nothing'}"
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        ctype = _header(scope, b"content-type").split(";", 1)[0].strip().lower()
+        limit = limit_for(scope.get("path", ""), ctype)
+        refusal = self._refusal(scope, ctype, limit)
+        if refusal is not None:
+            await _refuse(send, *refusal)
             return
         head = scope.get("method") == "HEAD"
         if head:  # answered as GET, without the body
             scope = {**scope, "method": "GET"}
-        path = scope.get("path", "")
-        ctype = _header(scope, b"content-type").split(";", 1)[0].strip().lower()
-        limit = limit_for(path, ctype)
-        declared = _header(scope, b"content-length")
-        if declared:
-            if not declared.isdigit():
-                await _refuse(send, 400, "Content-Length is not a number")
-                return
-            if int(declared) > limit:
-                await _refuse(send, 413, _too_large(limit))
-                return
-        if scope.get("method") == "POST" and (path in self.json_posts or path in self.form_posts):
-            wanted = ("application/json",) if path in self.json_posts else FORM_TYPES
-            if ctype not in wanted:
-                await _refuse(send, 415, f"send the body as {' or '.join(wanted)}, not {ctype or 'nothing'}")
-                return
+        await self._serve(scope, receive, send, limit, head)
 
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, limit: int, head: bool) -> None:
+        """The app behind the door: a body cut off at `limit`, the security headers added to
+        every response, and a HEAD answered without its body."""
         received = 0
         started = False
 

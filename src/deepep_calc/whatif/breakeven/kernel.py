@@ -3,7 +3,7 @@ fixed latency)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ...base.arrays import np
 from ...base.quantity import Q
@@ -40,14 +40,33 @@ def _per_layer_us(result: Result, layers: int) -> Q:
     return _at((comm * (1000.0 / max(layers, 1))).as_("us", f"DeepEP kernels per step / {layers} MoE layers"))
 
 
-def kernel_tie(r: Resolved) -> Answer:
+def _shifted(r: Resolved, table: Table, shift: float) -> Result:
+    """The model with every DeepEP dispatch + combine `shift` us slower per MoE layer."""
+    return model(r, table=kernel_shifted(r, shift, table))
+
+
+def _ratio_at(r: Resolved, table: Table, shift: float) -> float:
+    """DeepEP / alternative aggregate at a kernel shift of `shift` us."""
+    return _at(_shifted(r, table, shift).ratio_deepep_vs_alternative).scalar
+
+
+@dataclass(frozen=True)
+class _Bracket:
+    """The kernel latencies the search spans and the ratio at each end: from every fixed
+    latency gone (`lowest`, giving `floor_us` per layer) to `high` us slower than `now_us`."""
+
+    now_us: Q
+    floor_us: Q
+    lowest: float
+    high: float
+    r_low: float
+    r_high: float
+
+
+def _not_applicable(r: Resolved, base: Result, q: str) -> Answer | None:
+    """No tie to look for when either compared arm cannot run here."""
     alt_name = r.scenario.alternative
-    q = f"Per-MoE-layer dispatch + combine latency at which DeepEP ties {ARM_LABELS[alt_name]}"
-    base = model(r)
-    layers = r.model.moe_layers
-    now = _per_layer_us(base, layers)
-    dee, alt = base.arms["deepep"], base.arms[alt_name]
-    for name, arm in (("DeepEP", dee), (ARM_LABELS[alt_name], alt)):
+    for name, arm in (("DeepEP", base.arms["deepep"]), (ARM_LABELS[alt_name], base.arms[alt_name])):
         if not bool(np.all(arm.feasible)):
             return Answer(
                 "kernel_tie_us",
@@ -56,52 +75,64 @@ def kernel_tie(r: Resolved) -> Answer:
                 f"No tie to find: {name} is not feasible here ({why_not_served(r, arm)}).",
                 short="not applicable",
             )
+    return None
 
-    table = table_for(r)
 
-    def at(shift: float) -> Result:
-        return model(r, table=kernel_shifted(r, shift, table))
-
-    def ratio_at(shift: float) -> float:
-        return _at(at(shift).ratio_deepep_vs_alternative).scalar
-
+def _bracket(r: Resolved, base: Result, table: Table) -> _Bracket:
+    """Today's per-layer latency, the fastest these kernels can be, and the ratio at both ends."""
+    layers = r.model.moe_layers
+    now = _per_layer_us(base, layers)
     lowest = -_alpha_total(r, table)  # every fixed latency gone: the fastest these kernels can be
-    floor = _per_layer_us(at(lowest), layers)
+    floor = _per_layer_us(_shifted(r, table, lowest), layers)
     high = max(4.0 * now.scalar, 1000.0)  # four times slower than today (at least 1 ms)
-    r_low, r_high = ratio_at(lowest), ratio_at(high)
+    return _Bracket(now, floor, lowest, high, _ratio_at(r, table, lowest), _ratio_at(r, table, high))
+
+
+def _never_ties(q: str, b: _Bracket) -> Answer | None:
+    """Why no kernel latency ties, when none does: it moves nothing, or DeepEP stays behind even
+    at the fastest, or ahead even at the slowest."""
+    now, floor = b.now_us, b.floor_us
     check = {"now_us": now, "floor_us": floor}
-    if abs(r_low - r_high) < 1e-6:
+    if abs(b.r_low - b.r_high) < 1e-6:
         note = (
             f"No kernel latency changes the ratio: the kernels (now {now.scalar:,.1f} µs per layer) "
             "hide under the engine's CPU path, so faster kernels would not help DeepEP here."
         )
         return Answer("kernel_tie_us", q, None, note, check, short="never")
-    if r_low < 1.0:
+    if b.r_low < 1.0:
         note = (
             f"No kernel latency ties: even at {floor.scalar:,.1f} µs per layer (no fixed latency; now "
             f"{now.scalar:,.1f} µs) DeepEP stays behind, so the rest of its step (engine, host proxy) "
             "decides, not the kernels."
         )
         return Answer("kernel_tie_us", q, None, note, check, short="never")
-    if r_high > 1.0:
+    if b.r_high > 1.0:
         note = (
-            f"DeepEP stays ahead even at {now.scalar + high:,.0f} µs per layer (now {now.scalar:,.1f} µs): "
+            f"DeepEP stays ahead even at {now.scalar + b.high:,.0f} µs per layer (now {now.scalar:,.1f} µs): "
             "slower kernels would not change the verdict."
         )
         return Answer("kernel_tie_us", q, None, note, check, short="never")
-    lo, hi = lowest, high  # ratio falls as the shift grows: bisect for ratio = 1
+    return None
+
+
+def _solved_tie(r: Resolved, q: str, b: _Bracket, table: Table) -> Answer:
+    """Bisect the bracket for the latency at which the ratio is 1 (it falls as the shift grows)."""
+    now, floor = b.now_us, b.floor_us
+    alt_name = r.scenario.alternative
+    lo, hi = b.lowest, b.high
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if ratio_at(mid) > 1.0 else (lo, mid)
+        lo, hi = (mid, hi) if _ratio_at(r, table, mid) > 1.0 else (lo, mid)
     shift = 0.5 * (lo + hi)
     delta = Q(shift, "us", now.tag, "bisection on the model ratio")
     tie = (now + delta).as_(
         "us", f"solved: the per-layer latency at which the model ratio is 1 (DeepEP now {now.scalar:,.0f} us)"
     )
     check = {
-        **check,
+        "now_us": now,
+        "floor_us": floor,
         "solution_us": tie,
-        "ratio_at_solution": _at(at(shift).ratio_deepep_vs_alternative),
+        "ratio_at_solution": _at(_shifted(r, table, shift).ratio_deepep_vs_alternative),
     }
     note = (
         f"DeepEP ties {ARM_LABELS[alt_name]} at {tie.scalar:,.1f} µs of dispatch + combine per MoE layer "
@@ -114,6 +145,22 @@ def kernel_tie(r: Resolved) -> Answer:
             "the bandwidth alone take at this shape: no fixed-latency saving reaches it."
         )
     return Answer("kernel_tie_us", q, tie, note, check)
+
+
+def kernel_tie(r: Resolved) -> Answer:
+    """The per-layer dispatch + combine latency at which DeepEP ties the alternative, or why
+    no latency does."""
+    q = f"Per-MoE-layer dispatch + combine latency at which DeepEP ties {ARM_LABELS[r.scenario.alternative]}"
+    base = model(r)
+    not_applicable = _not_applicable(r, base, q)
+    if not_applicable is not None:
+        return not_applicable
+    table = table_for(r)
+    b = _bracket(r, base, table)
+    never = _never_ties(q, b)
+    if never is not None:
+        return never
+    return _solved_tie(r, q, b, table)
 
 
 def _alpha_total(r: Resolved, table: Table) -> float:

@@ -152,9 +152,9 @@ def issue_bound(r: Resolved, qps: np.ndarray) -> np.ndarray:
     return out
 
 
-def qps_kernel(r: Resolved) -> Answer:
+def _qps_not_applicable(r: Resolved, question: str) -> Answer | None:
+    """No QP crossing to look for: the transport's issue model has no QP cap, or one node."""
     t = r.transport
-    question = "EP_EFA_MAX_QPS beyond which the kernel stops being issue-bound"
     if not t.comms_sensitive:
         return Answer(
             "qps_kernel",
@@ -167,7 +167,12 @@ def qps_kernel(r: Resolved) -> Answer:
         return Answer(
             "qps_kernel", question, None, "Not applicable: one node, no scale-out issue path.", short=_NA
         )
-    top = float(t.reference.qps)
+    return None
+
+
+def _qps_no_crossing(r: Resolved, question: str, top: float) -> Answer | None:
+    """No crossing in 1..`top` QPs: issue-bound at every count, or at none."""
+    t = r.transport
     if bool(issue_bound(r, np.array([top]))[0]):
         real, free = _kernel_pair(r, np.array([top]))
         return Answer(
@@ -188,6 +193,11 @@ def qps_kernel(r: Resolved) -> Answer:
             "Not issue-bound even at 1 QP at this shape: the QP cap does not set the kernel time.",
             short="never issue-bound",
         )
+    return None
+
+
+def _qps_crossing(r: Resolved, question: str, top: float) -> Answer:
+    """The QP count past which the kernel stops being issue-bound, found on ever finer grids."""
     lo, hi = 1.0, top
     for _ in range(5):  # each pass cuts the bracket 64 ways: 64^5 >> the precision we print
         cand = np.linspace(lo, hi, 65)
@@ -216,3 +226,16 @@ def qps_kernel(r: Resolved) -> Answer:
         f"sets the kernel time; below it the issue path is the bottleneck (now {r.scenario.max_qps})."
     )
     return Answer("qps_kernel", question, value, note, check)
+
+
+def qps_kernel(r: Resolved) -> Answer:
+    """The EP_EFA_MAX_QPS beyond which DeepEP's kernel stops being issue-bound, or why there is none."""
+    question = "EP_EFA_MAX_QPS beyond which the kernel stops being issue-bound"
+    not_applicable = _qps_not_applicable(r, question)
+    if not_applicable is not None:
+        return not_applicable
+    top = float(r.transport.reference.qps)
+    no_crossing = _qps_no_crossing(r, question, top)
+    if no_crossing is not None:
+        return no_crossing
+    return _qps_crossing(r, question, top)
