@@ -117,3 +117,49 @@ def test_the_readme_layout_names_real_folders() -> None:
         assert (ROOT / path).exists(), path
     folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert folders <= {Path(p).parts[2] for p in named}, folders - {Path(p).parts[2] for p in named}
+
+
+LONG_FUNCTION = 60  # lines
+MANY_PARAMETERS = 5  # self and cls not counted
+REASON = "# size:"
+
+
+def oversized(source: str) -> list[tuple[int, str, bool]]:
+    """(line, name, has a reason) of every function over LONG_FUNCTION lines or
+    MANY_PARAMETERS parameters; the reason is a `# size: ...` line right above the def (or
+    above its decorators)."""
+    lines = source.splitlines()
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        a = node.args
+        params = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs)
+        params -= 1 if a.args and a.args[0].arg in ("self", "cls") else 0
+        length = node.end_lineno - node.lineno + 1  # type: ignore[operator]
+        if length <= LONG_FUNCTION and params <= MANY_PARAMETERS:
+            continue
+        top = min([d.lineno for d in node.decorator_list] + [node.lineno])
+        reason = top >= 2 and lines[top - 2].strip().startswith(REASON)
+        out.append((node.lineno, node.name, bool(reason)))
+    return out
+
+
+def test_a_long_function_or_a_long_signature_says_why() -> None:
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line} {name}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for line, name, reason in oversized(path.read_text())
+        if not reason
+    ]
+    assert offenders == [], f"split them, or write `{REASON} <why>` above the def: {offenders}"
+
+
+def test_the_size_check_finds_a_long_function_and_reads_its_reason() -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(LONG_FUNCTION))
+    bare = (
+        f"def f():\n{body}\n\ndef g(a, b, c, d, e, f):\n    pass\n\ndef h(self, a, b, c, d, e):\n    pass\n"
+    )
+    assert [(n, r) for _, n, r in oversized(bare)] == [("f", False), ("g", False)]
+    told = f"# size: one table, row by row\n@cache\ndef f():\n{body}\n"
+    assert [(n, r) for _, n, r in oversized("from functools import cache\n" + told)] == [("f", True)]

@@ -20,6 +20,7 @@ from ..estimate.disagg import compute_with_disagg
 from ..estimate.result import Result
 from ..question.scenario import Scenario, resolve
 from . import disagg
+from .disagg_launch import launch_blocks
 from .explain import (
     advisories,
     assumed_mode_note,
@@ -118,7 +119,7 @@ def explain_verdict(result: Any) -> Verdict:
 
 def _with_disaggregated(flags: dict[str, Any], result: Any) -> dict[str, Any]:
     """The run block, plus both servers' and the router's for a disaggregated scenario."""
-    block = disagg.launch_blocks(result)
+    block = launch_blocks(result)
     if block is not None:
         flags["disaggregated"] = block
     return flags

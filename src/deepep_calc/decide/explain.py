@@ -505,7 +505,7 @@ def advisories(result: Any, v: Verdict, fixes: list[Any]) -> list[str]:
 
 # Whether a what-if on a DeepEP-only knob reuses the other arms and runs once per result (the fast
 # path); the plain path recomputes every arm each time it is asked and exists so
-# tests/test_speed_equivalence.py can hold the two equal.
+# tests/speed/test_speed_equivalence.py can hold the two equal.
 REUSE_OTHER_ARMS = True
 
 
@@ -678,7 +678,7 @@ def flip_advisory(result: Any, code: str) -> str:
 
 
 # Whether the flip search may batch its remaining candidates into one vectorised pass (the fast
-# path); tests/test_speed_equivalence.py holds it to the one-by-one search.
+# path); tests/speed/test_speed_equivalence.py holds it to the one-by-one search.
 BATCH_WHATIFS = True
 
 

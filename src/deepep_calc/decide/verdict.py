@@ -2,7 +2,7 @@
 
 Every face (terminal card, JSON, web page, reports, sweep rows, maps) gets its verdict from
 `classify_codes` (vectorised) or `decide` (one scenario), so no face can disagree with another.
-The rule, stated once here and in docs/model.md §8 (tests/decide/test_verdict_oracle.py holds the code
+The rule, stated once here and in docs/model.md §8 (tests/properties/test_verdict_oracle.py holds the code
 to it):
 
 1. An arm is *feasible* when its experts split evenly over its EP ranks, its transport reaches

@@ -2,6 +2,9 @@
 TTFT, aggregate throughput and cost, with a measured cell's figures where the scenario is one
 (`cells.py`) and the band its kind of figure missed references by out of sample. The replicas
 arm is the best of its one-node layouts. The formulas themselves live in physics/.
+
+Why one module: the replicas arm is a pick among the layouts `model_arm` computes, through the
+same memo, checks and target statuses; apart, the pick would have to re-derive what an arm is.
 """
 
 from __future__ import annotations

@@ -23,6 +23,10 @@ references themselves were missed by (`catalog/data/disagg_bands.toml`).
 Values may be arrays over the numeric fields (concurrency, ISL, OSL: a sweep); a side's arm is
 then chosen row by row. The node counts are the spec's: a what-if that moves `nodes` is one of
 the aggregated arms only (`compute_with_disagg` leaves such a result without this part).
+
+Why one module: the deployment, its bands outside the references' range and the best split of
+an aggregated scenario's nodes are one evaluation of the same `DisaggResult`; each side's own
+figures are already apart (`disagg_sides.py`).
 """
 
 from __future__ import annotations

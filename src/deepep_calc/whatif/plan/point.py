@@ -16,7 +16,7 @@ import numpy as np
 from ...base.quantity import Q, Tag
 from ...catalog.hardware import PRICE_KIND_WORDS
 from ...catalog.transports import deepep_route, load_transports
-from ...decide.disagg import launch_blocks
+from ...decide.disagg_launch import launch_blocks
 from ...decide.explain import engine_flags
 from ...decide.verdict import ARM_LABELS
 from ...estimate.arms import target_status
