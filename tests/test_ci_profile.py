@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 _PROBE = """
@@ -36,6 +38,7 @@ def _derandomized(env: dict[str, str]) -> bool:
     return out.stdout.strip() == "True"
 
 
+@pytest.mark.slow
 def test_the_ci_variable_selects_the_derandomised_profile() -> None:
     base = {k: v for k, v in os.environ.items() if k not in ("CI", "HYPOTHESIS_PROFILE")}
     assert _derandomized({**base, "CI": "1"})

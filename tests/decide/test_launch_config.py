@@ -199,6 +199,7 @@ def test_every_plan_point_launches_its_own_configuration(fields: dict[str, Any])
         check_launch(p.flags, p.config, p.arm)
 
 
+@pytest.mark.slow
 def test_the_issue_cases(capsys) -> None:
     """`plan --model qwen3-235b-a22b` choosing FP8 printed the BF16 repository with no flag."""
     code, out, _ = run_cli(capsys, "plan", "--model", "qwen3-235b-a22b", "--concurrency", "64", "--json")

@@ -60,6 +60,7 @@ def _numbers(result: Any) -> list[float]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(
     scenarios,

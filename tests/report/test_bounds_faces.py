@@ -160,6 +160,7 @@ def test_the_mechanism_page_sets_the_model_beside_the_measured(client) -> None: 
     assert ">1.07<" in html and ">2.2<" in html and 'id="nic-model"' in html
 
 
+@pytest.mark.slow
 def test_a_sweep_writes_the_bound_columns_and_maps(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

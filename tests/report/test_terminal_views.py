@@ -35,7 +35,7 @@ VIEWS = [
     ("validate", "--sources"),
     ("breakeven",),
     ("breakeven", "--model", "deepseek-v3", "--nodes", "4", "--concurrency", "256"),
-    ("sensitivity",),
+    pytest.param(("sensitivity",), marks=pytest.mark.slow),  # a refit per end of every spread
 ]
 
 
@@ -298,6 +298,7 @@ def test_a_wide_transports_table_shows_each_library_and_cost_per_selection(
 # issue #26 smaller items: row labels, footnotes and source lines at any width ------------------
 
 
+@pytest.mark.slow
 def test_a_card_row_label_never_wraps() -> None:
     """The step-part labels wrapped to a second line at 120-122 columns only."""
     from rich.cells import cell_len

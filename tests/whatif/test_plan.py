@@ -269,6 +269,7 @@ def test_every_row_of_the_rate_search_satisfies_littles_law(rate_plan):
     assert np.all(s.rate.max_rate_per_s[~ok] < RATE["request_rate"])
 
 
+@pytest.mark.slow
 def test_an_unsustainable_rate_is_marked_not_given_a_latency():
     p = run_plan(plan_request(**dict(RATE, request_rate=50_000.0, slo_tok_s=None)))
     assert p.best is None
