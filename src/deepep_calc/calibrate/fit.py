@@ -26,6 +26,7 @@ from ..base.quantity import Q
 from ..catalog.hardware import Instance
 from ..catalog.measured import Cell
 from ..catalog.transports import KernelRef, Transport
+from ..estimate.arms import model_arm
 from ..files.kernel_log import KernelLog
 from ..fit.build import built_in_table
 from ..fit.engines import ENGINE_FIELDS, fit_serving
@@ -33,9 +34,6 @@ from ..fit.kernels import fit_transport
 from ..fit.observations import Obs, cell_observations
 from ..fit.table import Table, TransportFit
 from ..physics.deepep import KernelShape
-from ..physics.layout import layout
-from ..physics.serving import serve
-from ..physics.step import decode_step, prefill_step
 from ..question.scenario import Scenario
 
 
@@ -253,21 +251,14 @@ def _residuals(obs: Sequence[Obs], table: Table) -> list[Residual]:
     out: list[Residual] = []
     steps: dict[tuple[str, str], float] = {}
     for o in obs:
-        r = o.resolved()
-        c = table.step_constants(r)
-        step = decode_step(r, o.arm, c)
-        steps[(o.run, o.side)] = step.ms.scalar
+        # the arm as every face sees it, on the model's own figures (no run stands in for itself)
+        arm = model_arm(replace(o.resolved(), measured=False), o.arm, table)
+        step = arm.model_step_ms.scalar
+        steps[(o.run, o.side)] = step
         if o.step_ms is not None:
-            out.append(Residual(o.run, o.side, "step_ms", o.step_ms, step.ms.scalar))
+            out.append(Residual(o.run, o.side, "step_ms", o.step_ms, step))
         if o.ttft_ms is not None:
-            served = serve(
-                r,
-                layout(r, o.arm),
-                step.ms,
-                prefill_step(r, o.arm, c).ms,
-                c.eager.ttft_steps if not r.scenario.cuda_graphs else c.graphs.ttft_steps,
-            )
-            out.append(Residual(o.run, o.side, "ttft_ms", o.ttft_ms, served.ttft_ms.scalar))
+            out.append(Residual(o.run, o.side, "ttft_ms", o.ttft_ms, arm.ttft_ms.scalar))
     by_run: dict[str, dict[str, Obs]] = {}
     for o in obs:
         by_run.setdefault(o.run, {})[o.side] = o
