@@ -16,7 +16,7 @@ from ..catalog.models import ModelSpec
 from ..estimate.disagg import DisaggResult
 from ..question.fields import DISAGG_FIELDS
 from ..question.scenario import Resolved, Scenario
-from .launch import launch
+from .launch import launch, shell_comments
 from .verdict import ARM_LABELS
 
 
@@ -57,19 +57,6 @@ def _servers(d: DisaggResult, role: str) -> int:
     """Servers one side runs: one per node for replicas, else one spanning its nodes."""
     side = getattr(d, role)
     return side.nodes if str(side.arm) == "replica" else 1
-
-
-def _comments(notes: list[str], width: int = 78) -> list[str]:
-    """Notes as shell comments (a comment pastes harmlessly)."""
-    import textwrap
-
-    return [
-        line
-        for n in notes
-        for line in textwrap.wrap(
-            n, width, initial_indent="# ", subsequent_indent="#   ", break_on_hyphens=False
-        )
-    ]
 
 
 def _continued(parts: list[str]) -> str:
@@ -188,7 +175,7 @@ def launch_blocks(result: Any) -> dict[str, Any] | None:
         side_blocks, sides[role], hosts[role] = _side_launch(result, d, role)
         blocks += side_blocks
     notes = _router_notes(result, d)
-    router_text = "\n".join([*_comments(notes), _router(ekv, hosts)])
+    router_text = "\n".join([*shell_comments(notes), _router(ekv, hosts)])
     router_config = _router_config(ekv, hosts)
     if router_config is not None:
         blocks.append(

@@ -111,7 +111,7 @@ def _lines(command: list[str], indent: str = "  ") -> str:
     return (" \\\n" + indent).join(out)
 
 
-def _comments(notes: list[str], width: int = 78) -> list[str]:
+def shell_comments(notes: list[str], width: int = 78) -> list[str]:
     """Notes as shell comments wrapped to the card's width (a comment pastes harmlessly)."""
     import textwrap
 
@@ -285,7 +285,7 @@ def launch(result: Any, arm: str, spec: Any, fill: Any) -> dict[str, Any]:
         notes.append(f"run {s.nodes} such servers, one per node, behind a load balancer")
     if arm == "deepep" and r.transport.requires:
         notes.append(f"requires: {r.transport.requires}")
-    command = "\n".join([*_comments(notes), _lines(cli)])
+    command = "\n".join([*shell_comments(notes), _lines(cli)])
     return {
         "config_file": config_file,
         "command": command,
