@@ -28,7 +28,7 @@ from ..catalog.hardware import Instance, get_instance
 from ..catalog.model_catalog import resolve_model
 from ..catalog.models import DTYPES, ModelSpec
 from ..catalog.transports import Transport, get_transport
-from .disagg import resolve_disagg
+from .disagg import DisaggSpec, resolve_disagg
 from .fields import DEFAULTS, FIELDS, FLOAT_LIMIT, LIMITS, OVERRIDE_LIMIT
 
 
@@ -191,12 +191,14 @@ class Resolved:
     engine: Engine
     transport: Transport
     gpus_per_node: int
-    profile: Any = None  # an override of the --calibration profile (None: read the file it names)
+    # the calibration profile already read (fit.profile.Profile; typed Any because fit/ sits above
+    # this layer); None: `fit.profile.profile_of` reads the file `--calibration` names
+    profile: Any = None
     max_batch: int = 256  # sequences per DP rank the engine runs at once
     max_batch_source: str = ""
     attention_tp: int = 1  # attention tensor-parallel degree inside each DP group (references)
     disaggregated: bool = False  # prefill runs on other nodes: no mixed prefill (a decode side)
-    disagg: Any = None  # question.disagg.DisaggSpec of a disaggregated scenario (None: aggregated)
+    disagg: DisaggSpec | None = None  # a disaggregated scenario's split (None: aggregated)
     # models known only in memory (an uploaded config.json, the references' GPT-2) by the key
     # `scenario.model` may name: carried so a what-if resolves them again without a lookup
     models: Mapping[str, ModelSpec] = field(default_factory=dict)
