@@ -91,9 +91,7 @@ class Scenario(Record):
     def copy(self, **update: Any) -> Scenario:
         """This scenario with `update`: a what-if. Only the updated fields are checked again
         (the rest passed when this one was made); the flip search makes a dozen per answer."""
-        unknown = update.keys() - _KINDS.keys()
-        if unknown:
-            raise TypeError(f"Scenario has no field {sorted(unknown)[0]!r}")
+        _known_fields(update)
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new.__dict__.update(update)
@@ -117,9 +115,7 @@ class VariedScenario(Scenario):
         """The values were checked by whoever built this one (see the class docstring)."""
 
     def copy(self, **update: Any) -> VariedScenario:
-        unknown = update.keys() - _KINDS.keys()
-        if unknown:
-            raise TypeError(f"Scenario has no field {sorted(unknown)[0]!r}")
+        _known_fields(update)
         return varied_scenario(self, **update)
 
 
@@ -134,6 +130,13 @@ def varied_scenario(s: Scenario, **update: Any) -> VariedScenario:
 # Each field's type, read once from the class's own annotations (strings: `int | None`).
 _KINDS = {name: ann.removesuffix(" | None") for name, ann in Scenario.__annotations__.items()}
 _OPTIONAL = frozenset(name for name, ann in Scenario.__annotations__.items() if ann.endswith(" | None"))
+
+
+def _known_fields(update: dict[str, Any]) -> None:
+    """A copy names only Scenario's fields (a typo is a programming error, not an input)."""
+    unknown = update.keys() - _KINDS.keys()
+    if unknown:
+        raise TypeError(f"Scenario has no field {sorted(unknown)[0]!r}")
 
 
 def _fields_typed(kind: str) -> tuple[str, ...]:
