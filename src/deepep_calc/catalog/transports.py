@@ -69,12 +69,12 @@ class KernelRef(Record):
 
     @property
     def label(self) -> str:
-        """`p5en EP16, 128 tok/rank, gate run ...: 4 SMs, 6 QPs, p50`: the cell and its setting,
-        so two measurements of one cell are never shown as one figure."""
-        cell = f"{self.instance} EP{self.ep}, {self.tokens} tok/rank"
-        return f"{cell}, {self.setting}" if self.setting else cell
+        """`p5en EP16, 128 tok/rank, gate run ...: 4 SMs, 6 QPs, p50`: the kernel point and its
+        setting, so two measurements of one point are never shown as one figure."""
+        point = f"{self.instance} EP{self.ep}, {self.tokens} tok/rank"
+        return f"{point}, {self.setting}" if self.setting else point
 
-    def same_cell(self, other: KernelRef) -> bool:
+    def same_point(self, other: KernelRef) -> bool:
         """Whether two references measure the same shape on the same instance and EP."""
         return (self.instance, self.ep, self.tokens, self.hidden, self.topk, self.experts) == (
             other.instance,

@@ -317,7 +317,7 @@ def compute_disagg(r: Resolved, table: Table | None = None) -> DisaggResult:
         feasible=bool(feasible) if scalar else feasible,
         why_not=_why_not(r, prefill, decode, ttft, bool(answered)) if scalar else "",
         inside_references=inside,
-        coverage_note=note,
+        evidence_note=note,
         load={"concurrency": s.concurrency, "isl": s.isl, "osl": s.osl},
     )
     if s.slo_tok_s is not None:
