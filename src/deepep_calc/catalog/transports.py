@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from ..base.errors import InputError
 from ..base.records import Record, row
 from ._toml import validate_rows
-from .constants import override_key
+from .constants import CATALOG, Assumptions
 
 if TYPE_CHECKING:
     from annotated_types import Ge, Gt, Le
@@ -149,17 +149,15 @@ def load_transports() -> dict[str, Transport]:
     return validate_rows("transports.toml", "transport", Transport)
 
 
-def get_transport(name: str) -> Transport:
+def get_transport(name: str, assumptions: Assumptions = CATALOG) -> Transport:
+    """The catalog's row, with the figures `assumptions` changes (a sensitivity case)."""
     transports = load_transports()
     key = name.strip().lower()
     if key not in transports:
         raise InputError("--transport", name, f"one of {', '.join(transports)}")
-    active = override_key()
-    if active:
-        prefix = f"transport:{key}:"
-        update = {k[len(prefix) :]: v for k, v in active if k.startswith(prefix)}
-        if update:  # a sensitivity case on this transport's assumed figures
-            return transports[key].copy(**update)
+    update = assumptions.transport_figures(key)
+    if update:
+        return transports[key].copy(**update)
     return transports[key]
 
 

@@ -437,7 +437,7 @@ def best_split(r: Resolved, table: Table | None = None) -> DisaggResult | None:
     for p in split_counts(int(s.nodes)):
         split = s.copy(prefill_nodes=p, decode_nodes=int(s.nodes) - p)
         try:
-            spec = resolve_disagg(split, r.instance, r.engine, r.transport)
+            spec = resolve_disagg(split, r.instance, r.engine, r.transport, r.assumptions)
         except CalcError:
             return None
         d = compute_disagg(replace(r, scenario=split, disagg=spec), table)
