@@ -478,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
         missed.append("the server logged a traceback")
     report["missed"] = missed
     if args.json:
-        from deepep_calc.files.safe_write import write_atomic  # the tool's own safe-write rules
+        from deepep_calc.io.safe_write import write_atomic  # the tool's own safe-write rules
 
         write_atomic(args.json, json.dumps(report, indent=2) + "\n", "--json")
     for line in missed:

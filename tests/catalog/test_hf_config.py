@@ -14,10 +14,10 @@ from deepep_calc.catalog import hf as hf_config
 from deepep_calc.catalog.hf import (
     MAX_CONFIG_BYTES,
     SUPPORTED_MODEL_TYPES,
-    load_hf_config,
     spec_from_hf_dict,
 )
 from deepep_calc.catalog.model_catalog import load_models
+from deepep_calc.io.hf_config import load_hf_config
 from paths import TESTS
 
 FIXTURES = TESTS / "fixtures" / "hf"

@@ -11,9 +11,9 @@ from deepep_calc.catalog.model_catalog import (
     load_models,
     parse_models,
     preset_names,
-    resolve_model,
 )
 from deepep_calc.catalog.models import ModelSpec
+from deepep_calc.io.hf_config import resolve_model
 from paths import TESTS
 
 FIXTURES = TESTS / "fixtures" / "hf"

@@ -27,12 +27,12 @@ from ..catalog.hardware import Instance
 from ..catalog.measured import Cell
 from ..catalog.transports import KernelRef, Transport
 from ..estimate.arms import model_arm
-from ..files.kernel_log import KernelLog
 from ..fit.build import built_in_table
 from ..fit.engines import ENGINE_FIELDS, fit_serving
 from ..fit.kernels import fit_transport
 from ..fit.observations import Obs, cell_observations
 from ..fit.table import Table, TransportFit
+from ..io.kernel_log import KernelLog
 from ..physics.deepep import KernelShape
 from ..question.scenario import Scenario
 

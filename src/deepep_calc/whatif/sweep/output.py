@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...base.errors import CalcError
-from ...files.safe_write import Output
+from ...io.safe_write import Output
 from .formats import chunk_values, columns, round_significant, value_columns
 from .grid import CHUNK_ROWS, SweepPlan
 from .writer import ArrowWriter, StdlibCsvWriter, TableWriter

@@ -19,7 +19,7 @@ import numpy as np
 from ...base.errors import InputError
 from ...base.vocabulary import VERDICT_CODES
 from ...decide.verdict import ARM_NAMES
-from ...files.safe_write import Output, check_distinct, check_output, commit, scenario_inputs
+from ...io.safe_write import Output, check_distinct, check_output, commit, scenario_inputs
 from .grid import Chunk, SweepPlan, blocks_per_combination, evaluate_chunk, iter_chunks, plan_sweep
 from .maps import BoundMapGrid, MapGrid, check_map_target
 from .output import check_table_target, default_chunk_rows, open_table_writer
@@ -109,7 +109,7 @@ def run_sweep(
 
     Both targets are checked before the first row is computed (format, directory, permissions,
     not an input of the sweep, not one file twice); both files are committed together at the
-    end, or neither (`deepep_calc.files.safe_write`). `bounds` adds each arm's bound columns to
+    end, or neither (`deepep_calc.io.safe_write`). `bounds` adds each arm's bound columns to
     the table; `bound_map_path` draws what bounds `bound_arm`'s step over the same axes (and
     computes the bounds, whether the table shows them or not). CSV floats carry `precision` significant digits
     (Parquet keeps full doubles). `keep_invalid` writes the skipped combinations' rows too,

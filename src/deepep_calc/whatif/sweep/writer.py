@@ -23,7 +23,7 @@ import numpy as np
 
 from ...base.vocabulary import VERDICT_CODES
 from ...decide.verdict import ARM_NAMES
-from ...files.safe_write import Output
+from ...io.safe_write import Output
 from ...physics.bounds import BOUNDS, EXCHANGE_BOUNDS
 from .formats import _is_column, _rounded, _text, _text_list, chunk_values, columns
 from .grid import FIELDS, Chunk, SweepPlan
