@@ -80,8 +80,8 @@ def free_port() -> int:
 
 def valid_pool() -> list[dict[str, Any]]:
     """Scenarios the model answers (a transport offered on the instance, etc.), checked in-process."""
+    from deepep_calc.api import evaluate
     from deepep_calc.base.errors import CalcError
-    from deepep_calc.decide.answer import evaluate
     from deepep_calc.question.scenario import Scenario
 
     pool = []

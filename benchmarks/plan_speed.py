@@ -65,7 +65,7 @@ def main() -> None:
     ap.add_argument("--case", choices=sorted(CASES))
     args = ap.parse_args()
 
-    from deepep_calc.decide.answer import evaluate
+    from deepep_calc.api import evaluate
     from deepep_calc.question.scenario import Scenario
     from deepep_calc.whatif.plan.search import plan_request, run_plan
 

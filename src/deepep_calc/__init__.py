@@ -24,8 +24,8 @@ _LAZY = {
     "Tag": "base.quantity",
     "Scenario": "question.scenario",
     "Result": "estimate.result",
-    "evaluate": "decide.answer",
-    "explain_verdict": "decide.answer",
+    "evaluate": "api",
+    "explain_verdict": "whatif.explanation",
 }
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from deepep_calc.decide.answer import evaluate
+from deepep_calc.api import evaluate
+from deepep_calc.base.vocabulary import exchange_of
 from deepep_calc.decide.explain import engine_flags
 from deepep_calc.estimate.compute import compute
-from deepep_calc.physics.layout import exchange_of
 from deepep_calc.question.scenario import Scenario, resolve
 
 DSV3_VLLM = {"model": "deepseek-v3", "engine": "vllm", "cuda_graphs": True}

@@ -95,7 +95,7 @@ def cli_process(*args: Any, **kw: Any) -> subprocess.CompletedProcess[str]:
     )
 
 
-EVALUATE_MODULE = importlib.import_module("deepep_calc.decide.answer")  # where `evaluate` lives
+EVALUATE_MODULE = importlib.import_module("deepep_calc.api")  # where `evaluate` lives
 
 
 def _no_work(*_: Any) -> Any:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from deepep_calc.api import evaluate
 from deepep_calc.cli import main
-from deepep_calc.decide.answer import evaluate
 from deepep_calc.question.scenario import Scenario
 from deepep_calc.report.html import render_html, write_atomic
 from deepep_calc.report.markdown import render_markdown

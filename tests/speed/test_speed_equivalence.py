@@ -3,7 +3,7 @@ every string (issue 12: the speed work changes no printed number).
 
 Fast paths held here: a verdict decided without its words and advice (`evaluate(...,
 explain=False)`) and explained later (`explain_verdict`); what-ifs on DeepEP-only knobs
-(EP_NUM_COMMS, EP_EFA_MAX_QPS) that reuse the other arms (`explain.REUSE_OTHER_ARMS`); a
+(EP_NUM_COMMS, EP_EFA_MAX_QPS) that reuse the other arms (`memo.REUSE_OTHER_ARMS`); a
 second `evaluate()` of a scenario in one process (catalogs and fit cached) against the first;
 and one scenario's physics and rule on Python floats and bools (`base.arrays`) against the same
 row of a sweep, which runs them on arrays.
@@ -21,12 +21,13 @@ import pytest
 from deepep_calc import Scenario, evaluate
 from deepep_calc.base.errors import CalcError, InputError
 from deepep_calc.base.quantity import Q
-from deepep_calc.decide import explain
-from deepep_calc.decide.answer import decide, explain_verdict
+from deepep_calc.decide.answer import decide
 from deepep_calc.decide.verdict import assess, classify, status_of
 from deepep_calc.estimate.arms import check_splittable
 from deepep_calc.estimate.compute import compute
 from deepep_calc.question.scenario import VARIABLE, resolve
+from deepep_calc.whatif import explanation, flip, memo
+from deepep_calc.whatif.explanation import explain_verdict
 
 SCENARIOS: list[dict[str, Any]] = [
     {},
@@ -76,8 +77,8 @@ def plain(fields: dict[str, Any]) -> dict[str, Any]:
 )
 def test_fast_equals_plain(fields: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     fast = evaluate(Scenario(**fields)).to_json()
-    monkeypatch.setattr(explain, "REUSE_OTHER_ARMS", False)
-    monkeypatch.setattr(explain, "BATCH_WHATIFS", False)
+    monkeypatch.setattr(memo, "REUSE_OTHER_ARMS", False)
+    monkeypatch.setattr(flip, "BATCH_WHATIFS", False)
     assert_close(fast, plain(fields))
 
 
@@ -88,14 +89,15 @@ def test_the_comms_what_if_runs_once_for_the_flip_search_and_the_advisory(
     """EP_NUM_COMMS=1 on vLLM: the flip search tries --comms 8 and the advisory quotes the DeepEP
     step at 8; the fast path computes that what-if once, the plain path once for each."""
     seen: list[int] = []
-    real = explain.compute
+    real = memo.compute
 
     def spy(r: Any, *args: Any, **kwargs: Any) -> Any:
         seen.append(r.scenario.comms)
         return real(r, *args, **kwargs)
 
-    monkeypatch.setattr(explain, "compute", spy)
-    monkeypatch.setattr(explain, "REUSE_OTHER_ARMS", fast)
+    monkeypatch.setattr(memo, "compute", spy)
+    monkeypatch.setattr(flip, "compute", spy)
+    monkeypatch.setattr(memo, "REUSE_OTHER_ARMS", fast)
     data = evaluate(Scenario(engine="vllm", comms=1, concurrency=4)).to_json()
     assert any(a.startswith("Set EP_NUM_COMMS=8") for a in data["verdict"]["advisories"])
     assert seen.count(8) == runs, seen
@@ -132,24 +134,24 @@ def test_the_batched_flip_search_finds_the_one_by_one_flip(monkeypatch: pytest.M
     """The flip search's vectorised pass over its remaining candidates quotes exactly what the
     one-by-one search quotes (label, code, ratio and tag), on a spread that exercises it."""
     ran: list[str] = []
-    batched = explain._first_flip_batched
+    batched = flip._first_flip_batched
 
     def counting(*args: Any) -> Any:
         out = batched(*args)
         ran.append("none" if out is None else "flip" if out else "robust")
         return out
 
-    monkeypatch.setattr(explain, "_first_flip_batched", counting)
+    monkeypatch.setattr(flip, "_first_flip_batched", counting)
     for fields in FLIP_SPREAD:
         try:
             result = compute(resolve(Scenario(**fields)))
         except CalcError:
             continue
         code, _ = classify(result)
-        fast = explain.flip_advisory(result, code)
-        monkeypatch.setattr(explain, "BATCH_WHATIFS", False)
-        assert explain.flip_advisory(result, code) == fast, fields
-        monkeypatch.setattr(explain, "BATCH_WHATIFS", True)
+        fast = flip.flip_advisory(result, code)
+        monkeypatch.setattr(flip, "BATCH_WHATIFS", False)
+        assert flip.flip_advisory(result, code) == fast, fields
+        monkeypatch.setattr(flip, "BATCH_WHATIFS", True)
     assert {"flip", "robust", "none"} <= set(ran), ran  # the pass ran both ways, and stood down
 
 
@@ -176,12 +178,10 @@ def test_an_unexplained_verdict_refuses_to_print_itself() -> None:
 
 
 def test_explaining_twice_runs_the_what_ifs_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from deepep_calc.decide import answer
-
     result = evaluate(Scenario(model="deepseek-v3", nodes=2), explain=False)
     calls: list[int] = []
-    real = answer._advise
-    monkeypatch.setattr(answer, "_advise", lambda *a: calls.append(1) or real(*a))
+    real = explanation._advise
+    monkeypatch.setattr(explanation, "_advise", lambda *a: calls.append(1) or real(*a))
     first = explain_verdict(result).advisories
     assert explain_verdict(result).advisories is first and calls == [1]
 

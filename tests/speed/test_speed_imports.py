@@ -51,9 +51,9 @@ def test_public_api_unchanged() -> None:
     from deepep_calc import Q, Result, Scenario, Tag, evaluate, explain_verdict, load_catalog
 
     assert deepep_calc.__all__  # the names themselves are pinned by tests/test_public_api.py
-    assert explain_verdict.__module__ == "deepep_calc.decide.answer"
+    assert explain_verdict.__module__ == "deepep_calc.whatif.explanation"
     assert callable(evaluate) and evaluate.__name__ == "evaluate"
-    assert deepep_calc.evaluate is evaluate and evaluate.__module__ == "deepep_calc.decide.answer"
+    assert deepep_calc.evaluate is evaluate and evaluate.__module__ == "deepep_calc.api"
     assert Result.__name__ == "Result" and Scenario.__name__ == "Scenario"
     assert Q.__name__ == "Q" and Tag.MEASURED > Tag.ASSUMED
     assert set(load_catalog()) == {"models", "instances", "transports", "engines", "cells"}
@@ -63,7 +63,7 @@ def test_public_api_unchanged() -> None:
 def test_evaluate_is_the_function_whichever_import_comes_first() -> None:
     code = """
         import deepep_calc.estimate.compute
-        import deepep_calc.decide.answer
+        import deepep_calc.api
         import deepep_calc
         from deepep_calc import evaluate
         assert callable(deepep_calc.evaluate) and deepep_calc.evaluate is evaluate

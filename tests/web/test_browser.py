@@ -247,7 +247,7 @@ def test_form_works_with_javascript_off(browser, live_server):  # noqa: F811
 
 
 def test_html_report_opens_offline_from_disk(browser, tmp_path):
-    from deepep_calc.decide.answer import evaluate
+    from deepep_calc.api import evaluate
     from deepep_calc.question.scenario import Scenario
     from deepep_calc.report.html import write_html
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from deepep_calc.api import evaluate
 from deepep_calc.base.errors import CalcError, InputError
-from deepep_calc.decide.answer import evaluate
 from deepep_calc.estimate.kernel import kernel_json, kernel_query
 from deepep_calc.question.scenario import Scenario, resolve
 from deepep_calc.report.catalogs import instances_rows, models_rows, transports_rows

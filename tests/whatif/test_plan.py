@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from deepep_calc.api import evaluate
 from deepep_calc.base.errors import CalcError
 from deepep_calc.catalog.transports import load_transports
-from deepep_calc.decide.answer import evaluate
 from deepep_calc.estimate.compute import compute
 from deepep_calc.question.fields import DEFAULTS
 from deepep_calc.question.scenario import Scenario, resolve

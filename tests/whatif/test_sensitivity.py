@@ -8,12 +8,12 @@ from dataclasses import replace
 
 import pytest
 
+from deepep_calc.api import evaluate
 from deepep_calc.base.quantity import Tag
 from deepep_calc.catalog.constants import const, load_constants, override_key, overrides
 from deepep_calc.catalog.hardware import get_instance
 from deepep_calc.catalog.transports import get_transport
 from deepep_calc.cli import main
-from deepep_calc.decide.answer import evaluate
 from deepep_calc.decide.verdict import classify
 from deepep_calc.estimate.compute import compute
 from deepep_calc.fit.build import built_in_table

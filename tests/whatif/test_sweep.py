@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from deepep_calc.api import evaluate
 from deepep_calc.base.errors import CalcError, InputError
 from deepep_calc.base.vocabulary import VERDICT_CODES
 from deepep_calc.cli import main
-from deepep_calc.decide.answer import evaluate
 from deepep_calc.estimate.compute import compute
 from deepep_calc.question.scenario import Scenario, resolve
 from deepep_calc.report.sweep_maps import draw

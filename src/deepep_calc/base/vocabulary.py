@@ -15,6 +15,18 @@ from typing import Literal, get_args
 Arm = Literal["deepep", "allgather", "tp", "replica"]
 ARMS: tuple[Arm, ...] = get_args(Arm)
 
+# A replica is one copy of the model per node; inside its node it runs one of three layouts,
+# named `replica` (attention DP + EP over NCCL's allgather), `replica:deepep` (attention DP +
+# EP over DeepEP's NVLink kernels) and `replica:tp` (tensor parallel over the node).
+REPLICA_LAYOUTS = ("replica", "replica:deepep", "replica:tp")
+_EXCHANGE = {"replica": "allgather", "replica:deepep": "deepep", "replica:tp": "tp"}
+
+
+def exchange_of(arm: str) -> str:
+    """The exchange an arm (or a replica's layout) runs: deepep, allgather or tp."""
+    return _EXCHANGE.get(arm, arm)
+
+
 # The three answers.
 VerdictCode = Literal["dense", "deepep", "capacity"]
 VERDICT_CODES: tuple[VerdictCode, ...] = get_args(VerdictCode)

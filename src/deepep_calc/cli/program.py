@@ -33,7 +33,8 @@ def app(ctx: click.Context, as_json: bool) -> None:
             name = ctx.invoked_subcommand
             raise click.UsageError(f"--json goes after the command: deepep-calc {name} --json")
         return
-    from ..decide.answer import evaluate, note_assumed_mode
+    from ..api import evaluate
+    from ..decide.answer import note_assumed_mode
     from ..question.scenario import Scenario
 
     result = note_assumed_mode(evaluate(Scenario()))
@@ -58,7 +59,8 @@ def app(ctx: click.Context, as_json: bool) -> None:
 )
 def evaluate_cmd(as_json: bool, with_sensitivity: bool, **kwargs: Any) -> None:
     """Verdict and both arms for one scenario."""
-    from ..decide.answer import evaluate, note_assumed_mode
+    from ..api import evaluate
+    from ..decide.answer import note_assumed_mode
 
     unset = mode_unset(kwargs)
     result = evaluate(scenario_from(kwargs))

@@ -1,32 +1,28 @@
-"""Words for a verdict: reasons with their numbers, advisories, caveats, the flip search, flags.
+"""Words for a verdict: reasons with their numbers, advisories, caveats, the flip's line, flags.
 
-Nothing here computes physics: every number comes from a `Result` (or from `compute()` on a
-scenario one input away), so the explanation cannot disagree with the model. The figures the
+Nothing here computes: every number comes from a `Result`, or from a what-if the caller hands in
+(`whatif/memo.py` runs them), so the explanation cannot disagree with the model. The figures the
 rule compared come from `verdict.compare`, so a reason never quotes a number the rule did not
 use without saying which one it used.
 
-Why one module: the reasons, advisories and the flip search quote the same comparison and
+Why one module: the reasons, the advisories and the flip's line quote the same comparison and
 the same tagged figures; split, a reason could word a number differently from its advisory.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..base.arrays import first_float, loaded, np
-from ..base.errors import CalcError
+from ..base.arrays import first_float
 from ..base.quantity import Q
+from ..base.vocabulary import exchange_of
 from ..catalog.measured import load_facts
 from ..catalog.model_catalog import load_models, namesake_difference, preset_twin
-from ..catalog.transports import load_transports
 from ..estimate.arms import duration
-from ..estimate.cells import deepep_neighbour_cell, measured_cell_for
-from ..estimate.compute import compute
+from ..estimate.cells import deepep_neighbour_cell
 from ..estimate.result import like_with_like
-from ..physics.layout import exchange_of
-from ..question.fields import LIMITS
-from ..question.scenario import VARIABLE
 from .bounds import bound_reasons
 from .launch import arm_env, launch
 from .verdict import (
@@ -34,8 +30,6 @@ from .verdict import (
     NO_ARM,
     SYMBOLS,
     Verdict,
-    classify,
-    classify_codes,
     decision_aggregates,
     pair,
     tagged,
@@ -91,7 +85,20 @@ def caveats(result: Any, arm: str) -> list[str]:
     return out
 
 
-def reasons(result: Any, v: Verdict) -> list[str]:
+# A what-if the caller runs: the changed scenario's result (or its DeepEP arm) for an update.
+WhatIf = Callable[[dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class WhatIfs:
+    """The what-ifs the words quote, run by the caller (`whatif/memo.py`): decide/ runs none."""
+
+    deepep_arm: WhatIf  # the DeepEP arm with a knob only DeepEP reads changed (the advisories)
+    bound_mover: WhatIf  # a what-if whose DeepEP arm says what would move DeepEP's bound
+    afresh: WhatIf  # the whole changed scenario, computed anew (the measured knobs' reason)
+
+
+def reasons(result: Any, v: Verdict, whatifs: WhatIfs) -> list[str]:
     """Why the verdict is what it is, each line quoting its numbers with their tags."""
 
     code, arm = v.code, v.recommended_arm
@@ -102,7 +109,7 @@ def reasons(result: Any, v: Verdict) -> list[str]:
     if code == "capacity" and not result.arms["replica"].fits_memory:
         out.append(_capacity_reason(result))
     if c.ratio is not None:
-        out += _compared_reasons(result, v)
+        out += _compared_reasons(result, v, whatifs.afresh)
     out += _deciding_reasons(result, v)
     for name, a in result.arms.items():
         if not a.feasible:
@@ -116,7 +123,7 @@ def reasons(result: Any, v: Verdict) -> list[str]:
     if bound:
         out.append(bound)
     out += _extrapolated(result)
-    out += bound_reasons(result, lambda update: deepep_arm_whatif(result, update))
+    out += bound_reasons(result, whatifs.bound_mover)
     if dee.measured_cell or alt.measured_cell:
         cells = sorted({x for x in (dee.measured_cell, alt.measured_cell) if x})
         out.append(f"Measured cell(s) {', '.join(cells)} supply the tagged-measured numbers above.")
@@ -124,7 +131,7 @@ def reasons(result: Any, v: Verdict) -> list[str]:
     return out
 
 
-def _compared_reasons(result: Any, v: Verdict) -> list[str]:
+def _compared_reasons(result: Any, v: Verdict, afresh: WhatIf) -> list[str]:
     """The rule's comparison of DeepEP with the alternative: on which figures, the ratio against
     the noise band, what was set aside, and the per-user step it costs or saves."""
     c = v.compared
@@ -142,7 +149,7 @@ def _compared_reasons(result: Any, v: Verdict) -> list[str]:
         "(the noise band)."
     ]
     out += c.set_aside
-    out += _from_the_measured_knobs(result)
+    out += _from_the_measured_knobs(result, afresh)
     a_pu, b_pu, _ = like_with_like(dee, alt, "per_user_tok_s")
     if c.tax_ms_per_token is not None:
         out.append(
@@ -387,7 +394,7 @@ def _replicas_shown_ahead(result: Any, arm: str, threshold: float) -> list[str]:
     ]
 
 
-def _from_the_measured_knobs(result: Any) -> list[str]:
+def _from_the_measured_knobs(result: Any, afresh: WhatIf) -> list[str]:
     """A DeepEP what-if on EP_NUM_COMMS / EP_EFA_MAX_QPS, read against the model at the run.
 
     The run's figure is a benchmark's (ramp and tail included); the what-if is the model's, so
@@ -401,7 +408,7 @@ def _from_the_measured_knobs(result: Any) -> list[str]:
     cell = deepep_neighbour_cell(r)
     if cell is None or cell.deepep is None or cell.deepep.aggregate_tok_s is None:
         return []
-    there = compute(r.change(comms=cell.comms, max_qps=cell.max_qps))
+    there = afresh({"comms": cell.comms, "max_qps": cell.max_qps})
     model_there = there.arms["deepep"].model_aggregate_tok_s
     here = dee.model_aggregate_tok_s or dee.aggregate_tok_s
     if model_there is None or not model_there.scalar > 0:
@@ -448,7 +455,7 @@ def _model_identity(result: Any) -> list[str]:
     return []
 
 
-def advisories(result: Any, v: Verdict, fixes: list[Any]) -> list[str]:
+def advisories(result: Any, v: Verdict, fixes: list[Any], whatifs: WhatIfs) -> list[str]:
     """Things worth doing or knowing that do not change the verdict's code."""
 
     r = result.resolved
@@ -457,13 +464,14 @@ def advisories(result: Any, v: Verdict, fixes: list[Any]) -> list[str]:
     facts = load_facts()
     t = r.transport
     if t.comms_sensitive and s.comms < 8 and s.nodes > 1 and result.arms["deepep"].feasible:
-        better = deepep_whatif(result, {"comms": 8})
+        better = whatifs.deepep_arm({"comms": 8})
         out.append(
             f"Set EP_NUM_COMMS=8: the DeepEP step falls from {tagged(result.arms['deepep'].step_ms)} "
             f"to {tagged(better.step_ms)} (measured on vLLM: ITL halves, 203 -> 100 ms)."
         )
     if t.name == "efa-proxy" and s.max_qps <= 2 and s.nodes > 1 and result.arms["deepep"].feasible:
-        out.append(_qp_advisory(result, facts["qp_uncap_throughput_gain"].value))
+        uncapped = whatifs.deepep_arm({"max_qps": UNCAPPED_QPS})
+        out.append(_qp_advisory(result, facts["qp_uncap_throughput_gain"].value, uncapped))
     for name, arm in result.arms.items():
         if arm.slo_status == "within the band":
             out.append(_within_band(name, PER_USER_FLOOR, s.slo_tok_s, arm.per_user_tok_s))
@@ -503,73 +511,14 @@ def advisories(result: Any, v: Verdict, fixes: list[Any]) -> list[str]:
     return out
 
 
-# Whether a what-if on a DeepEP-only knob reuses the other arms and runs once per result (the fast
-# path); the plain path recomputes every arm each time it is asked and exists so
-# tests/speed/test_speed_equivalence.py can hold the two equal.
-REUSE_OTHER_ARMS = True
-
-
-def deepep_whatif(result: Any, update: dict[str, Any]) -> Any:
-    """The DeepEP arm of this scenario with `update` applied to knobs only DeepEP reads
-    (EP_NUM_COMMS, EP_EFA_MAX_QPS): the allgather, TP and replica arms never read them, so
-    they and the arm-independent pieces (layout, memory, device times) are taken as they are.
-    """
-
-    return _deepep_only(result, update).arms["deepep"]
-
-
-def _deepep_only(result: Any, update: dict[str, Any]) -> Any:
-    """The scenario with `update` applied to knobs only DeepEP reads, computed once per result:
-    the flip search and the advisories both ask for EP_NUM_COMMS=8, and the answer is the same."""
-    if not REUSE_OTHER_ARMS:
-        return compute(result.resolved.change(**update))
-    key = tuple(sorted(update.items()))
-    changed = result.whatifs.get(key)
-    if changed is None:
-        changed = result.whatifs[key] = compute(result.resolved.change(**update), reuse=result)
-    return changed
-
-
-def whatif(result: Any, update: dict[str, Any]) -> Any:
-    """This scenario with one change, computed once per result: a change only DeepEP reads
-    recomputes the DeepEP arm alone (`_deepep_only`); any other is a whole what-if, kept beside
-    those for the explanation's other readers (the flip search, the bound's "what would move it")."""
-    if update.keys() <= _DEEPEP_ONLY:
-        return _deepep_only(result, update)
-    key = tuple(sorted(update.items()))
-    changed = result.whatifs.get(key)
-    if changed is None:
-        changed = result.whatifs[key] = compute(result.resolved.change(**update))
-    return changed
-
-
-def deepep_arm_whatif(result: Any, update: dict[str, Any]) -> Any:
-    """A what-if whose DeepEP arm alone is read (what would move DeepEP's bound): the whole what-if
-    when one is kept already; for the graph mode, which moves neither DeepEP's layout nor its
-    device times, the DeepEP arm alone on this result's memo (kept apart: its other arms are this
-    result's, so no reader of whole what-ifs may take it for one); else the whole what-if."""
-    key = tuple(sorted(update.items()))
-    kept = result.whatifs.get(key)
-    # one by one (no NumPy) the flip search runs the whole what-if after this and reuses it; with
-    # NumPy it batches its candidates, and the DeepEP arm alone is what this costs
-    if kept is not None or not loaded() or not update.keys() <= _DEEPEP_ONLY | {"cuda_graphs"}:
-        return kept if kept is not None else whatif(result, update)
-    if update.keys() <= _DEEPEP_ONLY:
-        return _deepep_only(result, update)
-    arm_key = ("deepep arm", *key)
-    changed = result.whatifs.get(arm_key)
-    if changed is None:
-        changed = result.whatifs[arm_key] = compute(result.resolved.change(**update), reuse=result)
-    return changed
-
-
-def _qp_advisory(result: Any, measured_gain: float) -> str:
-    """Raising the QP cap, with the model's effect here beside the one measured elsewhere."""
+def _qp_advisory(result: Any, measured_gain: float, uncapped_arm: Any) -> str:
+    """Raising the QP cap, with the model's effect here (`uncapped_arm`: DeepEP at the uncapped
+    figure) beside the one measured elsewhere."""
     s = result.scenario
     uncapped = UNCAPPED_QPS
     dee = result.arms["deepep"]
     here = dee.model_aggregate_tok_s or dee.aggregate_tok_s
-    there = deepep_whatif(result, {"max_qps": uncapped}).aggregate_tok_s
+    there = uncapped_arm.aggregate_tok_s
     gain = there.scalar / here.scalar - 1.0
     elsewhere = (
         f"uncapping it ({uncapped} vs 2) gave +{measured_gain * 100:.1f} % throughput [measured] on "
@@ -599,126 +548,6 @@ def _searched(status: str) -> str:
     )
 
 
-def _numeric_candidates(s: Any, one_node_transport: bool) -> list[tuple[str, dict[str, Any]]]:
-    out: list[tuple[str, dict[str, Any]]] = []
-    if s.comms != 8 and s.nodes > 1:  # the proxy's lanes: nothing on one node reads them
-        out.append(("--comms 8", {"comms": 8}))
-    out.append(("--eager" if s.cuda_graphs else "--cuda-graphs", {"cuda_graphs": not s.cuda_graphs}))
-    for factor in (4, 16):
-        out.append((f"--concurrency {s.concurrency * factor}", {"concurrency": s.concurrency * factor}))
-    if s.concurrency >= 4:
-        out.append((f"--concurrency {s.concurrency // 4}", {"concurrency": s.concurrency // 4}))
-    if not one_node_transport:  # NVLink cannot span two nodes: that is no what-if
-        out.append((f"--nodes {s.nodes * 2}", {"nodes": s.nodes * 2}))
-    if s.nodes > 1:
-        out.append((f"--nodes {s.nodes // 2}", {"nodes": s.nodes // 2}))
-    return [(label, upd) for label, upd in out if _within_limits(upd)]
-
-
-def _within_limits(update: dict[str, Any]) -> bool:
-
-    return all(not isinstance(v, int) or isinstance(v, bool) or v <= LIMITS[k] for k, v in update.items())
-
-
-# Inputs no arm but DeepEP reads: a what-if on them recomputes the DeepEP arm alone.
-_DEEPEP_ONLY = frozenset({"transport", "comms", "max_qps"})
-
-# Transports worth proposing as a single change (the same policy as remedy.py).
-_FLIP_TRANSPORTS = ("efa-gda", "ib-ibgda", "efa-proxy", "efa-uccl")
-
-
-def flip_changes(result: Any) -> list[tuple[str, dict[str, Any]]]:
-    """The single changes the flip search tries, in order: its flag text and the update.
-
-    On one node DeepEP rides NVLink whatever transport is named, so a transport is no what-if
-    there (as a second node is none for NVLink)."""
-    r = result.resolved
-    s = r.scenario
-    changes = [
-        (f"--transport {name}", {"transport": name})
-        for name in _FLIP_TRANSPORTS
-        if name != s.transport and r.instance.name in load_transports()[name].instances and s.nodes > 1
-    ]
-    return changes + _numeric_candidates(s, r.transport.fabric == "nvlink")
-
-
-def flip_advisory(result: Any, code: str) -> str:
-    """The first single input change (of a short, ordered list) that changes the verdict.
-
-    Each candidate is the changed scenario evaluated as `evaluate` would (measured cells where
-    they exist), so the code and ratio quoted are the ones the suggested command prints. They
-    run in order, stopping at the first that flips, on Python floats: a DeepEP-only knob
-    recomputes the DeepEP arm alone, and a flip is often the first candidate that moves every
-    arm (CUDA graphs). When that one does not flip and NumPy is already loaded (a server, a
-    sweep), the rest go through one vectorised pass (`_first_flip_batched`): the same
-    physics on a row per candidate, the same first flip. One scenario in a fresh process keeps
-    to floats and never imports NumPy (`base/arrays.py`).
-    """
-
-    changes = flip_changes(result)
-    full_runs = 0  # candidates that moved every arm, run one by one
-    batch = BATCH_WHATIFS and loaded()
-    for k, (label, update) in enumerate(changes):
-        deepep_only = update.keys() <= _DEEPEP_ONLY
-        if batch and not deepep_only and full_runs and len(changes) - k > 1:
-            batched = _first_flip_batched(result, code, changes[k:])
-            if batched is not None:
-                return batched
-            batch = False  # these candidates cannot share a pass: one by one from here
-        try:
-            # a knob only DeepEP reads leaves the other arms (and their measured cells) as they are
-            other = whatif(result, update)
-        except CalcError:
-            continue
-        full_runs += not deepep_only
-        new_code, _ = classify(other)
-        if new_code != code:
-            return _flip_text(label, new_code, other.ratio_deepep_vs_alternative)
-    return ""
-
-
-# Whether the flip search may batch its remaining candidates into one vectorised pass (the fast
-# path); tests/speed/test_speed_equivalence.py holds it to the one-by-one search.
-BATCH_WHATIFS = True
-
-
-def _first_flip_batched(result: Any, code: str, changes: list[tuple[str, dict[str, Any]]]) -> str | None:
-    """The flip search's remaining candidates, one row each, in one vectorised pass.
-
-    Only numeric what-ifs with no measured cell can share a pass (a pass runs the model alone,
-    as a sweep does); otherwise None, and the search goes on one by one. A candidate that is
-    not a valid scenario is left out, as the one-by-one search skips it.
-    """
-    s = result.scenario
-    rows: list[tuple[str, dict[str, Any]]] = []
-    for label, update in changes:
-        if update.keys() <= _DEEPEP_ONLY or not update.keys() <= set(VARIABLE):
-            return None
-        try:
-            changed = result.resolved.change(**update)
-        except CalcError:
-            continue
-        if any(measured_cell_for(changed, arm) is not None for arm in ("deepep", "allgather")):
-            return None
-        rows.append((label, update))
-    if not rows:
-        return ""
-    fields = sorted({name for _, update in rows for name in update})
-    columns = {name: [update.get(name, getattr(s, name)) for _, update in rows] for name in fields}
-    try:
-        batch = compute(result.resolved.vary(**{name: np.asarray(v) for name, v in columns.items()}))
-    except CalcError:
-        return None
-    n = len(rows)
-    codes = np.broadcast_to(np.asarray(classify_codes(batch)[0]), (n,))  # a row per candidate
-    ratio = batch.ratio_deepep_vs_alternative
-    ratios = np.broadcast_to(np.asarray(ratio.value, dtype=float), (n,))
-    for i, (label, _) in enumerate(rows):
-        if str(codes[i]) != code:
-            return _flip_text(label, str(codes[i]), Q(float(ratios[i]), ratio.unit, ratio.tag, ratio.source))
-    return ""
-
-
 def _with_backend(text: str, engine: Any, transport: Any) -> str:
     """The DeepEP flag that loads this transport's library, or, where the engine has none, a
     note in its place (prose becomes a comment in the Run-it block, never a flag)."""
@@ -731,7 +560,8 @@ def _with_backend(text: str, engine: Any, transport: Any) -> str:
     )
 
 
-def _flip_text(label: str, new_code: str, ratio: Q) -> str:
+def flip_text(label: str, new_code: str, ratio: Q) -> str:
+    """The flip's advisory: the change, the code it flips to, and the ratio there."""
     return (
         f"{label} would flip the verdict to {SYMBOLS[new_code]} {new_code} "
         f"(DeepEP / alternative aggregate {tagged(ratio, 2)})."

@@ -18,9 +18,10 @@ from typing import Any
 from ..base.arrays import every_some, first_float, floats, is_array, np
 from ..base.errors import InputError
 from ..base.quantity import Q
+from ..base.vocabulary import REPLICA_LAYOUTS
 from ..fit.evidence import covered
 from ..fit.table import Table
-from ..physics.layout import REPLICA_LAYOUTS, layout
+from ..physics.layout import layout
 from ..physics.memory import Memory, memory
 from ..physics.serving import per_user, serve, usd_per_mtok
 from ..physics.step import decode_step, prefill_step, shared

@@ -1,6 +1,6 @@
 """`compute(resolved) -> Result`: every arm of a scenario, the one model behind every face.
 
-The public `evaluate()` (`decide/answer.py`) resolves the question, calls `compute` and
+The public `evaluate()` (`api.py`) resolves the question, calls `compute` and
 attaches the verdict; the flip search, sweeps and the planner call `compute` directly.
 The constants come from the fitted table (`fit/build.py`: fitted once, never here).
 """

@@ -1,6 +1,6 @@
 """The model at many values of a field in one vectorised pass, and the first crossing.
 
-The break-even answers (`whatif/breakeven/`) and the fixes' searches (`decide/remedy.py`) are
+The break-even answers (`whatif/breakeven/`) and the fixes' searches (`whatif/fixes.py`) are
 solved with these: one pass over a grid of the knob, then narrower passes around the first
 point where the predicate turns true.
 """

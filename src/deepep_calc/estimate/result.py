@@ -106,10 +106,10 @@ class Result:
     ratio_deepep_vs_alternative: Q
     ratio_per_user: Q
     tax_ms_per_token: Q
-    verdict: Any = None  # decide.verdict.Verdict, attached by decide.answer.evaluate()
+    verdict: Any = None  # decide.verdict.Verdict, attached by decide.answer.decide_scenario()
     notes: list[str] = field(default_factory=list)
     memo: dict[Any, Any] = field(default_factory=dict, repr=False)  # see physics.step.shared
-    # this result's what-ifs on DeepEP-only knobs, each computed once (decide/explain.py); its own,
+    # this result's what-ifs on DeepEP-only knobs, each computed once (whatif/memo.py); its own,
     # never shared with a what-if as `memo` is, so a what-if's what-ifs cannot be mistaken for these
     whatifs: dict[Any, Result] = field(default_factory=dict, repr=False)
     table: Table | None = field(default=None, repr=False)  # the constants the arms were computed with

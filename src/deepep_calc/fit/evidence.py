@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..base.arrays import floats, is_array, np, where
-from ..physics.layout import exchange_of
+from ..base.vocabulary import exchange_of
 from ..question.scenario import Resolved
 
 if TYPE_CHECKING:

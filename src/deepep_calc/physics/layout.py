@@ -6,18 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.arrays import ceil, floats, minimum
+from ..base.vocabulary import exchange_of
 from ..question.scenario import Resolved
-
-# A replica is one copy of the model per node; inside its node it runs one of three layouts,
-# named `replica` (attention DP + EP over NCCL's allgather), `replica:deepep` (attention DP +
-# EP over DeepEP's NVLink kernels) and `replica:tp` (tensor parallel over the node).
-REPLICA_LAYOUTS = ("replica", "replica:deepep", "replica:tp")
-_EXCHANGE = {"replica": "allgather", "replica:deepep": "deepep", "replica:tp": "tp"}
-
-
-def exchange_of(arm: str) -> str:
-    """The exchange an arm (or a replica's layout) runs: deepep, allgather or tp."""
-    return _EXCHANGE.get(arm, arm)
 
 
 @dataclass(frozen=True, eq=False)

@@ -38,12 +38,13 @@ from typing import Any
 
 from ..base.arrays import every_some, floats, np
 from ..base.quantity import Q, qmax
+from ..base.vocabulary import exchange_of
 from ..catalog.constants import const
 from ..question.scenario import Resolved
 from .collectives import CollectiveConstants, allgather_rs_us, allgatherv_one_us, allreduce_us
 from .compute import decode_device_us, prefill_device_us
 from .deepep import KernelConstants, KernelShape, kernel_parts, kernel_us
-from .layout import Layout, exchange_of, layout
+from .layout import Layout, layout
 
 PARTS = ("engine", "hbm", "compute", "kernels", "moe_comm", "prefill", "proxy")
 

@@ -17,12 +17,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..api import evaluate
 from ..base.errors import CalcError, FileInputError, InputError
 from ..base.vocabulary import TRUE_WORDS, flag_of
 from ..catalog.hf import MAX_CONFIG_BYTES, spec_from_hf_dict
 from ..catalog.model_catalog import load_models, preset_names
 from ..catalog.models import ModelSpec
-from ..decide.answer import evaluate
 from ..estimate.result import Result
 from ..question.scenario import FLOAT_FIELDS, INT_FIELDS, Scenario
 from .schemas import EvaluateRequest

@@ -14,12 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ..api import evaluate
 from ..base import palette
 from ..base.quantity import Q
 from ..catalog.measured import load_cells
 from ..catalog.models import ModelSpec
 from ..catalog.transports import load_transports
-from ..decide.answer import evaluate
 from ..estimate.operations import campaign_proxy, kernel_standing, native_vs_proxy, step_operations
 from ..estimate.result import Result
 from ..fit.observations import cell_scenario

@@ -213,7 +213,7 @@ def _mechanism_default() -> str:
 
 
 def _mechanism_page(values: dict[str, str] | None) -> str:
-    from ..decide.answer import evaluate
+    from ..api import evaluate
     from ..report.charts import per_user_vs_concurrency
     from . import mechanism
 

@@ -169,7 +169,8 @@ def report_cmd(html_path: str | None, md_path: str | None, **kwargs: Any) -> Non
     html_out = check_output(html_path, "--html", inputs=inputs) if html_path else None
     md_out = check_output(md_path, "--md", inputs=inputs) if md_path else None
     outputs = check_distinct([html_out, md_out])
-    from ...decide.answer import evaluate, note_assumed_mode
+    from ...api import evaluate
+    from ...decide.answer import note_assumed_mode
 
     result = evaluate(scenario)
     if unset:

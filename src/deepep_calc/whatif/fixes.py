@@ -27,13 +27,13 @@ from ..base.vocabulary import flag_of
 from ..catalog.hardware import load_instances
 from ..catalog.models import DTYPE_BYTES
 from ..catalog.transports import load_transports
+from ..decide.verdict import ARM_LABELS, NO_ARM, assess, tagged
 from ..estimate.arms import duration
 from ..estimate.compute import compute
 from ..question.fields import LIMITS
-from .verdict import ARM_LABELS, NO_ARM, assess, tagged
 
 # Transports worth proposing: the production GPU-initiated paths first, then the strongest
-# host proxies (research paths are not advice). Same policy as the flip search.
+# host proxies (research paths are not advice). The flip search proposes the same ones.
 PROPOSED_TRANSPORTS = ("efa-gda", "ib-ibgda", "efa-proxy", "efa-uccl")
 NARROWER_DTYPES = ("fp8", "nvfp4")  # weight formats engines serve MoE checkpoints in
 _CONFIRM_TRIES = 8  # a grid answer that fails the scalar check: try the next few integers
