@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ..base.errors import FileInputError
 from ..base.quantity import Q
@@ -32,9 +33,11 @@ from ..fit.engines import ENGINE_FIELDS, fit_serving
 from ..fit.kernels import fit_transport
 from ..fit.observations import Obs, cell_observations
 from ..fit.table import Table, TransportFit
-from ..io.kernel_log import KernelLog
 from ..physics.deepep import KernelShape
 from ..question.scenario import Scenario
+
+if TYPE_CHECKING:  # a parsed log is handed in: calibrate reads no file
+    from ..io.kernel_log import KernelLog
 
 
 @dataclass(frozen=True)
