@@ -38,7 +38,14 @@ def test_tests_in_folders_take_their_paths_from_one_module() -> None:
 
 
 # Suites that cut across the layers, each in a folder whose conftest marks what it collects.
-SUITES = {"properties": ("property", "slow"), "hardening": ("hardening", "slow"), "speed": ("speed",)}
+SUITES = {
+    "properties": ("property", "slow"),
+    "hardening": ("hardening", "slow"),
+    "speed": ("speed",),
+    "browser": ("browser",),
+    "load": ("load", "slow"),
+    "e2e": ("e2e", "slow"),
+}
 
 
 def test_the_tests_mirror_the_source_tree() -> None:

@@ -1,7 +1,7 @@
 """`deepep-calc calibrate` end to end, and what `--calibration` changes in `evaluate` and `kernel`.
 
 Runs the real entry point (`cli.main`, the path that turns errors into one line and exit 2) in
-process; two checks go through the installed console script as a subprocess.
+process; the installed console script's own runs are tests/e2e/test_installed_program.py's.
 """
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -422,51 +420,6 @@ def test_kernel_log_without_shape_is_refused(capsys: pytest.CaptureFixture[str],
 
 
 # --------------------------------------------------------------------------------------------
-# the installed command
-
-
-def _console_script() -> Path:
-    exe = Path(sys.executable).with_name("deepep-calc")
-    if not exe.exists():
-        pytest.skip("deepep-calc console script not installed next to this interpreter")
-    return exe
-
-
-def test_console_script_end_to_end(tmp_path: Path) -> None:
-    exe = _console_script()
-    out = tmp_path / "cli.toml"
-    done = subprocess.run(
-        [exe, "calibrate", "--dense", TRT_DENSE, "--deepep", TRT_DEEPEP, "-o", out, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["profile"] == str(out)
-    done = subprocess.run(
-        [exe, "evaluate", "--calibration", out, *PAIR_SCENARIO, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    assert round(json.loads(done.stdout)["arms"]["deepep"]["per_user_tok_s"]["value"], 2) == 19.27
-
-
-def test_console_script_error_is_one_line(tmp_path: Path) -> None:
-    exe = _console_script()
-    out = tmp_path / "never.toml"
-    done = subprocess.run(
-        [exe, "calibrate", "--dense", EXTRA / "truncated.json", "--deepep", TRT_DEEPEP, "-o", out],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.count("\n") == 1 and "truncated JSON" in done.stderr and "Traceback" not in done.stderr
-    assert not out.exists()
-
-
 def test_cells_replay_only_in_the_mode_they_ran(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """Runs taken with CUDA graphs and EP_EFA_MAX_QPS=4 replay only at those settings."""
     out = tmp_path / "graphs.toml"

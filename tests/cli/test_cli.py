@@ -1,8 +1,6 @@
 """The command-line contract: commands, --json shapes, one-line errors with exit code 2."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -165,9 +163,3 @@ def test_config_json_path_evaluates(capsys: pytest.CaptureFixture[str]) -> None:
     folder = TESTS / "fixtures" / "hf" / "deepseek-v3"
     code, out, _ = run(["evaluate", "--model", str(folder), "--instance", "p5", "--json"], capsys)
     assert code == 0 and json.loads(out)["verdict"]["code"] == "capacity"
-
-
-def test_console_script_installed() -> None:
-    exe = Path(sys.executable).parent / "deepep-calc"
-    proc = subprocess.run([str(exe), "evaluate", "--concurrency", "-1"], capture_output=True, text=True)
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and proc.stdout == ""

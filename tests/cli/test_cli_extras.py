@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,21 +17,6 @@ from deepep_calc.report.markdown import render_markdown
 from paths import REPO
 
 REPO = REPO
-
-
-def test_python_dash_m_runs_the_cli() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "deepep_calc", "kernel", "--json"], capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    assert set(json.loads(done.stdout)) == {
-        "dispatch_us",
-        "combine_us",
-        "total_us",
-        "parts_us",
-        "binds",
-        "measurements",
-    }
 
 
 def test_bare_json_is_the_calibration_result(capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,7 +17,7 @@ from deepep_calc.catalog.transports import load_transports
 from web_fixtures import app, client  # noqa: F401  (fixtures)
 
 PROXY = load_transports()["efa-proxy"]
-CELL = [r for r in PROXY.references() if r.in_scope and r.same_cell(PROXY.reference)]
+CELL = [r for r in PROXY.references() if r.in_scope and r.same_point(PROXY.reference)]
 
 
 def test_the_cell_has_several_runs_each_with_its_setting() -> None:

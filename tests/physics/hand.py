@@ -24,12 +24,14 @@ BF16 / FP8, $100 per node-hour.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pytest
 
 from deepep_calc.base.quantity import Q
+from deepep_calc.catalog.constants import CATALOG
 from deepep_calc.catalog.engines import get_engine
 from deepep_calc.catalog.hardware import get_instance
 from deepep_calc.catalog.models import Attention, ModelSpec
@@ -122,12 +124,13 @@ def kernel_constants(**changes: Any) -> KernelConstants:
     return KernelConstants(**{**base, **changes})
 
 
-def collective_constants() -> CollectiveConstants:
+def collective_constants(element_bytes: float = 2.0) -> CollectiveConstants:
     """NCCL across 2 nodes: 50 us smallest-message latency for every kind (a 2 us NVLink step,
     so 50 - 7 x 2 = 36 us per scale-out step), bus bandwidth 100 GB/s across nodes and
-    200 GB/s inside one."""
+    200 GB/s inside one; BF16 activations (2 B per element) unless `element_bytes` says."""
     link = Link(q(50.0), q(36.0), q(100.0, "GB/s"), q(200.0, "GB/s"))
-    return CollectiveConstants({k: link for k in ("allgather", "reducescatter", "allreduce")}, q(2.0))
+    kinds = ("allgather", "reducescatter", "allreduce")
+    return CollectiveConstants({k: link for k in kinds}, q(2.0), element_bytes)
 
 
 def engine(
@@ -158,9 +161,11 @@ def resolved(
     max_batch: int = 256,
     attention_tp: int = 1,
     disaggregated: bool = False,
+    assumptions: Mapping[str, float] | None = None,
     **fields: Any,
 ) -> Resolved:
-    """A resolved scenario over the toy rows (the Scenario's own model name is not read)."""
+    """A resolved scenario over the toy rows (the Scenario's own model name is not read);
+    `assumptions`: catalog constants pinned to round values for this scenario."""
     s = Scenario(**{"nodes": 2, "concurrency": 32, "isl": 1000, "osl": 200, **fields})
     return Resolved(
         scenario=s,
@@ -173,6 +178,7 @@ def resolved(
         max_batch_source="(test)",
         attention_tp=attention_tp,
         disaggregated=disaggregated,
+        assumptions=CATALOG.with_values(assumptions or {}),
     )
 
 

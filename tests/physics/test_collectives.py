@@ -3,7 +3,7 @@ the catalog's measured figures behind them.
 
 Hand constants (`hand.collective_constants`): every kind 50 us smallest-message latency across
 2 nodes, a 2 us NVLink step (so 50 − 7 × 2 = 36 us per further scale-out step), bus bandwidth
-100 GB/s across nodes and 200 GB/s inside one. Pinned: 2 B per element. Hidden 1024.
+100 GB/s across nodes and 200 GB/s inside one. 2 B per element (BF16). Hidden 1024.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from deepep_calc.base.quantity import Tag
 from deepep_calc.catalog.collectives import load_collectives
-from deepep_calc.catalog.constants import overrides
+from deepep_calc.catalog.constants import CATALOG
 from deepep_calc.catalog.hardware import get_instance
 from deepep_calc.physics.collectives import (
     allgather_rs_us,
@@ -28,12 +28,6 @@ from .hand import collective_constants as hand_constants
 from .hand import exact, val
 
 C = hand_constants()
-
-
-@pytest.fixture(autouse=True)
-def _pinned() -> object:
-    with overrides({"collective_bytes_per_element": 2.0}):
-        yield
 
 
 def test_latency_by_node_count_and_kind() -> None:
@@ -64,8 +58,8 @@ def test_allgather_inside_one_node_rides_nvlink() -> None:
 
 def test_bytes_scale_with_the_element_size() -> None:
     """At 1 B per element the bus bytes halve: 2 × (50 + 0.6144) us."""
-    with overrides({"collective_bytes_per_element": 1.0}):
-        assert val(allgather_rs_us(16, 2, 8, 4.0, 1024, C)) == exact(101.2288)
+    one_byte = hand_constants(element_bytes=1.0)
+    assert val(allgather_rs_us(16, 2, 8, 4.0, 1024, one_byte)) == exact(101.2288)
 
 
 def test_allgatherv_of_one_prefill_chunk() -> None:
@@ -95,10 +89,10 @@ def test_the_measured_instance_keeps_its_measurements() -> None:
     """On 2× p6-b300 the all-reduce is NCCL's measured 42.9 us smallest-message latency and
     870.30 GB/s bus bandwidth, tagged measured; p5en takes the same latency (assumed) and the
     bandwidth times its slower link's ratio: NVLink 450 / 900 and EFA 50 / 100 GB/s per GPU → 0.5."""
-    b300 = collective_constants(get_instance("p6-b300")).link("allreduce")
+    b300 = collective_constants(get_instance("p6-b300"), CATALOG).link("allreduce")
     assert (b300.latency_2n_us.scalar, b300.latency_2n_us.tag) == (42.9, Tag.MEASURED)
     assert (b300.busbw_gb_s.scalar, b300.busbw_gb_s.tag) == (870.30, Tag.MEASURED)
-    p5en = collective_constants(get_instance("p5en")).link("allreduce")
+    p5en = collective_constants(get_instance("p5en"), CATALOG).link("allreduce")
     assert (p5en.latency_2n_us.scalar, p5en.latency_2n_us.tag) == (42.9, Tag.ASSUMED)
     assert p5en.busbw_gb_s.scalar == exact(870.30 * 0.5)
 
@@ -106,7 +100,7 @@ def test_the_measured_instance_keeps_its_measurements() -> None:
 def test_infiniband_has_no_measurement_and_says_so() -> None:
     """ib-h800 (8 GPUs): the 2-node latency is the NVLink steps (7 × 1.5 us) plus the assumed
     InfiniBand step (5 us), twice for an all-reduce: 15.5 and 20.5 us, tagged assumed."""
-    ib = collective_constants(get_instance("ib-h800"))
+    ib = collective_constants(get_instance("ib-h800"), CATALOG)
     assert val(ib.link("allgather").latency_2n_us) == exact(15.5)
     assert val(ib.link("allreduce").latency_2n_us) == exact(20.5)
     assert ib.link("allreduce").latency_2n_us.tag is Tag.ASSUMED
@@ -117,7 +111,7 @@ def test_a_few_tokens_cost_about_ncclls_smallest_message(instance: str) -> None:
     """One cross-node all-reduce of 1-32 tokens of DeepSeek's 7168 hidden (TP16 on 2 nodes) is
     within 1.5x of NCCL's smallest-message all-reduce (42.9 us): the latency, not the bytes,
     sets it (issue #25; facts small-token-kernels.md section 2)."""
-    c = collective_constants(get_instance(instance))
+    c = collective_constants(get_instance(instance), CATALOG)
     smallest = load_collectives()["allreduce@p6-b300"].latency_us
     for tokens in (1, 2, 4, 8, 16, 32):
         t = val(allreduce_us(16, 2, 8, float(tokens), 7168, c))

@@ -1,7 +1,8 @@
 """HBM and tensor-core time of a step (`physics/compute.py`), worked by hand on the toy rows.
 
-Constants are pinned with `overrides` to round values: HBM efficiency 0.5 (2,000 GB/s of the
-toy's 4,000), compute efficiency 0.5 (500 TFLOP/s of its 1,000 BF16), mean context ISL + OSL/2.
+Constants are pinned to round values (the scenario's `assumptions`, see `hand.resolved`): HBM
+efficiency 0.5 (2,000 GB/s of the toy's 4,000), compute efficiency 0.5 (500 TFLOP/s of its
+1,000 BF16), mean context ISL + OSL/2.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from deepep_calc.base.quantity import Tag
-from deepep_calc.catalog.constants import overrides
 from deepep_calc.physics.compute import (
     decode_device_us,
     experts_touched_fraction,
@@ -55,8 +55,7 @@ def test_decode_device_time_by_hand() -> None:
              = 0.142934016 us.  device = max(hbm, compute) = hbm.
     """
     lay = ep_layout(expert_shard=4.0, group_tokens=4.0)
-    with overrides(ROUND):
-        d = decode_device_us(resolved(), lay, 1000.0, 200.0, q(0.25, ""))
+    d = decode_device_us(resolved(assumptions=ROUND), lay, 1000.0, 200.0, q(0.25, ""))
     assert val(d["expert_raw"]) == exact(5.20704)
     assert val(d["hbm"]) == exact(16.080896 + 20.82816)
     assert val(d["compute"]) == exact(0.142934016)
@@ -70,11 +69,13 @@ def test_expert_reads_default_to_the_hbm_efficiency_and_kv_shards() -> None:
     20,828,160 B / 2,000 GB/s = 10.41408 us, + 16.080896 = 26.494976 us.
     KV sharded 2 ways halves the KV read: (23,150,592 + 4,505,600) / 2,000 GB/s = 13.828096 us."""
     lay = ep_layout(expert_shard=4.0, group_tokens=4.0)
-    with overrides(ROUND):
-        d = decode_device_us(resolved(), lay, 1000.0, 200.0)
-        sharded = decode_device_us(
-            resolved(), ep_layout(expert_shard=4.0, group_tokens=4.0, kv_shard=2.0), 1000.0, 200.0
-        )
+    d = decode_device_us(resolved(assumptions=ROUND), lay, 1000.0, 200.0)
+    sharded = decode_device_us(
+        resolved(assumptions=ROUND),
+        ep_layout(expert_shard=4.0, group_tokens=4.0, kv_shard=2.0),
+        1000.0,
+        200.0,
+    )
     assert val(d["hbm"]) == exact(26.494976)
     assert val(sharded["hbm"]) == exact(13.828096 + 10.41408)
 
@@ -84,8 +85,7 @@ def test_attention_tp_shards_the_replicated_read_and_matmuls() -> None:
     at 2,000 GB/s = 10.293248 us, + the experts' 20.82816 us = 31.121408 us. FLOPs: 2 ×
     11,575,296 × 2 / 2 + 25,165,824 = 48,316,416 at 500 TFLOP/s = 0.096632832 us."""
     lay = ep_layout(expert_shard=4.0, group_tokens=4.0, replicated_shard=2.0)
-    with overrides(ROUND):
-        d = decode_device_us(resolved(), lay, 1000.0, 200.0, q(0.25, ""))
+    d = decode_device_us(resolved(assumptions=ROUND), lay, 1000.0, 200.0, q(0.25, ""))
     assert val(d["hbm"]) == exact(31.121408)
     assert val(d["compute"]) == exact(0.096632832)
 
@@ -102,8 +102,7 @@ def test_tp_layout_multiplies_the_whole_batch() -> None:
     2 × 11,575,296 × 32 / 16 + 2 × 12,582,912 × 32 / 16 = 46,301,184 + 50,331,648 FLOP
     = 96,632,832 FLOP / 500 TFLOP/s = 0.193265664 us."""
     lay = ep_layout(arm="tp", data_parallel=False, replicated_shard=16.0, seqs_per_rank=32.0)
-    with overrides(ROUND):
-        d = decode_device_us(resolved(), lay, 1000.0, 200.0, q(0.25, ""))
+    d = decode_device_us(resolved(assumptions=ROUND), lay, 1000.0, 200.0, q(0.25, ""))
     assert val(d["compute"]) == exact(0.193265664)
 
 
@@ -111,8 +110,9 @@ def test_compute_bound_decode_takes_the_compute_time() -> None:
     """At 0.0001 compute efficiency (0.1 TFLOP/s) the 71,467,008 FLOP take 714.67008 us, more
     than the 36.9 us of HBM time: the device time is the compute time."""
     lay = ep_layout(expert_shard=4.0, group_tokens=4.0)
-    with overrides({**ROUND, "compute_efficiency": 0.0001}):
-        d = decode_device_us(resolved(), lay, 1000.0, 200.0, q(0.25, ""))
+    d = decode_device_us(
+        resolved(assumptions={**ROUND, "compute_efficiency": 0.0001}), lay, 1000.0, 200.0, q(0.25, "")
+    )
     assert val(d["device"]) == exact(714.67008)
 
 
@@ -121,8 +121,7 @@ def test_bf16_experts_of_an_fp8_model_use_the_fp8_peak() -> None:
     BF16 experts multiply at the FP8 peak, 71,467,008 / (2,000 × 0.5) = 0.071467008 us."""
     lay = ep_layout(expert_shard=4.0, group_tokens=4.0)
     m = TOY.copy(**{"weight_dtype": "fp8", "expert_dtype": "bf16"})
-    with overrides(ROUND):
-        d = decode_device_us(resolved(m), lay, 1000.0, 200.0, q(0.25, ""))
+    d = decode_device_us(resolved(m, assumptions=ROUND), lay, 1000.0, 200.0, q(0.25, ""))
     assert val(d["compute"]) == exact(0.071467008)
 
 
@@ -132,9 +131,8 @@ def test_fp8_models_use_the_fp8_peak() -> None:
     lay = ep_layout(expert_shard=4.0, group_tokens=4.0)
     fp8 = TOY.copy(**{"weight_dtype": "fp8"})
     fp4 = TOY.copy(**{"weight_dtype": "fp8", "expert_dtype": "mxfp4"})
-    with overrides(ROUND):
-        d8 = decode_device_us(resolved(fp8), lay, 1000.0, 200.0, q(0.25, ""))
-        d4 = decode_device_us(resolved(fp4), lay, 1000.0, 200.0, q(0.25, ""))
+    d8 = decode_device_us(resolved(fp8, assumptions=ROUND), lay, 1000.0, 200.0, q(0.25, ""))
+    d4 = decode_device_us(resolved(fp4, assumptions=ROUND), lay, 1000.0, 200.0, q(0.25, ""))
     assert val(d8["compute"]) == exact(0.071467008)
     assert val(d4["compute"]) == exact(0.035733504)
 
@@ -146,8 +144,7 @@ def test_prefill_device_time_by_hand() -> None:
     at 500 TFLOP/s = 5.1085312 us.
     HBM: replicated read 23,150,592 + routed 201,326,592 / 16 = 12,582,912 → 35,733,504 B at
     2,000 GB/s = 17.866752 us. device = the larger = 17.866752 us."""
-    with overrides(ROUND):
-        d = prefill_device_us(resolved(), ep_layout(), 100.0)
+    d = prefill_device_us(resolved(assumptions=ROUND), ep_layout(), 100.0)
     assert val(d["compute"]) == exact(5.1085312)
     assert val(d["hbm"]) == exact(17.866752)
     assert val(d["device"]) == exact(17.866752)
@@ -159,12 +156,10 @@ def test_prefill_attention_is_split_by_attention_tp_and_skips_linear_layers() ->
     drops a quarter of the causal term: 2,554,265,600 − 20,480,000 = 2,533,785,600 = 5.0675712 us
     (its own weights are counted in `count_params`, here 0)."""
     linear = TOY.copy(**{"attention": TOY.attention.copy(**{"linear_layers": 1})})
-    with overrides(ROUND):
-        tp2 = prefill_device_us(resolved(), ep_layout(replicated_shard=2.0), 100.0)
-        lin = prefill_device_us(resolved(linear), ep_layout(), 100.0)
+    tp2 = prefill_device_us(resolved(assumptions=ROUND), ep_layout(replicated_shard=2.0), 100.0)
+    lin = prefill_device_us(resolved(linear, assumptions=ROUND), ep_layout(), 100.0)
     assert val(tp2["compute"]) == exact(2.711552)
-    with overrides(ROUND):
-        tp5 = prefill_device_us(resolved(), ep_layout(replicated_shard=5.0), 100.0)
+    tp5 = prefill_device_us(resolved(assumptions=ROUND), ep_layout(replicated_shard=5.0), 100.0)
     # weights read once: 23,150,592 / 5 + 201,326,592 / 16 = 17,213,030.4 B at 2,000 GB/s
     assert val(tp5["hbm"]) == exact(8.6065152)
     # the linear layer also has no attention weights of its own here (linear_params 0)
@@ -179,8 +174,7 @@ def test_mla_prefill_uses_nope_plus_rope_head_dim() -> None:
 
     ds = resolve_model("deepseek-v3")
     lay = ep_layout()
-    with overrides(ROUND):
-        d10 = prefill_device_us(resolved(ds), lay, 10.0)
-        flops = matmul_flops(resolved(ds), lay, 10.0, 10.0)
+    d10 = prefill_device_us(resolved(ds, assumptions=ROUND), lay, 10.0)
+    flops = matmul_flops(resolved(ds, assumptions=ROUND), lay, 10.0, 10.0)
     fp8_rate = 2000e12 * 0.5
     assert val(d10["compute"]) == exact((flops + 299_827_200) / fp8_rate * 1e6)

@@ -7,14 +7,16 @@ bytes (`hand.py`): replicated 25,198,592 B, routed 201,326,592 B, KV 4,096 B per
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-import pytest
 
 from deepep_calc.base.quantity import Tag
-from deepep_calc.catalog.constants import overrides
 from deepep_calc.physics.memory import memory
+from deepep_calc.question.scenario import Resolved
 
-from .hand import TOY, TOY_INSTANCE, ep_layout, exact, resolved, val
+from . import hand
+from .hand import TOY, TOY_INSTANCE, ep_layout, exact, val
 
 PINNED = {
     "hbm_usable_fraction": 0.9,
@@ -24,10 +26,9 @@ PINNED = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _pinned() -> object:
-    with overrides(PINNED):
-        yield
+def resolved(*args: Any, **fields: Any) -> Resolved:
+    """The toy scenario under the pinned constants."""
+    return hand.resolved(*args, assumptions=PINNED, **fields)
 
 
 def test_allgather_arm_memory_by_hand() -> None:

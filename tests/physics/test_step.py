@@ -12,11 +12,11 @@ The toy scenario: 2 nodes × 8 GPUs, concurrency 32, ISL 1000, OSL 200, K = 8, Q
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-import pytest
 
 from deepep_calc.base.quantity import Tag
-from deepep_calc.catalog.constants import overrides
 from deepep_calc.io.hf_config import resolve_model
 from deepep_calc.physics.step import (
     PARTS,
@@ -29,8 +29,10 @@ from deepep_calc.physics.step import (
     proxied_host_us,
     proxy_lanes,
 )
+from deepep_calc.question.scenario import Resolved
 
-from .hand import GPU, TOY, engine, ep_layout, exact, kernel_constants, q, resolved, step_constants, val
+from . import hand
+from .hand import GPU, TOY, engine, ep_layout, exact, kernel_constants, q, step_constants, val
 
 PINNED = {
     "kernels_attention_gqa": 5.0,
@@ -48,10 +50,9 @@ C = step_constants(
 )
 
 
-@pytest.fixture(autouse=True)
-def _pinned() -> object:
-    with overrides(PINNED):
-        yield
+def resolved(*args: Any, **fields: Any) -> Resolved:
+    """The toy scenario under the pinned constants."""
+    return hand.resolved(*args, assumptions=PINNED, **fields)
 
 
 def test_kernels_per_step() -> None:

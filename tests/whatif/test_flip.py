@@ -63,3 +63,8 @@ def test_a_flip_quotes_what_the_changed_scenario_prints(fields: dict[str, Any]) 
             return
         assert changed.verdict.code == code, label
     assert line == "" and result.verdict.robustness.startswith("robust")
+
+
+def test_flip_search_never_proposes_more_nodes_for_nvlink() -> None:
+    v = evaluate(Scenario(transport="nvlink", nodes=1)).verdict
+    assert all("--nodes 2" not in a for a in v.advisories)

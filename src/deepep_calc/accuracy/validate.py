@@ -33,12 +33,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
 
-from ..catalog.constants import const, override_key
+from ..catalog.constants import const
 from ..catalog.hardware import get_instance
 from ..catalog.references import not_compared
 from ..estimate.compute import compute
@@ -515,14 +515,11 @@ def _ab_rows(
     return out
 
 
+@cache
 def cross_validate() -> Report:
-    """The cross-validated report, computed once per process and set of constant overrides
-    (it refits the model ~150 times: ~20 s); treat it as read-only."""
-    return _cross_validated(override_key())
-
-
-@lru_cache(maxsize=4)
-def _cross_validated(key: tuple[tuple[str, float], ...]) -> Report:
+    """The cross-validated report, computed once per process (it refits the model ~150 times:
+    ~20 s); treat it as read-only. It validates the catalog's own constants (`CATALOG`): no
+    what-if reaches it, so one report per process is the only one."""
     return validate(cross_validated=True)
 
 

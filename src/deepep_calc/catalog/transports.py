@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from ..base.errors import InputError
 from ..base.records import Record, row
 from ._toml import validate_rows
-from .constants import override_key
+from .constants import CATALOG, Assumptions
 
 if TYPE_CHECKING:
     from annotated_types import Ge, Gt, Le
@@ -69,12 +69,12 @@ class KernelRef(Record):
 
     @property
     def label(self) -> str:
-        """`p5en EP16, 128 tok/rank, gate run ...: 4 SMs, 6 QPs, p50`: the cell and its setting,
-        so two measurements of one cell are never shown as one figure."""
-        cell = f"{self.instance} EP{self.ep}, {self.tokens} tok/rank"
-        return f"{cell}, {self.setting}" if self.setting else cell
+        """`p5en EP16, 128 tok/rank, gate run ...: 4 SMs, 6 QPs, p50`: the kernel point and its
+        setting, so two measurements of one point are never shown as one figure."""
+        point = f"{self.instance} EP{self.ep}, {self.tokens} tok/rank"
+        return f"{point}, {self.setting}" if self.setting else point
 
-    def same_cell(self, other: KernelRef) -> bool:
+    def same_point(self, other: KernelRef) -> bool:
         """Whether two references measure the same shape on the same instance and EP."""
         return (self.instance, self.ep, self.tokens, self.hidden, self.topk, self.experts) == (
             other.instance,
@@ -149,17 +149,15 @@ def load_transports() -> dict[str, Transport]:
     return validate_rows("transports.toml", "transport", Transport)
 
 
-def get_transport(name: str) -> Transport:
+def get_transport(name: str, assumptions: Assumptions = CATALOG) -> Transport:
+    """The catalog's row, with the figures `assumptions` changes (a sensitivity case)."""
     transports = load_transports()
     key = name.strip().lower()
     if key not in transports:
         raise InputError("--transport", name, f"one of {', '.join(transports)}")
-    active = override_key()
-    if active:
-        prefix = f"transport:{key}:"
-        update = {k[len(prefix) :]: v for k, v in active if k.startswith(prefix)}
-        if update:  # a sensitivity case on this transport's assumed figures
-            return transports[key].copy(**update)
+    update = assumptions.transport_figures(key)
+    if update:
+        return transports[key].copy(**update)
     return transports[key]
 
 

@@ -236,7 +236,7 @@ def advisories(result: Any) -> list[str]:
             f"Raise the transfer library's queue depths, or lower the concurrency per prefill server."
         )
     if d.inside_references is False:
-        out.append(f"Disaggregated figures: {d.coverage_note}.")
+        out.append(f"Disaggregated figures: {d.evidence_note}.")
     side, idle = d.idle()
     if bool(d.feasible) and idle.scalar > 0.5:
         room = "is idle" if side == "prefill" else "leaves unused"

@@ -302,12 +302,12 @@ def assess(result: Any) -> Assessment:
     fits_any = reduce(operator.or_, feas.values())
     pool = {n: where(meets_any, ok[n], feas[n]) for n in names}
 
-    def beats(x: str, y: str, band: float = noise) -> Any:
+    def beats(x: str, y: str, margin: float = noise) -> Any:
         qx, qy, _ = decision_aggregates(arms[x], arms[y])
         if type(qx.value) in SCALARS and type(qy.value) in SCALARS:
-            return qx.value > qy.value * (1.0 + band)
+            return qx.value > qy.value * (1.0 + margin)
         with np.errstate(invalid="ignore"):
-            return np.asarray(qx.value) > np.asarray(qy.value) * (1.0 + band)
+            return np.asarray(qx.value) > np.asarray(qy.value) * (1.0 + margin)
 
     dee, rep = "deepep", "replica"
     deepep_wins = pool[dee] & (invert(pool[alt]) | beats(dee, alt)) & (invert(pool[rep]) | beats(dee, rep))

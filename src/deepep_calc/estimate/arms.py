@@ -23,9 +23,9 @@ from ..fit.evidence import covered
 from ..fit.table import Table
 from ..physics.layout import layout
 from ..physics.memory import Memory, memory
-from ..physics.serving import per_user, serve, usd_per_mtok
+from ..physics.serving import per_user, running_sequences, serve, usd_per_mtok
 from ..physics.step import decode_step, prefill_step, shared
-from ..question.fields import PROMPT_TIMEOUT_MS
+from ..question.fields import LIMITS, PROMPT_TIMEOUT_MS
 from ..question.scenario import Resolved
 from .bands import banded
 from .bounds import ArmBounds
@@ -141,6 +141,21 @@ def _set_targets(result: ArmResult, r: Resolved) -> None:
         result.meets_ttft = _plain(result.ttft_ms.value <= s.ttft_ms)
         if r.measured:
             result.ttft_status = target_status(result.ttft_ms, s.ttft_ms, floor=False)
+
+
+def running_capacity(base: Resolved, arm: str, rows: int, **fields: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Most sequences each of `rows` varied clusters can run at once on `arm`, and whether one
+    sequence fits at all: the engine's running limit at an unbounded load
+    (`physics.serving.running_sequences`), bounded by the largest concurrency whose KV cache
+    fits (`physics.memory`). The planner sizes its search with it, before any `compute`."""
+    big = base.vary(**fields, concurrency=np.full(rows, float(LIMITS["concurrency"])))
+    running = np.broadcast_to(
+        np.asarray(running_sequences(big, layout(big, arm)).value, dtype=float), (rows,)
+    )
+    one = base.vary(**fields, concurrency=np.ones(rows))
+    mem = memory(one, layout(one, arm), base.scenario.isl, base.scenario.osl)
+    kv_fit = np.broadcast_to(np.asarray(mem.max_concurrency.value, dtype=float), (rows,))
+    return np.minimum(running, np.floor(kv_fit)), np.broadcast_to(np.asarray(mem.fits), (rows,))
 
 
 def replica_arm(r: Resolved, table: Table, memo: dict[Any, Any] | None) -> ArmResult:

@@ -3,7 +3,7 @@
 `physics/bounds.py` holds the formulas; this module runs them on an arm's own step (the model's,
 also where a measured cell replaces the figure shown) and attaches the bands. Nothing is computed
 until a face reads it: `evaluate()` pays for none of it, and the take-over search (a few more
-steps of the model) runs only for the faces that print it.
+runs of the model) runs only for the faces that print it.
 
 Bands: a part of the step carries the step's band, an exchange part the kernel band where DeepEP's
 kernels cross nodes (the out-of-sample misses of the kernels themselves; NCCL's collectives have

@@ -2,7 +2,9 @@
 
 The public `evaluate()` (`api.py`) resolves the question, calls `compute` and
 attaches the verdict; the flip search, sweeps and the planner call `compute` directly.
-The constants come from the fitted table (`fit/build.py`: fitted once, never here).
+The constants come from the fitted table (`fit/build.py`: fitted once, never here). A
+what-if on assumed constants is a table fitted under other values (`fit.build.built_in_table(
+assumptions)`): the question is evaluated under the table's assumptions (`Resolved.assume`).
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ def compute(r: Resolved, reuse: Result | None = None, table: Table | None = None
     `reuse`: a result for the same scenario but another value of a knob only DeepEP reads (the
     transport, EP_NUM_COMMS, EP_EFA_MAX_QPS); its non-DeepEP arms do not read it and are taken
     as they are. `table`: constants other than
-    the built-in fit (the cross-validation evaluates each fold's own).
+    the built-in fit (the cross-validation evaluates each fold's own; a sensitivity case, one
+    fitted under other assumed constants, which then hold for the whole evaluation).
     """
     if r.profile is None and r.scenario.calibration is not None:
         r = replace(r, profile=profile_of(r))  # read the profile once; every arm asks for it
     table = table if table is not None else table_for(r)
+    r = r.assume(table.assumptions)
     memo = reuse.memo if reuse is not None else {}
     arms = {
         name: reuse.arms[name]

@@ -317,7 +317,7 @@ def compute_disagg(r: Resolved, table: Table | None = None) -> DisaggResult:
         feasible=bool(feasible) if scalar else feasible,
         why_not=_why_not(r, prefill, decode, ttft, bool(answered)) if scalar else "",
         inside_references=inside,
-        coverage_note=note,
+        evidence_note=note,
         load={"concurrency": s.concurrency, "isl": s.isl, "osl": s.osl},
     )
     if s.slo_tok_s is not None:
@@ -437,7 +437,7 @@ def best_split(r: Resolved, table: Table | None = None) -> DisaggResult | None:
     for p in split_counts(int(s.nodes)):
         split = s.copy(prefill_nodes=p, decode_nodes=int(s.nodes) - p)
         try:
-            spec = resolve_disagg(split, r.instance, r.engine, r.transport)
+            spec = resolve_disagg(split, r.instance, r.engine, r.transport, r.assumptions)
         except CalcError:
             return None
         d = compute_disagg(replace(r, scenario=split, disagg=spec), table)

@@ -88,7 +88,7 @@ class DisaggResult:
     feasible: Any
     why_not: str
     inside_references: bool
-    coverage_note: str
+    evidence_note: str
     meets_slo: Any = None
     meets_ttft: Any = None
     tcp_fallback: dict[str, Q] = field(default_factory=dict)  # the same deployment over TCP
@@ -184,7 +184,7 @@ class DisaggResult:
             "meets_slo": None if self.meets_slo is None else bool(self.meets_slo),
             "meets_ttft": None if self.meets_ttft is None else bool(self.meets_ttft),
             "inside_references": self.inside_references,
-            "coverage": self.coverage_note,
+            "coverage": self.evidence_note,  # the JSON key is the contract's
             "tcp_fallback": {k: v.to_json() for k, v in self.tcp_fallback.items()},
             "in_flight_tokens": None if self.in_flight_tokens is None else self.in_flight_tokens.to_json(),
             "load_limit": None if self.load_limit is None else self.load_limit.source,

@@ -115,7 +115,9 @@ def kernel_query(
     detail = {
         "parts_us": {d: {name: parts[d][name] for name in PARTS} for d in ("dispatch", "combine")},
         "binds": {d: binding_pipe(parts[d]) for d in ("dispatch", "combine")},
-        "measurements": [(ref.setting, ref.total, ref.source) for ref in cell_references(t, inst, ep, shape)],
+        "measurements": [
+            (ref.setting, ref.total, ref.source) for ref in point_references(t, inst, ep, shape)
+        ],
     }
     if logged is not None:
         return {**logged, **detail}
@@ -132,13 +134,13 @@ def kernel_json(out: dict[str, Any]) -> dict[str, Any]:
     every published measurement of this very cell, each with its setting."""
     totals = {k: out[k].to_json() for k in ("dispatch_us", "combine_us", "total_us")}
     parts = {d: {k: q.to_json() for k, q in p.items()} for d, p in out["parts_us"].items()}
-    cell = [{"setting": what, "total_us": total, "source": src} for what, total, src in out["measurements"]]
-    return {**totals, "parts_us": parts, "binds": dict(out["binds"]), "measurements": cell}
+    found = [{"setting": what, "total_us": total, "source": src} for what, total, src in out["measurements"]]
+    return {**totals, "parts_us": parts, "binds": dict(out["binds"]), "measurements": found}
 
 
-def cell_references(t: Transport, inst: Instance, ep: int, shape: KernelShape) -> list[KernelRef]:
-    """The transport's in-scope published measurements of exactly this cell (instance, EP,
-    shape), whatever their SMs, QPs or statistic: several runs of one cell disagree, and each
+def point_references(t: Transport, inst: Instance, ep: int, shape: KernelShape) -> list[KernelRef]:
+    """The transport's in-scope published measurements of exactly this kernel point (instance,
+    EP, shape), whatever their SMs, QPs or statistic: several runs of one point disagree, and each
     face shows them with their settings rather than as one figure."""
     return [
         ref

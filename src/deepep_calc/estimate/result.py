@@ -203,8 +203,9 @@ def both_covered(a: Any, b: Any) -> Any:
 
 
 def table_for(r: Resolved) -> Table:
-    """The built-in fitted table, with a calibration profile's constants where one is given."""
-    table = built_in_table()
+    """The built-in table fitted under the question's assumed constants, with a calibration
+    profile's constants where one is given."""
+    table = built_in_table(r.assumptions)
     profile = profile_of(r)
     if profile is not None:
         table = profile.apply(table, r)

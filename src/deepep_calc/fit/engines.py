@@ -92,7 +92,7 @@ class Pieces:
 
 
 def pieces(o: Obs, table: Table) -> Pieces:
-    r = o.resolved()
+    r = o.resolved().assume(table.assumptions)  # evaluated under the constants being fitted
     c = table.step_constants(r)
     lay = layout(r, o.arm)
     step = decode_step(r, o.arm, c)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..base.quantity import ASSUMED, Q
-from ..catalog.constants import const
+from ..catalog.constants import CATALOG, Assumptions
 from ..catalog.hardware import get_instance, load_instances
 from ..catalog.transports import KernelRef, Transport, get_transport, load_transports
 from ..physics.deepep import issue_lanes, messages
@@ -67,11 +67,11 @@ class KernelRow:
         )
 
 
-def kernel_rows() -> list[KernelRow]:
-    """Every kernel reference, with its transport as the active constant overrides see it."""
+def kernel_rows(assumptions: Assumptions = CATALOG) -> list[KernelRow]:
+    """Every kernel reference, with its transport carrying the figures `assumptions` changes."""
     rows = []
     for name in load_transports():
-        t = get_transport(name)
+        t = get_transport(name, assumptions)
         rows.extend(KernelRow(t, ref) for ref in t.references())
     return rows
 
@@ -189,7 +189,9 @@ class Leaving:
     signal_ratio: Q
 
 
-def leaving_costs(fits: dict[str, tuple[Transport, TransportFit]]) -> dict[str, Leaving]:
+def leaving_costs(
+    fits: dict[str, tuple[Transport, TransportFit]], assumptions: Assumptions
+) -> dict[str, Leaving]:
     """Per fabric, the mean over the transports whose own small-token rows pin these."""
     out: dict[str, Leaving] = {}
     mine = [(t, f) for t, f in fits.values() if t.fabric == "efa"]
@@ -207,10 +209,10 @@ def leaving_costs(fits: dict[str, tuple[Transport, TransportFit]]) -> dict[str, 
             mean(lambda f: f.signal_ratio, "cost of a signal in puts", ""),
         )
     else:  # a fold with no small-token transport left: the latency facts stand in
-        one_way = const("efa_one_way_us")
-        out["efa"] = Leaving(one_way, one_way, const("signal_cost_ratio"))
+        one_way = assumptions.const("efa_one_way_us")
+        out["efa"] = Leaving(one_way, one_way, assumptions.const("signal_cost_ratio"))
     efa = out["efa"]
-    ratio = (const("ib_one_way_us") / const("efa_one_way_us")).as_("")
+    ratio = (assumptions.const("ib_one_way_us") / assumptions.const("efa_one_way_us")).as_("")
     why = "EFA's x IB / EFA one-way small-message latency"
     out["ib"] = Leaving(
         (efa.dispatch_us * ratio).as_("us", f"{why} ({efa.dispatch_us.source})"),
@@ -240,12 +242,14 @@ def _capped(q: Q, cap: float) -> Q:
     return q if cap >= q.scalar else Q(cap, "us", q.tag, f"{q.source} (capped by the fastest reference)")
 
 
+# size: transport, rows, NVLink fits, leaving costs, instance factors, constants in force
 def fit_transport_rows(
     t: Transport,
     rows: Sequence[KernelRow],
     nvlink: dict[str, NvlinkFit],
     leaving: dict[str, Leaving] | None,
     factors: Callable[[str], Q],
+    assumptions: Assumptions,
 ) -> TransportFit:
     """Leaving latency, cost per message and signal ratio from every reference in `rows` (all of
     transport `t`); `leaving` None, or rows spanning two token counts: all fitted."""
@@ -259,7 +263,7 @@ def fit_transport_rows(
     tag = Q.assumed if weak else Q.derived
     src = f"least squares on the log error of {len(rows)} references ({names})"
     if spans_tokens(rows) or leaving is None:
-        one_way = const("efa_one_way_us" if t.fabric == "efa" else "ib_one_way_us").scalar
+        one_way = assumptions.const("efa_one_way_us" if t.fabric == "efa" else "ib_one_way_us").scalar
         (f_d, f_c), (b_d, b_c), r = solve(pipes, None, None, one_way)
         fd, fc, ratio = tag(f_d, "us", src), tag(f_c, "us", src), tag(r, "", src)
     else:

@@ -4,6 +4,9 @@ One `Table` holds every fitted constant as a tagged `Q` whose source names the r
 rests on. `step_constants(r)` and `kernel_constants(...)` hand the physics exactly the pieces
 one evaluation needs, so physics never fits and the fit never formats. NCCL's own collective
 figures are measured, not fitted: they come from the catalog (`physics/collectives.py`).
+A table also carries the assumed constants it was fitted under (`Assumptions`): a what-if on
+constants is a table fitted under other values (`fit.build.built_in_table(assumptions)`)
+passed to `compute(r, table=...)`, which evaluates the question under the same values.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..base.quantity import Q
+from ..catalog.constants import CATALOG, Assumptions
 from ..catalog.transports import get_transport
 from ..physics.collectives import collective_constants
 from ..physics.deepep import KernelConstants
@@ -53,6 +57,8 @@ class Table:
     covered: frozenset[str] = frozenset()  # evidence keys the references cover (fit/evidence.py)
     bands: dict[str, tuple[float, float]] = field(default_factory=dict)  # kind -> (low, high) factors
     notes: tuple[str, ...] = ()
+    # the assumed constants the table was fitted under; what it computes runs under them too
+    assumptions: Assumptions = CATALOG
 
     def instance_factor(self, instance: str) -> Q:
         f = self.instance_factors.get(instance)
@@ -90,7 +96,7 @@ class Table:
             self.kernel_floor_us,
             self.expert_efficiency,
             self.kernel_constants(r.transport.name, r.instance.name),
-            collective_constants(r.instance),
+            collective_constants(r.instance, self.assumptions),
             {kind: term for (engine, kind), term in self.arm_terms.items() if engine == name},
         )
 

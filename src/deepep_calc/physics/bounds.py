@@ -246,6 +246,7 @@ def _wire_mb(r: Resolved, lay: Layout, tokens: Any) -> Q:
     m = r.model
     tag = Q.derived if m.verified else Q.assumed
     cross = floats(lay.nodes) > 1.0
+    element_bytes = r.assumptions.const("collective_bytes_per_element").scalar
     if lay.exchange == "deepep":
         if r.transport.fabric == "nvlink":
             return tag(floats(tokens) * 0.0, "MB", "NVLink only: nothing on the scale-out wire")
@@ -254,10 +255,11 @@ def _wire_mb(r: Resolved, lay: Layout, tokens: Any) -> Q:
         per_step = (mb["dispatch"] + mb["combine"]) * m.moe_layers
         src = "remote selections x bytes (FP8 out, BF16 back) x MoE layers"
     elif lay.exchange == "tp":
-        per_step = allreduce_nic_mb(lay.ranks, lay.nodes, lay.gpn, tokens, m.hidden) * (2.0 * m.layers)
+        nic = allreduce_nic_mb(lay.ranks, lay.nodes, lay.gpn, tokens, m.hidden, element_bytes)
+        per_step = nic * (2.0 * m.layers)
         src = "two ring all-reduces per layer: the bytes each GPU's NICs carry across nodes"
     else:
-        per_step = 2.0 * allgather_nic_mb(lay.nodes, lay.gpn, tokens, m.hidden) * m.moe_layers
+        per_step = 2.0 * allgather_nic_mb(lay.nodes, lay.gpn, tokens, m.hidden, element_bytes) * m.moe_layers
         src = "a ring allgather and reduce-scatter per MoE layer: the bytes each GPU's NICs carry"
     return tag(where(cross, per_step, per_step * 0.0), "MB", src)
 

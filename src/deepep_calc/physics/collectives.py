@@ -29,7 +29,7 @@ from typing import Any
 from ..base.arrays import floats, is_array, maximum, minimum, np, where
 from ..base.quantity import Q
 from ..catalog.collectives import measured_collective, reference_collective
-from ..catalog.constants import const, override_key
+from ..catalog.constants import Assumptions
 from ..catalog.hardware import Instance, get_instance
 
 KINDS = ("allgather", "reducescatter", "allreduce")
@@ -52,6 +52,7 @@ class CollectiveConstants:
 
     links: dict[str, Link]
     intra_step_us: Q  # one NVLink step of a small collective (assumed)
+    element_bytes: float  # bytes of one activation element the collectives carry (assumed)
 
     def link(self, kind: str) -> Link:
         return self.links[kind]
@@ -61,27 +62,29 @@ def _intra_us(step: Q, local: Any) -> Q:
     return (step * (local - 1.0)).as_("us", f"(GPUs in the node - 1) x {step.source}")
 
 
-def collective_constants(inst: Instance) -> CollectiveConstants:
-    """The measured NCCL figures for `inst`, or the reference instance's scaled to it."""
-    return _constants(inst.name, override_key())
+def collective_constants(inst: Instance, assumptions: Assumptions) -> CollectiveConstants:
+    """The measured NCCL figures for `inst`, or the reference instance's scaled to it, under
+    the assumed constants in force."""
+    return _constants(inst.name, assumptions)
 
 
 @cache
-def _constants(instance: str, key: tuple[tuple[str, float], ...]) -> CollectiveConstants:
-    """Per instance and set of constant overrides (a sensitivity case moves the NVLink step)."""
+def _constants(instance: str, assumptions: Assumptions) -> CollectiveConstants:
+    """Per instance and assumptions (a sensitivity case moves the NVLink and IB steps)."""
     inst = get_instance(instance)
-    step = const("nccl_hop_intra_us")
-    return CollectiveConstants({kind: _link(kind, inst, step) for kind in KINDS}, step)
+    step = assumptions.const("nccl_hop_intra_us")
+    links = {kind: _link(kind, inst, step, assumptions) for kind in KINDS}
+    return CollectiveConstants(links, step, assumptions.const("collective_bytes_per_element").scalar)
 
 
-def _link(kind: str, inst: Instance, step: Q) -> Link:
+def _link(kind: str, inst: Instance, step: Q, assumptions: Assumptions) -> Link:
     own = measured_collective(kind, inst.name)
     ref = own or reference_collective(kind)
     ref_inst = get_instance(ref.instance)
     ref_gpn = ref_inst.gpus_per_node
     intra_ref = _intra_us(step, float(min(ref_gpn, ref.ranks)))
     if inst.fabric == "ib":  # no NCCL measurement over InfiniBand in the catalog
-        hop = const("nccl_hop_ib_us")
+        hop = assumptions.const("nccl_hop_ib_us")
         steps = 2.0 if kind == "allreduce" else 1.0
         lat2 = (intra_ref + hop * steps).as_("us", f"NVLink steps + {steps:g} x {hop.source}")
     elif own is not None:
@@ -152,20 +155,16 @@ def collective_us(kind: str, ranks: Any, nodes: Any, gpn: int, bus_mb: Any, c: C
     return (latency_us(kind, ranks, nodes, gpn, c) + _transfer_us(kind, bus_mb, nodes, c)).as_("us")
 
 
-def _bytes_per_element() -> float:
-    return const("collective_bytes_per_element").scalar
-
-
-def allgather_bus_mb(ranks: Any, tokens_per_rank: Any, hidden: int) -> Any:
+def allgather_bus_mb(ranks: Any, tokens_per_rank: Any, hidden: int, element_bytes: float) -> Any:
     """Bus MB of an allgather (or reduce-scatter) of every rank's tokens, as nccl-tests counts
     them: (ranks - 1) chunks of `tokens x hidden` elements, what each rank's busiest link carries."""
-    return (floats(ranks) - 1.0) * floats(tokens_per_rank) * hidden * _bytes_per_element() / 1e6
+    return (floats(ranks) - 1.0) * floats(tokens_per_rank) * hidden * element_bytes / 1e6
 
 
-def allreduce_bus_mb(ranks: Any, tokens: Any, hidden: int) -> Any:
+def allreduce_bus_mb(ranks: Any, tokens: Any, hidden: int, element_bytes: float) -> Any:
     """Bus MB of an all-reduce of `tokens` activations: 2 (ranks - 1) / ranks of its bytes."""
     ranks = floats(ranks)
-    return 2.0 * (ranks - 1.0) / ranks * floats(tokens) * hidden * _bytes_per_element() / 1e6
+    return 2.0 * (ranks - 1.0) / ranks * floats(tokens) * hidden * element_bytes / 1e6
 
 
 def ring_crossings(nodes: Any, gpn: int) -> Any:
@@ -177,17 +176,18 @@ def ring_crossings(nodes: Any, gpn: int) -> Any:
     return where(nodes > 1.0, nodes - 1.0 / gpn, 0.0 * nodes)
 
 
-def allgather_nic_mb(nodes: Any, gpn: int, tokens_per_rank: Any, hidden: int) -> Any:
+def allgather_nic_mb(nodes: Any, gpn: int, tokens_per_rank: Any, hidden: int, element_bytes: float) -> Any:
     """MB one GPU's NICs carry per direction in a ring allgather (or reduce-scatter) of every
     rank's tokens: its chunk times the ring's crossings. Far fewer than the bus bytes, which
     count every hop, NVLink ones included."""
-    return ring_crossings(nodes, gpn) * floats(tokens_per_rank) * hidden * _bytes_per_element() / 1e6
+    return ring_crossings(nodes, gpn) * floats(tokens_per_rank) * hidden * element_bytes / 1e6
 
 
-def allreduce_nic_mb(ranks: Any, nodes: Any, gpn: int, tokens: Any, hidden: int) -> Any:
+# size: independent quantities (ranks, nodes, GPUs per node, tokens, hidden, element bytes)
+def allreduce_nic_mb(ranks: Any, nodes: Any, gpn: int, tokens: Any, hidden: int, element_bytes: float) -> Any:
     """The same for a ring all-reduce of `tokens` activations: a reduce-scatter and an allgather
     of 1 / ranks of them."""
-    size = floats(tokens) * hidden * _bytes_per_element() / 1e6
+    size = floats(tokens) * hidden * element_bytes / 1e6
     return 2.0 * ring_crossings(nodes, gpn) * size / floats(ranks)
 
 
@@ -197,7 +197,7 @@ def allgather_rs_us(
 ) -> Q:
     """An allgather of every rank's tokens and the reduce-scatter that returns them."""
     ranks = floats(ranks)
-    bus_mb = allgather_bus_mb(ranks, tokens_per_rank, hidden)
+    bus_mb = allgather_bus_mb(ranks, tokens_per_rank, hidden, c.element_bytes)
     ag = collective_us("allgather", ranks, nodes, gpn, bus_mb, c)
     rs = collective_us("reducescatter", ranks, nodes, gpn, bus_mb, c)
     return (ag + rs).as_("us")
@@ -209,7 +209,7 @@ def allgatherv_one_us(
 ) -> Q:
     """An allgather and reduce-scatter where one rank holds `tokens` (a prefill chunk) and the
     others nothing: every other rank receives the chunk once."""
-    bus_mb = floats(tokens) * hidden * _bytes_per_element() / 1e6
+    bus_mb = floats(tokens) * hidden * c.element_bytes / 1e6
     ag = collective_us("allgather", ranks, nodes, gpn, bus_mb, c)
     rs = collective_us("reducescatter", ranks, nodes, gpn, bus_mb, c)
     return (ag + rs).as_("us")
@@ -219,7 +219,7 @@ def allgatherv_one_us(
 def allreduce_us(ranks: Any, nodes: Any, gpn: int, tokens: Any, hidden: int, c: CollectiveConstants) -> Q:
     """An all-reduce of `tokens` activations across `ranks` GPUs."""
     ranks = floats(ranks)
-    bus_mb = allreduce_bus_mb(ranks, tokens, hidden)
+    bus_mb = allreduce_bus_mb(ranks, tokens, hidden, c.element_bytes)
     return collective_us("allreduce", ranks, nodes, gpn, bus_mb, c)
 
 

@@ -6,7 +6,6 @@ from typing import Any
 
 from ..base.arrays import floats, power
 from ..base.quantity import Q, qmax
-from ..catalog.constants import const
 from ..question.scenario import Resolved
 from .layout import Layout
 from .params import count_params, kv_bytes_per_sequence, weight_bytes
@@ -18,12 +17,12 @@ def experts_touched_fraction(topk: int, experts: int, tokens: Any) -> Any:
 
 
 def _hbm_rate(r: Resolved) -> Q:
-    return (r.instance.hbm_bw() * const("hbm_efficiency")).as_("GB/s")
+    return (r.instance.hbm_bw() * r.assumptions.const("hbm_efficiency")).as_("GB/s")
 
 
 def _flop_rate(r: Resolved) -> Q:
     dtype = r.model.routed_dtype if r.model.routed_dtype != "bf16" else r.model.weight_dtype
-    return (r.instance.tflops(dtype) * const("compute_efficiency")).as_("TFLOP/s")
+    return (r.instance.tflops(dtype) * r.assumptions.const("compute_efficiency")).as_("TFLOP/s")
 
 
 def decode_device_us(
@@ -42,13 +41,13 @@ def decode_device_us(
     local_experts = m.experts / lay.expert_shard
     expert_bytes = m.moe_layers * local_experts * p_hit * wb.expert_layer
     weight_read = wb.per_token_replicated_read / lay.replicated_shard
-    ctx = isl + const("mean_context_fraction").value * osl
+    ctx = isl + r.assumptions.const("mean_context_fraction").value * osl
     kv_read = lay.seqs_per_rank * kv_bytes_per_sequence(m, floats(ctx)) / lay.kv_shard
     tag = Q.derived if m.verified else Q.assumed
     bytes_q = tag((weight_read + kv_read) / 1e9, "GB", f"replicated weights + KV read per step ({m.name})")
     expert_q = tag(expert_bytes / 1e9, "GB", f"routed experts touched per step ({m.name})")
     other_us = bytes_q.quotient(_hbm_rate(r), 1e6, "us", "bytes read / (HBM bandwidth x efficiency)")
-    expert_eff = expert_efficiency if expert_efficiency is not None else const("hbm_efficiency")
+    expert_eff = expert_efficiency if expert_efficiency is not None else r.assumptions.const("hbm_efficiency")
     expert_raw = expert_q.quotient(r.instance.hbm_bw(), 1e6, "us", "expert bytes / HBM peak")
     expert_us = (expert_raw / expert_eff).as_("us", "expert bytes / (HBM peak x expert read efficiency)")
     hbm_us = (other_us + expert_us).as_("us", "bytes read / (HBM bandwidth x efficiency)")

@@ -7,7 +7,6 @@ from typing import Any
 
 from ..base.arrays import floats, floor, maximum
 from ..base.quantity import Q
-from ..catalog.constants import const
 from ..question.scenario import Resolved
 from .layout import Layout
 from .params import kv_bytes_per_sequence, weight_bytes
@@ -42,13 +41,14 @@ def memory(r: Resolved, lay: Layout, isl: Any, osl: Any) -> Memory:
     kv_per_seq = model_tag(per_seq_bytes / GB, "GB", f"KV cache per sequence, {m.attention.kind}")
     kv = (kv_per_seq * lay.seqs_per_rank).as_("GB")
 
+    a = r.assumptions
     if lay.exchange == "deepep":
         scale = m.hidden * m.experts / _BUFFER_REF_HIDDEN_EXPERTS
-        buffers = (const("deepep_decode_buffer_mib") * (MIB / GB) * scale).as_("GB")
+        buffers = (a.const("deepep_decode_buffer_mib") * (MIB / GB) * scale).as_("GB")
     else:
-        buffers = const("allgather_buffer_gb")
-    reserve = const("framework_reserve_gb")
-    usable = (r.instance.hbm() * const("hbm_usable_fraction")).as_("GB")
+        buffers = a.const("allgather_buffer_gb")
+    reserve = a.const("framework_reserve_gb")
+    usable = (r.instance.hbm() * a.const("hbm_usable_fraction")).as_("GB")
     fixed = weights + buffers + reserve
     total = fixed + kv
     headroom = usable - total

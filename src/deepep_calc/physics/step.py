@@ -39,7 +39,6 @@ from typing import Any
 from ..base.arrays import every_some, floats, np
 from ..base.quantity import Q, qmax
 from ..base.vocabulary import exchange_of
-from ..catalog.constants import const
 from ..question.scenario import Resolved
 from .collectives import CollectiveConstants, allgather_rs_us, allgatherv_one_us, allreduce_us
 from .compute import decode_device_us, prefill_device_us
@@ -91,6 +90,7 @@ def kernels_per_step(r: Resolved, arm: str) -> Any:
     the fitted per-launch cost and per-kernel floor absorb their overall scale.
     """
     m = r.model
+    const = r.assumptions.const
     att = const("kernels_attention_mla" if m.attention.kind == "mla" else "kernels_attention_gqa").value
     moe = const("kernels_moe_block").value + (
         const("kernels_shared_expert").value if m.shared_experts else 0.0

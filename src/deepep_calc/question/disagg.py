@@ -17,6 +17,7 @@ from typing import Any
 
 from ..base.errors import InputError
 from ..base.vocabulary import ARMS, flag_of
+from ..catalog.constants import CATALOG, Assumptions
 from ..catalog.kv_transports import EngineKv, KvTransport, engine_kv, get_kv_transport
 from ..catalog.transports import Transport, get_transport
 from .fields import DISAGG_FIELDS, LIMITS
@@ -93,12 +94,19 @@ def _count(name: str, value: Any) -> int:
     return value
 
 
-def _side_transport(role: str, name: str | None, default: Transport, nodes: int, instance: Any) -> Transport:
+# size: the side's role, asked name, the scenario's transport, nodes, instance, constants in force
+def _side_transport(
+    role: str, name: str | None, transport: Transport, nodes: int, instance: Any, assumptions: Assumptions
+) -> Transport:
+    """The side's DeepEP transport: the one asked, else the scenario's, where it reaches."""
     flag = f"--{role}-transport"
     if name is None:
-        t = default
+        # one node: DeepEP rides NVLink whatever the scenario names (an explicit name is kept)
+        t = transport if nodes > 1 or transport.fabric == "nvlink" else get_transport("nvlink", assumptions)
+        if t.fabric == "nvlink" and nodes > 1:
+            t = get_transport("efa-proxy" if instance.fabric == "efa" else "ib-ibgda", assumptions)
     else:
-        t = get_transport(name)  # an unknown name: one line naming --transport's list
+        t = get_transport(name, assumptions)  # an unknown name: one line naming --transport's list
         if instance.name not in t.instances:
             from ..catalog.transports import load_transports
 
@@ -113,8 +121,11 @@ def _side_transport(role: str, name: str | None, default: Transport, nodes: int,
     return t
 
 
-def resolve_disagg(s: Any, instance: Any, engine: Any, transport: Transport) -> DisaggSpec | None:
-    """The disaggregated deployment a scenario asks for (None: aggregated), every field checked."""
+def resolve_disagg(
+    s: Any, instance: Any, engine: Any, transport: Transport, assumptions: Assumptions = CATALOG
+) -> DisaggSpec | None:
+    """The disaggregated deployment a scenario asks for (None: aggregated), every field checked;
+    the sides' transports carry the figures `assumptions` changes."""
     if not is_disaggregated(s):
         extra = [n for n in DISAGG_FIELDS if getattr(s, n, None) is not None]
         if extra:
@@ -146,11 +157,7 @@ def resolve_disagg(s: Any, instance: Any, engine: Any, transport: Transport) -> 
             if arm not in SIDE_ARMS:
                 raise InputError(f"--{role}-arm", getattr(s, f"{role}_arm"), f"one of {', '.join(SIDE_ARMS)}")
         given_t = getattr(s, f"{role}_transport")
-        # one node: DeepEP rides NVLink whatever the scenario names (an explicit name is kept)
-        default = transport if nodes > 1 or transport.fabric == "nvlink" else get_transport("nvlink")
-        if default.fabric == "nvlink" and nodes > 1:
-            default = get_transport("efa-proxy") if instance.fabric == "efa" else get_transport("ib-ibgda")
-        t = _side_transport(role, given_t, default, nodes, instance)
+        t = _side_transport(role, given_t, transport, nodes, instance, assumptions)
         graphs = getattr(s, f"{role}_cuda_graphs")
         sides.append(
             Side(

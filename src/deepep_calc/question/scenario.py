@@ -23,6 +23,7 @@ from ..base.arrays import is_array, loaded, np
 from ..base.errors import InputError
 from ..base.records import Record
 from ..base.vocabulary import flag_of
+from ..catalog.constants import CATALOG, Assumptions
 from ..catalog.engines import Engine, get_engine
 from ..catalog.hardware import Instance, get_instance
 from ..catalog.models import DTYPES, ModelSpec
@@ -207,6 +208,8 @@ class Resolved:
     models: Mapping[str, ModelSpec] = field(default_factory=dict)
     # False: a what-if pass on the model's own figures (`vary`), never a measured cell
     measured: bool = True
+    # the assumed constants in force (a sensitivity case changes some): physics reads them here
+    assumptions: Assumptions = CATALOG
 
     @property
     def world(self) -> Any:
@@ -216,10 +219,30 @@ class Resolved:
         """This question with a few fields changed, checked and resolved again with the same
         in-memory models, and the same loaded profile unless `calibration` changes: a what-if
         the flip search, the advisories and the fixes ask of one answer."""
-        r = resolve(self.scenario.copy(**update), self.models)
+        r = resolve(self.scenario.copy(**update), self.models, self.assumptions)
         if self.profile is not None and "calibration" not in update:
             r = replace(r, profile=self.profile)
         return r
+
+    def assume(self, assumptions: Assumptions) -> Resolved:
+        """This question under other assumed constants: the same rows, with the transports'
+        figures those assumptions change (a table fitted under them computes it, `compute`)."""
+        if assumptions == self.assumptions:
+            return self
+        old = self.assumptions
+
+        def again(t: Transport) -> Transport:
+            moved = old.transport_figures(t.name) or assumptions.transport_figures(t.name)
+            return get_transport(t.name, assumptions) if moved else t
+
+        spec = self.disagg
+        if spec is not None:
+            spec = replace(
+                spec,
+                prefill=replace(spec.prefill, transport=again(spec.prefill.transport)),
+                decode=replace(spec.decode, transport=again(spec.decode.transport)),
+            )
+        return replace(self, transport=again(self.transport), disagg=spec, assumptions=assumptions)
 
     def vary(self, **values: Any) -> Resolved:
         """The same model, instance, engine and transport with numeric fields as arrays.
@@ -348,11 +371,16 @@ def check_transport_reach(transport: Transport, nodes: int, instance: str) -> No
         )
 
 
-def resolve(scenario: Scenario, models: Mapping[str, ModelSpec] | None = None) -> Resolved:
+def resolve(
+    scenario: Scenario,
+    models: Mapping[str, ModelSpec] | None = None,
+    assumptions: Assumptions = CATALOG,
+) -> Resolved:
     """Check every field and attach catalog rows; raise InputError on the first bad value.
 
     `models`: specs known only in memory (key -> spec) that `scenario.model` may name before
     the catalog is asked; the result carries them for its what-ifs (`Resolved.change`).
+    `assumptions`: the constants in force (the transports' rows carry the figures it changes).
     """
     s = scenario
     check_numbers(s)
@@ -360,7 +388,7 @@ def resolve(scenario: Scenario, models: Mapping[str, ModelSpec] | None = None) -
 
     instance = get_instance(s.instance)
     engine = get_engine(s.engine)
-    transport = get_transport(s.transport)
+    transport = get_transport(s.transport, assumptions)
     model = native_model(s, models)
 
     gpn = s.gpus_per_node or instance.gpus_per_node
@@ -378,7 +406,7 @@ def resolve(scenario: Scenario, models: Mapping[str, ModelSpec] | None = None) -
             f"a transport available on {instance.name}: "
             + ", ".join(t for t in _transports_for(instance.name)),
         )
-    spec = resolve_disagg(s, instance, engine, transport)
+    spec = resolve_disagg(s, instance, engine, transport, assumptions)
     if spec is not None and s.nodes != spec.nodes:
         s = s.copy(nodes=spec.nodes)  # the cluster is P + D nodes; the aggregated arms run on all
     check_transport_reach(transport, s.nodes, instance.name)
@@ -390,7 +418,18 @@ def resolve(scenario: Scenario, models: Mapping[str, ModelSpec] | None = None) -
     else:
         batch, batch_source = engine.max_batch_per_rank, engine.max_batch_source
     return Resolved(
-        s, model, instance, engine, transport, gpn, profile, batch, batch_source, disagg=spec, models=models
+        s,
+        model,
+        instance,
+        engine,
+        transport,
+        gpn,
+        profile,
+        batch,
+        batch_source,
+        disagg=spec,
+        models=models,
+        assumptions=assumptions,
     )
 
 

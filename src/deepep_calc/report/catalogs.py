@@ -109,7 +109,7 @@ def transports_rows() -> list[dict[str, Any]]:
                     if other is not ref
                     and other.in_scope
                     and not other.dispatch_only
-                    and other.same_cell(ref)
+                    and other.same_point(ref)
                 ],
                 "local_us": round(local.scalar, 2),
                 "alpha_dispatch_us": round(a_d.scalar, 2),

@@ -49,7 +49,9 @@ class PathSpec(BaseModel):
     layers: list[Layer]
 
 
-class Status(BaseModel):
+class GpuInitiatedWork(BaseModel):
+    """Where GPU-initiated EFA stands: what works, what is missing, the campaign, what ships."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     works: list[str]
     missing: list[str]
@@ -62,7 +64,7 @@ class Content(BaseModel):
     intro: str
     property: list[Property]
     path: list[PathSpec]
-    status: Status
+    status: GpuInitiatedWork  # the TOML table is [status]
 
 
 @cache

@@ -1,14 +1,15 @@
 """Sensitivity: which assumed inputs move the verdict (a tornado over their stated spreads).
 
 Each assumed constant of `catalog/data/constants.toml` with a spread > 0 is set to value - spread
-and value + spread in turn (`catalog.constants.overrides`); so is the scenario's transport
-wire efficiency where the catalog assumes one (± `WIRE_EFFICIENCY_SPREAD`, within (0, 1]). The
-scenario is then re-resolved and re-computed, and the verdict re-classified exactly as
-`evaluate()` does.
+and value + spread in turn (a `catalog.constants.Assumptions` value with that one changed); so
+is the scenario's transport wire efficiency where the catalog assumes one
+(± `WIRE_EFFICIENCY_SPREAD`, within (0, 1]). The scenario is then re-resolved under those
+assumptions and re-computed with the table fitted under them, and the verdict re-classified
+exactly as `evaluate()` does. No state is set anywhere: a case is a value passed along.
 
-Under an override the whole fit stage runs again (`fit.build.built_in_table` is cached per
-override set), so a case where HBM is slower is one where the fitted engine and kernel constants
-absorb the difference as far as the references allow. That is
+Under other assumptions the whole fit stage runs again (`fit.build.built_in_table(assumptions)`
+is cached per value), so a case where HBM is slower is one where the fitted engine and kernel
+constants absorb the difference as far as the references allow. That is
 the honest question: "if this assumption is off, would the data still say the same?", not "if
 this term alone moved". A whole tornado is a few dozen refits, a few seconds (2-3 s on a quiet
 machine), so it is not part of `evaluate()` (which must stay under 5 ms): `deepep-calc
@@ -27,11 +28,11 @@ from typing import Any
 
 from ..base.quantity import Q
 from ..base.vocabulary import SYMBOLS
-from ..catalog.constants import load_constants, overrides
+from ..catalog.constants import CATALOG, load_constants
 from ..decide.answer import decide
 from ..decide.verdict import classify
 from ..estimate.compute import compute
-from ..estimate.result import Result
+from ..estimate.result import Result, table_for
 from ..question.scenario import Scenario, resolve
 
 WIRE_EFFICIENCY_SPREAD = 0.1  # assumed: ± on a transport's assumed fraction of line rate
@@ -39,7 +40,7 @@ WIRE_EFFICIENCY_SPREAD = 0.1  # assumed: ± on a transport's assumed fraction of
 
 @dataclass(frozen=True)
 class Case:
-    key: str  # the override key: a constant name or transport:<name>:wire_efficiency
+    key: str  # the assumption it changes: a constant name or transport:<name>:wire_efficiency
     label: str
     base: Q
     spread: float
@@ -140,10 +141,13 @@ def deciding_pair(scenario: Scenario) -> tuple[str, str]:
 def _run(
     scenario: Scenario, versus: tuple[str, str], values: dict[str, float] | None = None
 ) -> tuple[str, Q]:
-    with overrides(values or {}):
-        result = compute(resolve(scenario))
-        code, _ = classify(result)
-        return code, model_ratio(result, versus)
+    """The verdict and deciding ratio with `values` changed: the assumptions, the table fitted
+    under them (and the scenario's calibration, if any), then the same compute and verdict."""
+    assumptions = CATALOG.with_values(values or {})
+    r = resolve(scenario, assumptions=assumptions)
+    result = compute(r, table=table_for(r))
+    code, _ = classify(result)
+    return code, model_ratio(result, versus)
 
 
 def sensitivity(scenario: Scenario | None = None, /, **fields: Any) -> list[Row]:

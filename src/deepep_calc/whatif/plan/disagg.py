@@ -368,9 +368,7 @@ def _kv_figures(pair: _Paired, ekv: Any, t: Any, ttft_ms: Any) -> tuple[dict[str
 
 
 def _usable(r: Any) -> float:
-    from ...catalog.constants import const
-
-    return float(r.instance.hbm().value) * float(const("hbm_usable_fraction").value)
+    return float(r.instance.hbm().value) * float(r.assumptions.const("hbm_usable_fraction").value)
 
 
 def plan_disagg(

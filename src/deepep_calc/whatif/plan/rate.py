@@ -93,8 +93,8 @@ def solve(
 
 def _ladder(n_max: np.ndarray) -> np.ndarray:
     """The first pass's candidates per row: 1, 2, 4, ... capped at the row's N_max, N_max last."""
-    steps = max(1, math.ceil(math.log2(max(float(n_max.max()), 1.0)) * RUNGS_PER_DOUBLING) + 1)
-    rungs = np.unique(np.ceil(2.0 ** (np.arange(steps) / RUNGS_PER_DOUBLING)))
+    count = max(1, math.ceil(math.log2(max(float(n_max.max()), 1.0)) * RUNGS_PER_DOUBLING) + 1)
+    rungs = np.unique(np.ceil(2.0 ** (np.arange(count) / RUNGS_PER_DOUBLING)))
     ladder = np.minimum(rungs[None, :], n_max[:, None])
     ladder[:, -1] = n_max
     return ladder

@@ -32,12 +32,10 @@ from ...base.quantity import Tag
 from ...base.vocabulary import ARMS as SINGLE_LAYOUT_ARMS
 from ...catalog.hardware import Instance
 from ...catalog.transports import Transport, load_transports
+from ...estimate.arms import running_capacity
 from ...estimate.compute import compute
 from ...estimate.result import ArmResult, Result
-from ...physics.layout import layout
-from ...physics.memory import memory
-from ...physics.serving import running_sequences
-from ...question.fields import DEFAULTS, LIMITS
+from ...question.fields import DEFAULTS
 from ...question.scenario import Resolved, Scenario, resolve
 
 ARMS = (*SINGLE_LAYOUT_ARMS, "disagg")  # disagg: an xPyD split (plan/disagg.py)
@@ -331,30 +329,15 @@ class Search:
         return out
 
     def capacity(self) -> tuple[np.ndarray, np.ndarray]:
-        """Most sequences each row can run at once, and whether one sequence fits at all.
-
-        The engine's running limit over the arm's DP ranks and replicas
-        (`physics.serving.running_sequences` at an unbounded concurrency), bounded by the
-        memory model's largest concurrency whose KV fits: no `compute` needed.
-        """
+        """Most sequences each row can run at once, and whether one sequence fits at all
+        (`estimate.arms.running_capacity`): no `compute` needed."""
         cap = np.zeros(self.size)
         fits = np.zeros(self.size, dtype=bool)
         for p in self.passes:
             for b in p.blocks:
                 s = slice(b.start, b.start + b.rows)
-                big = np.full(b.rows, float(LIMITS["concurrency"]))
-                rv = p.resolved.vary(nodes=b.nodes, comms=b.comms, cuda_graphs=b.graphs, concurrency=big)
-                lay = layout(rv, b.arm)
-                running = np.broadcast_to(
-                    np.asarray(running_sequences(rv, lay).value, dtype=float), (b.rows,)
-                )
-                one = p.resolved.vary(
-                    nodes=b.nodes, comms=b.comms, cuda_graphs=b.graphs, concurrency=np.ones(b.rows)
-                )
-                mem = memory(one, layout(one, b.arm), p.resolved.scenario.isl, p.resolved.scenario.osl)
-                kv_fit = np.broadcast_to(np.asarray(mem.max_concurrency.value, dtype=float), (b.rows,))
-                cap[s] = np.minimum(running, np.floor(kv_fit))
-                fits[s] = np.broadcast_to(np.asarray(mem.fits), (b.rows,))
+                fields = {"nodes": b.nodes, "comms": b.comms, "cuda_graphs": b.graphs}
+                cap[s], fits[s] = running_capacity(p.resolved, b.arm, b.rows, **fields)
         return cap, fits
 
     def tag(self, metric: str, i: int) -> Tag:

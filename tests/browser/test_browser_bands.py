@@ -15,8 +15,6 @@ from web_fixtures import live_server  # noqa: F401  (fixture)
 
 from .test_browser import ARTIFACTS, Watch, _poll, browser  # noqa: F401
 
-pytestmark = pytest.mark.browser
-
 SIZES = {"desktop": {"width": 1440, "height": 900}, "phone": {"width": 390, "height": 844}}
 CLOSE_CALL = "/?transport=efa-gda"  # both arms modelled: ratio 1.00, band 0.83-1.19x
 

@@ -13,7 +13,6 @@ from web_fixtures import live_server  # noqa: F401  (fixture)
 
 from .test_browser import Watch, _poll, _updates, browser  # noqa: F401  (fixture)
 
-pytestmark = pytest.mark.browser
 PARTS = ("#verdict-cards", "#arms-table", "#compare-table", "#verdict-detail")
 
 

@@ -14,8 +14,6 @@ from web_fixtures import live_server  # noqa: F401  (fixture)
 
 from .test_browser import ARTIFACTS, Watch, _poll, browser, offline_page  # noqa: F401  (one browser setup)
 
-pytestmark = pytest.mark.browser
-
 QUERY = urlencode(
     [
         ("model", "deepseek-v3"),

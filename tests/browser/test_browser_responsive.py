@@ -14,8 +14,6 @@ from web_fixtures import live_server  # noqa: F401  (fixture)
 
 from .test_browser import ARTIFACTS, Watch, _poll, _updates, _wait_update, browser  # noqa: F401
 
-pytestmark = pytest.mark.browser
-
 DESKTOP = {"width": 1440, "height": 900}
 PHONE = {"width": 390, "height": 844}
 SIZES = {"desktop": DESKTOP, "phone": PHONE}

@@ -15,8 +15,6 @@ import pytest
 from paths import REPO, TESTS
 from web_fixtures import live_server  # noqa: F401  (fixture)
 
-pytestmark = pytest.mark.browser
-
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "test-artifacts"
 ARGS = [
