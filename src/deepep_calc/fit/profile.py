@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..base.errors import FileInputError, InputError, printable
+from ..base.quantity import MIN_POSITIVE
 from ..io.profile import parse_toml, read_profile_text, verify_inputs
-from ..io.textfile import MIN_POSITIVE
 
 if TYPE_CHECKING:
     from ..question.scenario import Resolved, Scenario

@@ -21,6 +21,7 @@ csv_export -> reader; pairs sits beside reader. This module only re-exports what
 (the underscore names are the ones `tests/io/test_aiperf_metrics.py` and `calibrate/runs.py` use).
 """
 
+from deepep_calc.base.quantity import MIN_POSITIVE
 from deepep_calc.io.aiperf.metrics import MAX_METRIC
 from deepep_calc.io.aiperf.metrics import Blocks as _Blocks
 from deepep_calc.io.aiperf.metrics import csv_cell as _csv_cell
@@ -31,7 +32,7 @@ from deepep_calc.io.aiperf.pairs import ABPair, _length, check_pair, derive_pair
 from deepep_calc.io.aiperf.reader import EXPORT_CSV, EXPORT_JSON, load_aiperf
 from deepep_calc.io.aiperf.run import AIPerfRun
 from deepep_calc.io.aiperf.workload import OSL_TOLERANCE
-from deepep_calc.io.textfile import MAX_FILE_BYTES, MIN_POSITIVE, read_text_file, stat_path
+from deepep_calc.io.textfile import MAX_FILE_BYTES, read_text_file, stat_path
 
 __all__ = [
     "EXPORT_CSV",
