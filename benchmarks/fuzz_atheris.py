@@ -28,7 +28,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests" / "fixtures"
 AIPERF = TESTS / "aiperf"
-SAMPLE_LOG = REPO / "src" / "deepep_calc" / "files" / "samples" / "deepep_ll_efa_proxy_p5en_ep16.log"
+SAMPLE_LOG = REPO / "src" / "deepep_calc" / "io" / "samples" / "deepep_ll_efa_proxy_p5en_ep16.log"
 DEFAULT_RUNS = 20_000
 
 
@@ -66,10 +66,10 @@ def _loaders() -> dict[str, tuple[Callable[[Path], Any], str]]:
     import atheris
 
     with atheris.instrument_imports(include=["deepep_calc"]):
-        from deepep_calc.catalog.hf import load_hf_config
-        from deepep_calc.files.aiperf import load_aiperf
-        from deepep_calc.files.kernel_log import load_kernel_log
         from deepep_calc.fit.profile import load_profile
+        from deepep_calc.io.aiperf import load_aiperf
+        from deepep_calc.io.hf_config import load_hf_config
+        from deepep_calc.io.kernel_log import load_kernel_log
     return {
         "config": (load_hf_config, ".json"),
         "aiperf-json": (load_aiperf, ".json"),

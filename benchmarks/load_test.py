@@ -80,8 +80,8 @@ def free_port() -> int:
 
 def valid_pool() -> list[dict[str, Any]]:
     """Scenarios the model answers (a transport offered on the instance, etc.), checked in-process."""
-    from deepep_calc.base.errors import CalcError
     from deepep_calc.api import evaluate
+    from deepep_calc.base.errors import CalcError
     from deepep_calc.question.scenario import Scenario
 
     pool = []
@@ -478,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
         missed.append("the server logged a traceback")
     report["missed"] = missed
     if args.json:
-        from deepep_calc.files.safe_write import write_atomic  # the tool's own safe-write rules
+        from deepep_calc.io.safe_write import write_atomic  # the tool's own safe-write rules
 
         write_atomic(args.json, json.dumps(report, indent=2) + "\n", "--json")
     for line in missed:

@@ -76,8 +76,8 @@ TARGETS: tuple[Target, ...] = (
     ),
     Target(
         "aiperf-metrics",
-        "src/deepep_calc/files/aiperf/metrics.py",
-        ("tests/files/test_aiperf_metrics.py",),
+        "src/deepep_calc/io/aiperf/metrics.py",
+        ("tests/io/test_aiperf_metrics.py",),
         ("number", "block", "stat", "_check_range", "count", "metric", "csv_tag", "csv_cell"),
     ),
     Target(

@@ -105,7 +105,7 @@ def test_the_design_contract_is_inside_the_pins() -> None:
 
 
 if __name__ == "__main__":  # rewrite the pins after a deliberate change of the contract
-    from deepep_calc.files.safe_write import write_atomic
+    from deepep_calc.io.safe_write import write_atomic
 
     write_atomic(PINS, json.dumps(answers(), indent=1) + "\n", "json_fields.json")
     sys.exit(0)

@@ -46,7 +46,7 @@ RUN = "qwen3-30b-a3b-fp8_ep16_2xp5en"
 CALIBRATE = (
     f"calibrate --dense {AIPERF}/trtllm-0.21_{RUN}_dense-allgather_c4_isl120.json"
     f" --deepep {AIPERF}/trtllm-0.21_{RUN}_deepep-epnc1_c4_isl120.json"
-    f" --kernel-log {AIPERF.parents[2]}/src/deepep_calc/files/samples/deepep_ll_efa_proxy_p5en_ep16.log"
+    f" --kernel-log {AIPERF.parents[2]}/src/deepep_calc/io/samples/deepep_ll_efa_proxy_p5en_ep16.log"
     " --model qwen3-30b-a3b-fp8 --comms 1 --concurrency 4 --isl 120 --osl 128 -o profile.toml"
 )
 
@@ -120,7 +120,7 @@ def main() -> int:
         parser.error(f"--only: {', '.join(unknown)} is not a case; the cases are {', '.join(CASES)}")
     got = {name: fingerprint(CASES[name]) for name in names}
     if opts.output:
-        from deepep_calc.files.safe_write import write_atomic
+        from deepep_calc.io.safe_write import write_atomic
 
         write_atomic(opts.output, json.dumps(got, indent=1) + "\n", "-o")
         print(f"{len(got)} fingerprints written to {opts.output}")

@@ -27,10 +27,10 @@ from deepep_calc.catalog.engines import load_engines
 from deepep_calc.catalog.measured import load_cells
 from deepep_calc.catalog.transports import load_transports
 from deepep_calc.cli import main
-from deepep_calc.files.aiperf import load_aiperf
 from deepep_calc.fit.build import fit_kernels
 from deepep_calc.fit.kernels import KernelRow, fit_rows, kernel_rows, nvlink_rows
 from deepep_calc.fit.observations import observations, pairs
+from deepep_calc.io.aiperf import load_aiperf
 from deepep_calc.report.accuracy_md import validation_markdown
 from invariant_checks import kernel_log_loss
 from paths import REPO, TESTS
@@ -405,7 +405,7 @@ EXPORTS = {  # catalog cell, arm -> that run's AIPerf export
 @pytest.mark.parametrize(("cell", "arm"), list(EXPORTS), ids=lambda x: str(x))
 def test_a_catalog_steady_state_aggregate_is_its_exports(cell: str, arm: str) -> None:
     """The catalog carries a steady-state aggregate exactly where the run's own export shows a
-    first-wave cold start (files/aiperf/cold_start.py, the rule `calibrate` applies to a
+    first-wave cold start (io/aiperf/cold_start.py, the rule `calibrate` applies to a
     user's runs), with the value that rule derives from it."""
     run = load_aiperf(AIPERF / EXPORTS[cell, arm])
     c = load_cells()[cell]

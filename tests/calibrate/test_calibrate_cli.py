@@ -21,7 +21,7 @@ from paths import REPO, TESTS
 REPO = REPO
 REAL = TESTS / "fixtures" / "aiperf"
 EXTRA = TESTS / "fixtures" / "aiperf_extra"
-SAMPLE_LOG = REPO / "src" / "deepep_calc" / "files" / "samples" / "deepep_ll_efa_proxy_p5en_ep16.log"
+SAMPLE_LOG = REPO / "src" / "deepep_calc" / "io" / "samples" / "deepep_ll_efa_proxy_p5en_ep16.log"
 PREFIX = "qwen3-30b-a3b-fp8_ep16_2xp5en"
 TRT_DENSE = REAL / f"trtllm-0.21_{PREFIX}_dense-allgather_c4_isl120.json"
 TRT_DEEPEP = REAL / f"trtllm-0.21_{PREFIX}_deepep-epnc1_c4_isl120.json"

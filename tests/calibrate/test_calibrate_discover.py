@@ -9,8 +9,8 @@ import pytest
 
 from cli_runner import run_cli
 from deepep_calc.base.errors import FileInputError
-from deepep_calc.files.aiperf import parse_export_name
-from deepep_calc.files.discover import discover, skip_reason
+from deepep_calc.io.aiperf import parse_export_name
+from deepep_calc.io.discover import discover, skip_reason
 from paths import TESTS
 
 TESTS = TESTS

@@ -19,16 +19,17 @@ import pytest
 from deepep_calc.base.errors import FileInputError, InputError
 from deepep_calc.base.quantity import Q, Tag
 from deepep_calc.calibrate.fit import fit_engine, fit_kernel
-from deepep_calc.calibrate.profile import build_profile, input_records, to_toml, write_text_atomic
+from deepep_calc.calibrate.profile import build_profile, input_records, to_toml
 from deepep_calc.calibrate.runs import assemble, build_cells
 from deepep_calc.catalog.hardware import get_instance
 from deepep_calc.catalog.measured import ArmMetrics, Cell
 from deepep_calc.catalog.transports import get_transport
-from deepep_calc.files.aiperf import load_aiperf
-from deepep_calc.files.kernel_log import SAMPLE_LOG, load_kernel_log
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.fit.kernels import fit_transport
 from deepep_calc.fit.profile import load_profile
+from deepep_calc.io.aiperf import load_aiperf
+from deepep_calc.io.kernel_log import SAMPLE_LOG, load_kernel_log
+from deepep_calc.io.profile import write_text_atomic
 from deepep_calc.physics.deepep import kernel_us
 from deepep_calc.physics.step import EngineConstants, decode_step
 from deepep_calc.question.scenario import Scenario, resolve
@@ -421,7 +422,7 @@ def test_assemble_fills_concurrency_only_when_the_export_is_silent(tmp_path: Pat
 def test_one_evaluation_reads_its_profile_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every arm asks for the scenario's profile (its cells, its constants); the file is read
     once per evaluation, not once per question, and the answer is the one the profile gives."""
-    import deepep_calc.fit.profile as profile_module
+    import deepep_calc.io.profile as profile_module
     from deepep_calc import evaluate as evaluate_scenario
 
     rs, cells, fit = trt_set()

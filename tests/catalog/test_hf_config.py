@@ -12,12 +12,11 @@ import pytest
 from deepep_calc.base.errors import CalcError, FileInputError
 from deepep_calc.catalog import hf as hf_config
 from deepep_calc.catalog.hf import (
-    MAX_CONFIG_BYTES,
     SUPPORTED_MODEL_TYPES,
-    load_hf_config,
     spec_from_hf_dict,
 )
 from deepep_calc.catalog.model_catalog import load_models
+from deepep_calc.io.hf_config import load_hf_config
 from paths import TESTS
 
 FIXTURES = TESTS / "fixtures" / "hf"
@@ -246,69 +245,6 @@ def test_kimi_under_deepseek_v3_model_type() -> None:
     d = _config("kimi-k2") | {"model_type": "deepseek_v3"}
     spec = spec_from_hf_dict(d, "t")
     assert spec.family == "deepseek_v3" and spec.experts == 384 and spec.moe_layers == 60
-
-
-# ---------------------------------------------------------------- file-level errors
-
-
-def test_missing_path(tmp_path: Path) -> None:
-    with pytest.raises(FileInputError) as info:
-        load_hf_config(tmp_path / "absent")
-    _assert_one_line(info.value, "absent", "no such file")
-
-
-def test_folder_without_config(tmp_path: Path) -> None:
-    (tmp_path / "model.safetensors").write_bytes(b"\0")
-    with pytest.raises(FileInputError) as info:
-        load_hf_config(tmp_path)
-    _assert_one_line(info.value, "no config.json")
-
-
-def test_config_json_that_is_a_folder(tmp_path: Path) -> None:
-    (tmp_path / "config.json").mkdir()
-    with pytest.raises(FileInputError) as info:
-        load_hf_config(tmp_path)
-    _assert_one_line(info.value, "not a regular file")
-
-
-def test_oversized_file_refused_before_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    big = tmp_path / "config.json"
-    with big.open("wb") as fh:  # sparse: costs no disk
-        fh.truncate(MAX_CONFIG_BYTES + 1)
-
-    def _no_read(*_: Any, **__: Any) -> None:
-        raise AssertionError("file was opened")
-
-    monkeypatch.setattr(Path, "open", _no_read)
-    with pytest.raises(FileInputError) as info:
-        load_hf_config(big)
-    _assert_one_line(info.value, "5 MB")
-
-
-def test_not_utf8(tmp_path: Path) -> None:
-    path = tmp_path / "config.json"
-    path.write_bytes(b'{"model_type": "mixtral\xff\xfe"}')
-    with pytest.raises(FileInputError) as info:
-        load_hf_config(path)
-    _assert_one_line(info.value, "UTF-8")
-
-
-def test_utf8_bom_is_accepted(tmp_path: Path) -> None:
-    path = tmp_path / "config.json"
-    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(_config("dbrx")).encode())
-    assert load_hf_config(path).experts == 16
-
-
-@pytest.mark.parametrize(
-    "text",
-    ['{"model_type": "mixtral",', "", "not json", "[" * 100_000, "1" * 5000, '{"a": NaN'],
-)
-def test_not_json(tmp_path: Path, text: str) -> None:
-    path = tmp_path / "config.json"
-    path.write_text(text, "utf-8")
-    with pytest.raises(FileInputError) as info:
-        load_hf_config(path)
-    _assert_one_line(info.value, "not valid JSON")
 
 
 @pytest.mark.parametrize("data", [[1, 2], "mixtral", 3, None])

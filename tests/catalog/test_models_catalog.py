@@ -8,12 +8,13 @@ import pytest
 
 from deepep_calc.base.errors import CalcError, InputError
 from deepep_calc.catalog.model_catalog import (
+    find_model,
     load_models,
     parse_models,
     preset_names,
-    resolve_model,
 )
 from deepep_calc.catalog.models import ModelSpec
+from deepep_calc.io.hf_config import resolve_model
 from paths import TESTS
 
 FIXTURES = TESTS / "fixtures" / "hf"
@@ -299,7 +300,18 @@ def test_load_models_is_cached_but_safe_to_mutate() -> None:
     assert second["deepseek-v3"] is load_models()["deepseek-v3"]
 
 
-# ---------------------------------------------------------------- resolve_model
+# ---------------------------------------------------------------- find_model, resolve_model
+
+
+def test_find_model_reads_no_file() -> None:
+    """The catalog names presets (by name or HF id) and leaves a path to `io/hf_config.py`."""
+    assert find_model(" DeepSeek-V3 ") is load_models()["deepseek-v3"]
+    assert find_model("Qwen/Qwen3-30B-A3B-FP8") is load_models()["qwen3-30b-a3b-fp8"]
+    assert find_model(str(FIXTURES / "mixtral-8x7b")) is None
+    assert find_model("nowhere/config.json") is None
+    with pytest.raises(InputError) as info:
+        find_model("llama-3")
+    assert info.value.field == "--model"
 
 
 @pytest.mark.parametrize("text", ["DeepSeek-V3", "deepseek-v3", "  DEEPSEEK-V3 "])

@@ -21,10 +21,10 @@ from cli_runner import run_cli
 from deepep_calc import Scenario
 from deepep_calc.base.errors import CalcError
 from deepep_calc.base.vocabulary import exchange_of
-from deepep_calc.catalog.model_catalog import resolve_model
 from deepep_calc.catalog.models import DTYPES
 from deepep_calc.decide.explain import engine_flags
 from deepep_calc.estimate.compute import compute
+from deepep_calc.io.hf_config import resolve_model
 from deepep_calc.question.scenario import resolve
 from deepep_calc.whatif.plan.search import plan_request, run_plan
 

@@ -26,9 +26,9 @@ from deepep_calc.catalog.kv_transports import (
     load_engine_kv,
     load_kv_transports,
 )
-from deepep_calc.catalog.model_catalog import resolve_model
 from deepep_calc.estimate.compute import compute
 from deepep_calc.estimate.disagg import compute_with_disagg, covered
+from deepep_calc.io.hf_config import resolve_model
 from deepep_calc.physics import kv_transfer as kv
 from deepep_calc.question.disagg import parse_disagg
 from deepep_calc.question.scenario import resolve

@@ -30,7 +30,7 @@ import pytest
 
 from cli_runner import run_cli
 from deepep_calc.base.errors import FileInputError, InputError
-from deepep_calc.files import safe_write as files
+from deepep_calc.io import safe_write as files
 from deepep_calc.whatif.sweep import grid as sweep_mod
 from deepep_calc.whatif.sweep.grid import MAX_AXIS_VALUES, parse_values
 from paths import FIXTURES

@@ -170,7 +170,7 @@ def test_prefill_attention_is_split_by_attention_tp_and_skips_linear_layers() ->
 def test_mla_prefill_uses_nope_plus_rope_head_dim() -> None:
     """MLA has head_dim 0; the causal term uses qk_nope + qk_rope = 128 + 64 = 192: for
     DeepSeek-V3's 61 layers × 128 heads at 10 tokens, 2 × 61 × 128 × 192 × 100 = 299,827,200."""
-    from deepep_calc.catalog.model_catalog import resolve_model
+    from deepep_calc.io.hf_config import resolve_model
 
     ds = resolve_model("deepseek-v3")
     lay = ep_layout()

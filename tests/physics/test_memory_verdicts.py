@@ -3,7 +3,7 @@
 import pytest
 
 from deepep_calc import Scenario, evaluate
-from deepep_calc.catalog.model_catalog import resolve_model
+from deepep_calc.io.hf_config import resolve_model
 from deepep_calc.physics.params import count_params, kv_bytes_per_sequence, kv_bytes_per_token
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from deepep_calc.catalog.model_catalog import resolve_model
 from deepep_calc.catalog.models import Attention
+from deepep_calc.io.hf_config import resolve_model
 from deepep_calc.physics.params import (
     attention_params_per_layer,
     count_params,

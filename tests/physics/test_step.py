@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from deepep_calc.base.quantity import Tag
-from deepep_calc.catalog.model_catalog import resolve_model
+from deepep_calc.io.hf_config import resolve_model
 from deepep_calc.physics.step import (
     PARTS,
     _combine,

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from deepep_calc.base.errors import InputError
-from deepep_calc.catalog.model_catalog import resolve_model
 from deepep_calc.estimate.compute import compute
+from deepep_calc.io.hf_config import resolve_model
 from deepep_calc.question.scenario import Scenario, VariedScenario, resolve
 
 

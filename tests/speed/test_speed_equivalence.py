@@ -197,7 +197,7 @@ def test_setting_robustness_after_explaining_keeps_the_advisories() -> None:
 def test_an_uploaded_model_reaches_every_what_if_it_is_carried_to() -> None:
     """An uploaded config.json is known only to the evaluation it was passed to; the flip search
     that runs when a face explains the verdict resolves it again from `Resolved.models`."""
-    from deepep_calc.catalog.model_catalog import resolve_model
+    from deepep_calc.io.hf_config import resolve_model
 
     spec = resolve_model("deepseek-v3")
     later = evaluate(Scenario(model="upload:test", nodes=2), models={"upload:test": spec}, explain=False)

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +22,17 @@ import pytest
 
 from deepep_calc.base.errors import InputError
 from deepep_calc.cli import main
+from deepep_calc.io import safe_write
 from deepep_calc.report.sweep_maps import draw
 from deepep_calc.whatif.sweep import formats as sweep_formats
 from deepep_calc.whatif.sweep import grid as sweep_mod
 from deepep_calc.whatif.sweep import output as sweep_output
 from deepep_calc.whatif.sweep.grid import plan_sweep
 from deepep_calc.whatif.sweep.output import columns, round_significant
-from deepep_calc.whatif.sweep.run import run_sweep
+from deepep_calc.whatif.sweep.run import run_sweep as run_sweep_given
+
+# The CLI hands the sweep its file rules (check, stage, commit); so do these tests.
+run_sweep = partial(run_sweep_given, files=safe_write)
 
 # efa-gda does not run on p5: 2 of the 6 (instance, transport) pairs are invalid, per model
 MIXED = {

@@ -197,7 +197,7 @@ def fresh_text() -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover - generator entry point
-    from ..files.safe_write import write_atomic
+    from ..io.safe_write import write_atomic
 
     target = Path(__file__).resolve().parent.parent / "catalog" / "data" / BANDS_FILE
     write_atomic(target, fresh_text(), BANDS_FILE)

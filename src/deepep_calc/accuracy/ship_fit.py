@@ -34,7 +34,7 @@ def cross_validate_bands(table: Table, run: Any) -> dict[str, tuple[float, float
 
 
 if __name__ == "__main__":  # pragma: no cover - generator entry point
-    from ..files.safe_write import write_atomic
+    from ..io.safe_write import write_atomic
 
     target = Path(__file__).resolve().parent.parent / "catalog" / "data" / FILE
     write_atomic(target, fresh_text(), "fitted.toml")  # whole or not at all: every process reads it

@@ -26,6 +26,11 @@ from .arrays import first_float, maximum, minimum, np, plain
 if TYPE_CHECKING:
     Number = float | int | np.ndarray
 
+MIN_POSITIVE = 1e-6
+"""Floor of the means read from a user's file that a ratio divides by (an AIPerf mean, a profile's
+constant): below it (1 ns per token, a token per 11 days) a ratio overflows to inf rather than
+saying anything."""
+
 
 class Tag(IntEnum):
     """Provenance strength: a larger value is a stronger claim."""

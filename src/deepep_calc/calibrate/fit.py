@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ..base.errors import FileInputError
 from ..base.quantity import Q
@@ -27,7 +28,6 @@ from ..catalog.hardware import Instance
 from ..catalog.measured import Cell
 from ..catalog.transports import KernelRef, Transport
 from ..estimate.arms import model_arm
-from ..files.kernel_log import KernelLog
 from ..fit.build import built_in_table
 from ..fit.engines import ENGINE_FIELDS, fit_serving
 from ..fit.kernels import fit_transport
@@ -35,6 +35,9 @@ from ..fit.observations import Obs, cell_observations
 from ..fit.table import Table, TransportFit
 from ..physics.deepep import KernelShape
 from ..question.scenario import Scenario
+
+if TYPE_CHECKING:  # a parsed log is handed in: calibrate reads no file
+    from ..io.kernel_log import KernelLog
 
 
 @dataclass(frozen=True)

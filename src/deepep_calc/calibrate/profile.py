@@ -1,13 +1,13 @@
 """Writing a calibration profile: built from the user's runs and fits, checked, serialised.
 
-The profile's schema and its reader live in `fit/profile.py` (the estimate reads profiles; this
-room only writes them). Everything the reader checks is checked here too, in memory, before the
-file is written (`serialise`).
+The profile's schema and its checks live in `fit/profile_records.py` and `fit/profile.py` (the
+estimate reads profiles; this room only builds them). Everything the reader checks is checked
+here too, in memory, before the file is written (`serialise`); the TOML text, the fingerprints of
+the inputs and the atomic write are `io/profile.py`'s.
 """
 
 from __future__ import annotations
 
-import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ..base.errors import FileInputError, printable
 from ..base.quantity import Q
 from ..catalog.measured import Cell
-from ..fit.profile import fingerprint, parse_profile, validate_document
+from ..fit.profile import parse_profile, validate_document
 from ..fit.profile_records import (
     CONSTANTS,
     KIND,
@@ -31,6 +31,7 @@ from ..fit.profile_records import (
     QRecord,
     ResidualRecord,
 )
+from ..io.profile import fingerprint, parse_toml, toml_text
 
 if TYPE_CHECKING:
     from .fit import EngineCalibration, FittedConstant, KernelCalibration
@@ -43,16 +44,15 @@ def now_utc() -> str:
 
 def to_toml(profile: Profile) -> str:
     """The profile as TOML text; parsed back and validated before it may reach the disk."""
-    import tomli_w
-
     doc = profile.model_dump(mode="json", exclude_none=True, by_alias=True)
     header = (
         "# deepep-calc calibration profile: written by `deepep-calc calibrate`, read by\n"
         "# `--calibration FILE`. Cells are your measurements (replayed exactly); constants are\n"
         "# fitted to them (tag derived) or kept from the built-in fit (tag assumed).\n"
     )
-    text = header + tomli_w.dumps(doc)
-    validate_document(tomllib.loads(text), profile._name or "the profile")  # the reader's own checks
+    text = header + toml_text(doc)
+    shown = profile._name or "the profile"
+    validate_document(parse_toml(text, shown), shown)  # the reader's own checks
     return text
 
 
@@ -74,13 +74,6 @@ def serialise(profile: Profile, shown: str) -> tuple[bytes, Profile]:
             "-o",
         )
     return data, parse_profile(profile._name, text, shown)
-
-
-def write_text_atomic(path: Path, text: str, force: bool) -> None:
-    """Write a profile's text by the safe-write rules (`files/safe_write.py`): never half a profile."""
-    from ..files.safe_write import write_atomic
-
-    write_atomic(path, text, "-o", overwrite=force)
 
 
 # Building ------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from ..base.errors import FileInputError, InputError
 from ..base.quantity import Q
 from ..catalog.measured import ArmMetrics, Cell
 from ..catalog.model_catalog import load_models
-from ..files.aiperf import (
+from ..io.aiperf import (
     OSL_TOLERANCE,
     ABPair,
     AIPerfRun,
@@ -33,7 +33,7 @@ from ..files.aiperf import (
     derive_pair,
     group_by_concurrency,
 )
-from ..files.aiperf.names import parse_export_name
+from ..io.aiperf.names import parse_export_name
 from ..question.scenario import Resolved, Scenario, resolve
 
 CELL_PREFIX = "your"
@@ -424,7 +424,7 @@ def _metrics(run: AIPerfRun) -> ArmMetrics:
 
 
 def _cold_start(runs: list[AIPerfRun]) -> str:
-    """The cell's note on the runs that waited for a cold start (files/aiperf/cold_start.py)."""
+    """The cell's note on the runs that waited for a cold start (io/aiperf/cold_start.py)."""
     return "; ".join(r.steady_aggregate_tok_s.source for r in runs if r.steady_aggregate_tok_s is not None)
 
 

@@ -91,12 +91,14 @@ def _looks_like_path(text: str) -> bool:
         return False
 
 
-def resolve_model(name_or_path: str) -> ModelSpec:
-    """A preset name (any case), a preset's HF id, or a path to a config.json or its folder.
+def find_model(name_or_path: str) -> ModelSpec | None:
+    """The preset a name (any case) or a preset's HF id names; None for a path to a config.json.
 
     Preset names win over same-named folders in the working directory: `--model dbrx` should
     mean the same thing wherever it is typed. An HF id only counts when nothing of that name
-    exists on disk, so a local `org/name/config.json` is still read as a file.
+    exists on disk, so a local `org/name/config.json` is still read as a file. A path is read by
+    `io/hf_config.py: resolve_model` (the catalog reads no user file); text that is neither is
+    refused here, naming --model.
     """
     text = name_or_path.strip()
     models = _packaged_models()
@@ -111,9 +113,7 @@ def resolve_model(name_or_path: str) -> ModelSpec:
             for spec in models.values():
                 if spec.hf_id and spec.hf_id.lower() == text.lower():
                     return spec
-        from deepep_calc.catalog.hf import load_hf_config  # the adapters: a preset never needs them
-
-        return load_hf_config(text)
+        return None
     raise InputError("--model", name_or_path, f"a preset ({', '.join(models)}) or a path to a config.json")
 
 

@@ -198,7 +198,7 @@ def _stop(signum: int, frame: Any) -> None:
     Inside a file's create, rename or cleanup (`files.safe_write`), at that section's end."""
     import signal
 
-    from ..files.safe_write import defer_while_held
+    from ..io.safe_write import defer_while_held
 
     def stop() -> None:
         if signum == signal.SIGINT:

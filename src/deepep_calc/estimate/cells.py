@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from ..base.quantity import Q
 from ..catalog.measured import Cell, cells_by_shape, load_cells
-from ..catalog.model_catalog import load_models, preset_twin, resolve_model
+from ..catalog.model_catalog import load_models, preset_twin
 from ..fit.profile import profile_of
+from ..io.hf_config import resolve_model
 from ..question.scenario import Resolved, Scenario
 
 ROLE_PRIORITY = {"calibration": 0, "anchor": 1, "cross-check": 2}

@@ -1,4 +1,4 @@
-"""Reading a calibration profile: one-line errors, every check, and the inputs it rests on.
+"""Reading a calibration profile: every check on what it holds, and the one way the estimate finds it.
 
 A profile is a TOML file written by `deepep-calc calibrate` (`calibrate/profile.py`): the
 scenario the runs describe, a sha256 fingerprint of every input file, the measured cells
@@ -6,7 +6,9 @@ scenario the runs describe, a sha256 fingerprint of every input file, the measur
 built-in values they replace, residuals and warnings. It is a record as much as an input:
 reading it tells you which files it rests on and how well the model reproduced them. It lives
 with the fit because that is what it is: the user's runs turned into constants (the schema is
-`fit/profile_records.py`). `profile_of(r)` is the one way the estimate finds a scenario's profile.
+`fit/profile_records.py`). Its bytes are read, parsed as TOML and its inputs fingerprinted by
+`io/profile.py`; every check on the document is here (`validate_document`, shared with the
+writer). `profile_of(r)` is the one way the estimate finds a scenario's profile.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..base.errors import FileInputError, InputError, printable
-from ..base.textfile import MIN_POSITIVE, read_text_file, stat_path
+from ..base.quantity import MIN_POSITIVE
+from ..io.profile import parse_toml, read_profile_text, verify_inputs
 
 if TYPE_CHECKING:
     from ..question.scenario import Resolved, Scenario
@@ -28,43 +31,18 @@ if TYPE_CHECKING:
 # an evaluation with no --calibration never builds it (`profile_of` is on every evaluation).
 
 
-def fingerprint(path: Path) -> tuple[str, int]:
-    """sha256 and size of a file, read in chunks (a profile records exactly what it rests on)."""
-    import hashlib  # only for a profile: its OpenSSL binding is 4 ms of every start
-
-    digest = hashlib.sha256()
-    size = 0
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 16), b""):
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
-
-
 def load_profile(path: str | Path) -> Profile:
     """Read a profile (parsed once per name and content); one-line errors otherwise.
 
     The cache is keyed by the text itself, not by mtime and size: two writes of the same size
     inside one timestamp tick must not serve the older profile. Symbolic links are followed.
+    The file is read, and its inputs' fingerprints checked, by `io/profile.py`.
     """
-    p = Path(path).expanduser()
-    try:
-        p.stat()
-    except FileNotFoundError:
-        dangling = "; it is a symbolic link to a missing target" if p.is_symlink() else ""
-        raise FileInputError(
-            p, f"no such file (expected a profile written by `deepep-calc calibrate`){dangling}"
-        ) from None
-    except (OSError, ValueError):
-        stat_path(p)  # raises the one-line reason (symlink loop, bad name, permission)
-        raise
-    if p.is_dir():
-        raise FileInputError(p, "is a directory; expected a calibration profile (.toml)")
     from .profile_records import MAX_PROFILE_BYTES
 
-    text = read_text_file(p, MAX_PROFILE_BYTES)
-    profile = parse_profile(p.resolve().name, text, str(path))
-    verify_inputs(profile, p.resolve().parent)
+    where, text = read_profile_text(path, MAX_PROFILE_BYTES)
+    profile = parse_profile(where.name, text, str(path))
+    verify_inputs(profile, where.parent)
     return profile
 
 
@@ -93,17 +71,7 @@ def _out_of_range(value: object, where: str = "") -> str | None:
 
 @lru_cache(maxsize=32)
 def parse_profile(name: str, text: str, shown: str) -> Profile:
-    import tomllib
-
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise FileInputError(shown, f"not a TOML file ({' '.join(str(exc).split())})") from None
-    except RecursionError:
-        raise FileInputError(shown, "not a TOML file (nested too deeply)") from None
-    except ValueError:  # the only other parse failure: an integer beyond Python's digit limit
-        raise FileInputError(shown, "not a TOML file (a number with thousands of digits)") from None
-    profile = validate_document(doc, shown)
+    profile = validate_document(parse_toml(text, shown), shown)
     profile._name = printable(name)
     return profile
 
@@ -202,55 +170,6 @@ def _check_scenario(s: Scenario, shown: str) -> None:
             f"expected {exc.allowed}",
             field=f"scenario.{key}",
         ) from None
-
-
-def verify_inputs(profile: Profile, folder: Path) -> None:
-    """Check the recorded fingerprint of every input that can be found again.
-
-    A profile's measured cells are only as good as the files they were read from. When such a
-    file is present again (at its recorded path, or beside the profile) with other contents,
-    the profile no longer describes it: refuse, naming the file, rather than replay stale
-    measurements as "measured". Files that are gone are fine: profiles travel without inputs.
-    """
-    for item in profile.inputs:
-        recorded = Path(item.path)
-        places = (
-            [recorded] if recorded.is_absolute() else [recorded, folder / recorded, folder / recorded.name]
-        )
-        seen: list[tuple[Path, str]] = []
-        for place in dict.fromkeys(places):
-            found = _fingerprint_if_file(place)
-            if found is None:
-                continue
-            if found == (item.sha256, item.size_bytes):
-                seen = []
-                break
-            seen.append((place, found[0]))
-        if seen:
-            place, digest = seen[0]
-            raise FileInputError(
-                profile._name or "the profile",
-                f"its {item.role} input {place} has changed since calibration (sha256 "
-                f"{item.sha256[:12]}... recorded, {digest[:12]}... now): re-run deepep-calc calibrate "
-                "on the current files, or restore the originals",
-                field="inputs",
-            )
-
-
-@lru_cache(maxsize=256)
-def _fingerprint_cached(path: str, mtime_ns: int, size: int) -> tuple[str, int]:
-    return fingerprint(Path(path))
-
-
-def _fingerprint_if_file(path: Path) -> tuple[str, int] | None:
-    """sha256 and size of a regular file (cached by path, mtime and size), else None."""
-    try:
-        st = path.stat()
-        if not path.is_file():
-            return None
-        return _fingerprint_cached(str(path.resolve()), st.st_mtime_ns, st.st_size)
-    except (OSError, ValueError):
-        return None
 
 
 def profile_of(r: Resolved) -> Profile | Any | None:

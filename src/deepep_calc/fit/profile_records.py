@@ -140,7 +140,7 @@ class PairRecord(BaseModel):
     per_user_ratio: QRecord | None = None
     aggregate_ratio: QRecord | None = None
     ttft_ratio: QRecord | None = None
-    steady_aggregate_ratio: QRecord | None = None  # less a cold start (files/aiperf/cold_start.py)
+    steady_aggregate_ratio: QRecord | None = None  # less a cold start (io/aiperf/cold_start.py)
 
 
 class MultiCommRecord(BaseModel):

@@ -26,9 +26,9 @@ from ..base.vocabulary import flag_of
 from ..catalog.constants import CATALOG, Assumptions
 from ..catalog.engines import Engine, get_engine
 from ..catalog.hardware import Instance, get_instance
-from ..catalog.model_catalog import resolve_model
 from ..catalog.models import DTYPES, ModelSpec
 from ..catalog.transports import Transport, get_transport
+from ..io.hf_config import resolve_model
 from .disagg import DisaggSpec, resolve_disagg
 from .fields import DEFAULTS, FIELDS, FLOAT_LIMIT, LIMITS, OVERRIDE_LIMIT
 

@@ -60,8 +60,8 @@ def render_html(result: Result) -> str:
 
 
 def write_atomic(path: str | Path, text: str) -> Path:
-    """Write `text` by the tool's safe-write rules (`deepep_calc.files.safe_write`); the path written."""
-    from ..files.safe_write import write_atomic as safe_write
+    """Write `text` by the tool's safe-write rules (`deepep_calc.io.safe_write`); the path written."""
+    from ..io.safe_write import write_atomic as safe_write
 
     out = safe_write(path, text)
     return Path(out.given)

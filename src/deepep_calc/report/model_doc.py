@@ -230,7 +230,7 @@ def render(text: str) -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    from ..files.safe_write import write_atomic
+    from ..io.safe_write import write_atomic
 
     path = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/model.md")
     write_atomic(path, render(path.read_text(encoding="utf-8")), "model.md")

@@ -6,23 +6,21 @@ Each MoE family spells the same ideas differently (`num_experts`, `n_routed_expe
 (`deepseek`, `qwen3`, `mixtral`, `gpt_oss`, `llama4`, `glm4_moe`, `dbrx`), in the way
 LLM-Viewer keeps one config file per family. What they share lives once: the strict field
 reader and common pieces in `base`, dtype and quantisation mapping in `dtypes`, the registry
-and the fields every spec carries in `spec`, file reading in `loader`. Every failure is a
-single-line `FileInputError` naming the JSON field, because the person fixing it is looking at
-the file, not at this code.
+and the fields every spec carries in `spec`; reading a config.json from disk is `io/hf_config.py`
+(the catalog reads no user file). Every failure is a single-line `FileInputError` naming the
+JSON field, because the person fixing it is looking at the file, not at this code.
 
-Imports run one way: base -> families, dtypes -> spec -> loader. This module only re-exports
-what callers use (`_build` is the schema-validation step `tests/catalog/test_hf_config.py` drives).
+Imports run one way: base -> families, dtypes -> spec. This module only re-exports what callers
+use (`_build` is the schema-validation step `tests/catalog/test_hf_config.py` drives).
 """
 
 from deepep_calc.catalog.hf.base import MAX_CONFIG_BYTES
-from deepep_calc.catalog.hf.loader import load_hf_config
 from deepep_calc.catalog.hf.spec import SUPPORTED_MODEL_TYPES, _build, spec_from_hf_dict, validation_summary
 
 __all__ = [
     "MAX_CONFIG_BYTES",
     "SUPPORTED_MODEL_TYPES",
     "_build",
-    "load_hf_config",
     "spec_from_hf_dict",
     "validation_summary",
 ]

@@ -2,7 +2,7 @@
 
 Everything is read, checked and fitted before a byte is written. The profile is then built
 and validated in memory (size limit, schema, a round trip through the reader), written once by
-the safe-write rules (`deepep_calc.files.safe_write`: never over an input export, even with --force), and
+the safe-write rules (`deepep_calc.io.safe_write`: never over an input export, even with --force), and
 only then is the summary printed, rendered from the profile as the reader parsed it: what you
 see is what `--calibration` will use.
 """
@@ -19,9 +19,9 @@ from ..options import emit_json, scenario_from, scenario_options
 if TYPE_CHECKING:
     from ...calibrate.fit import KernelCalibration
     from ...calibrate.runs import RunSet
-    from ...files.discover import Discovery
-    from ...files.safe_write import Output
     from ...fit.profile_records import Profile
+    from ...io.discover import Discovery
+    from ...io.safe_write import Output
 
 # Scenario fields the exports can supply when the user does not type them.
 FROM_EXPORTS = ("model", "engine", "concurrency", "isl", "osl", "comms")
@@ -85,8 +85,8 @@ def calibrate_cmd(
     from ...calibrate.profile import build_profile, input_records, serialise
     from ...calibrate.runs import assemble, build_cells
     from ...calibrate.summary import summarise
-    from ...files.discover import discover
-    from ...files.safe_write import refuse_inputs, scenario_inputs, writing
+    from ...io.discover import discover
+    from ...io.safe_write import refuse_inputs, scenario_inputs, writing
 
     given = [*(("--dense", d) for d in dense), *(("--deepep", d) for d in deepep)]
     if kernel_log is not None:
@@ -119,7 +119,7 @@ def calibrate_cmd(
 def _checked_target(output: str, given: list[tuple[str, str]], force: bool, as_json: bool) -> Output:
     """The output checked before anything is read: never an input, never over a file without
     --force, and not stdout together with --json (both would print there)."""
-    from ...files.safe_write import check_output
+    from ...io.safe_write import check_output
 
     target = check_output(
         output, "-o", inputs=given, overwrite=force, force_hint="pass --force to overwrite it"
@@ -148,7 +148,7 @@ def _refit_kernel(
     from ...base.errors import InputError
     from ...calibrate.fit import fit_kernel
     from ...estimate.kernel import LIMITS
-    from ...files.kernel_log import check_transport, load_kernel_log
+    from ...io.kernel_log import check_transport, load_kernel_log
 
     if kernel_log is None:
         if kernel_comms is not None or kernel_qps is not None:

@@ -88,7 +88,7 @@ def plan_cmd(as_json: bool, html_path: str | None, **fields: Any) -> None:
     the targets, the closest misses and the single change that would. Example: --model
     deepseek-v3 --isl 1024 --osl 256 --concurrency 64 --slo-tok-s 20
     """
-    from ...files.safe_write import check_output, scenario_inputs, writing
+    from ...io.safe_write import check_output, scenario_inputs, writing
     from ...whatif.plan.search import default_size, plan_request, plan_size, run_plan
 
     req = plan_request(**fields)

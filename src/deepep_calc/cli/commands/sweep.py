@@ -140,6 +140,7 @@ def sweep_cmd(
 
     Example: --nodes 1,2,4,8 --concurrency 1:512:x2 --transport efa-proxy,efa-gda -o out.csv
     """
+    from ...io import safe_write
     from ...report.sweep_maps import draw
     from ...whatif.sweep.grid import plan_sweep
     from ...whatif.sweep.run import check_precision, run_sweep
@@ -165,6 +166,7 @@ def sweep_cmd(
             bound_arm=bound_arm,
             draw=draw,
             progress=bar.update,
+            files=safe_write,
         )
     line = summary.skipped_line()
     if line:

@@ -158,7 +158,7 @@ def report_cmd(html_path: str | None, md_path: str | None, **kwargs: Any) -> Non
 
     With neither --html nor --md, the Markdown goes to stdout (pipe it where you like).
     """
-    from ...files.safe_write import check_distinct, check_output, scenario_inputs, writing
+    from ...io.safe_write import check_distinct, check_output, scenario_inputs, writing
 
     unset = mode_unset(kwargs)
     scenario = scenario_from(kwargs)

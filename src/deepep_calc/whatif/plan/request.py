@@ -11,7 +11,7 @@ from typing import Any
 from ...base.errors import CalcError, InputError
 from ...catalog.engines import load_engines
 from ...catalog.hardware import PRICE_KINDS, load_instances
-from ...catalog.model_catalog import resolve_model
+from ...io.hf_config import resolve_model
 from ...question.fields import DEFAULTS, LIMITS
 from .space import COMMS
 

@@ -16,9 +16,9 @@ import numpy as np
 from ...base.errors import CalcError
 from ...catalog.hardware import PRICE_KIND_WORDS, PRICE_KINDS, load_instances
 from ...catalog.measured import load_cells
-from ...catalog.model_catalog import resolve_model
 from ...estimate.cells import ROLE_PRIORITY, measured_cell_for
 from ...estimate.compute import compute
+from ...io.hf_config import resolve_model
 from ...physics.layout import layout
 from ...question.fields import DEFAULTS
 from ...question.scenario import Scenario, resolve

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ...base.errors import CalcError
-from ...catalog.model_catalog import resolve_model
+from ...io.hf_config import resolve_model
 from . import select as sel
 from .card import reconcile
 from .evidence import definition

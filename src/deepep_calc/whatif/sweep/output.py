@@ -11,12 +11,15 @@ here too, where the sweep and its callers have always found them.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...base.errors import CalcError
-from ...files.safe_write import Output
 from .formats import chunk_values, columns, round_significant, value_columns
 from .grid import CHUNK_ROWS, SweepPlan
 from .writer import ArrowWriter, StdlibCsvWriter, TableWriter
+
+if TYPE_CHECKING:  # the table's output is checked and opened by `run.py`
+    from ...io.safe_write import Output
 
 __all__ = [
     "CSV_CHUNK_ROWS",

@@ -4,6 +4,9 @@
 them, counts the verdicts, reports progress through a callback, and commits the outputs together
 at the end (`output.py` writes the table, `maps.py` fills the maps' grids). Drawing a map and
 showing progress are the caller's: it passes `draw` and `progress`, so no face library loads here.
+The file rules are the caller's too: it passes `files` (`io.safe_write`), which checks each
+target before the first row, stages into temporary files and commits them together, so no file
+is opened here but through what the caller handed in.
 """
 
 from __future__ import annotations
@@ -12,18 +15,20 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...base.errors import InputError
 from ...base.vocabulary import VERDICT_CODES
 from ...decide.verdict import ARM_NAMES
-from ...files.safe_write import Output, check_distinct, check_output, commit, scenario_inputs
 from .grid import Chunk, SweepPlan, blocks_per_combination, evaluate_chunk, iter_chunks, plan_sweep
 from .maps import BoundMapGrid, MapGrid, check_map_target
 from .output import check_table_target, default_chunk_rows, open_table_writer
 from .writer import TableWriter
+
+if TYPE_CHECKING:
+    from ...io.safe_write import Output
 
 Draw = Callable[[MapGrid, str], bytes]  # a grid and "html" / "png" -> the file's bytes
 Progress = Callable[[int, int], None]  # rows done, rows in all
@@ -104,30 +109,36 @@ def run_sweep(
     bound_map_path: str | None = None,
     bound_arm: str = "deepep",
     draw: Draw | None = None,
+    files: Any = None,
 ) -> SweepSummary:
     """Evaluate every row; stream them to `output` and fill the verdict map; all-or-nothing files.
 
     Both targets are checked before the first row is computed (format, directory, permissions,
     not an input of the sweep, not one file twice); both files are committed together at the
-    end, or neither (`deepep_calc.files.safe_write`). `bounds` adds each arm's bound columns to
+    end, or neither (`deepep_calc.io.safe_write`). `bounds` adds each arm's bound columns to
     the table; `bound_map_path` draws what bounds `bound_arm`'s step over the same axes (and
     computes the bounds, whether the table shows them or not). CSV floats carry `precision` significant digits
     (Parquet keeps full doubles). `keep_invalid` writes the skipped combinations' rows too,
     with a `skipped_reason` and null metrics. `chunk_rows`: rows per vectorised pass (memory,
     not results), by default `output.default_chunk_rows` of the output's format. `draw` renders
     a map's grid to the file's bytes (`report.sweep_maps.draw`); a map needs one. `progress` is
-    called with (rows done, rows in all) before the first chunk and after each.
+    called with (rows done, rows in all) before the first chunk and after each. `files` checks,
+    stages and commits the targets (`deepep_calc.io.safe_write`, which the CLI passes); a table
+    or a map needs it.
     """
-    _check_options(draw, chunk_rows, precision, map_path is not None or bound_map_path is not None)
-    inputs = scenario_inputs(plan.axes["model"], plan.axes["calibration"])
-    table_out, fmt = _table_target(output, inputs)
+    maps = map_path is not None or bound_map_path is not None
+    _check_options(draw, chunk_rows, precision, maps)
+    if files is None and (maps or output is not None):
+        raise TypeError("run_sweep: an output needs files= (deepep_calc.io.safe_write)")
+    inputs = files.scenario_inputs(plan.axes["model"], plan.axes["calibration"]) if files is not None else []
+    table_out, fmt = _table_target(output, inputs, files)
     chunk_rows = chunk_rows or default_chunk_rows(fmt)  # a given one was checked to be > 0
     x, y = x or "nodes", y or "concurrency"
-    verdict_map = _map_target(map_path, "--map", inputs, lambda: MapGrid(plan, x, y))
+    verdict_map = _map_target(map_path, "--map", inputs, lambda: MapGrid(plan, x, y), files)
     bound_map = _map_target(
-        bound_map_path, "--bound-map", inputs, lambda: BoundMapGrid(plan, x, y, bound_arm)
+        bound_map_path, "--bound-map", inputs, lambda: BoundMapGrid(plan, x, y, bound_arm), files
     )
-    outputs = check_distinct([table_out, verdict_map.out, bound_map.out])
+    outputs = files.check_distinct([table_out, verdict_map.out, bound_map.out]) if files is not None else []
     evaluator = partial(evaluate_chunk, bounds=True) if bounds or bound_map.grid is not None else None
     keep = keep_invalid and table_out is not None
     total = plan.rows + (plan.skipped_rows if keep else 0)
@@ -142,7 +153,8 @@ def run_sweep(
             writer.close()
         verdict_map.stage(draw)
         bound_map.stage(draw)
-        commit(outputs)
+        if files is not None:
+            files.commit(outputs)
     except BaseException:
         if writer is not None:
             writer.abort()
@@ -163,12 +175,12 @@ def _check_options(draw: Draw | None, chunk_rows: int | None, precision: int, ma
     check_precision(precision)
 
 
-def _table_target(output: str | None, inputs: Any) -> tuple[Output | None, str | None]:
+def _table_target(output: str | None, inputs: Any, files: Any) -> tuple[Output | None, str | None]:
     """The table's checked output and format (None, None: no table)."""
     if output is None:
         return None, None
     fmt = check_table_target(output)
-    return check_output(output, "-o", inputs=inputs), fmt
+    return files.check_output(output, "-o", inputs=inputs), fmt
 
 
 @dataclass
@@ -186,12 +198,14 @@ class _MapTarget:
             self.out.stage(draw(self.grid, self.fmt))
 
 
-def _map_target(path: str | None, flag: str, inputs: Any, make_grid: Callable[[], MapGrid]) -> _MapTarget:
+def _map_target(
+    path: str | None, flag: str, inputs: Any, make_grid: Callable[[], MapGrid], files: Any
+) -> _MapTarget:
     """Check a map's target (format, then the file) and make its grid; nothing without a path."""
     if path is None:
         return _MapTarget(None)
     fmt = check_map_target(path, flag)
-    out = check_output(path, flag, inputs=inputs)
+    out = files.check_output(path, flag, inputs=inputs)
     return _MapTarget(path, out, fmt, make_grid())
 
 

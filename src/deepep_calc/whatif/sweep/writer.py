@@ -1,9 +1,10 @@
 """The sweep table's writer pipeline: chunks streamed to a checked output on background threads.
 
-Rows go to the temporary file of a checked `files.Output` (in the target's directory); the
-command commits it with its other outputs once the last chunk is written, and on any failure,
-Ctrl-C and terminating signals included, the temporary file is removed. A stream target
-(`-o -`, a FIFO, a device) gets the rows as they are computed.
+Rows go to the temporary file of a checked `io.safe_write.Output` the caller hands in (in the
+target's directory): this module opens no target and commits none. The command commits it with
+its other outputs once the last chunk is written, and on any failure, Ctrl-C and terminating
+signals included, the temporary file is removed. A stream target (`-o -`, a FIFO, a device)
+gets the rows as they are computed.
 
 Why one module: the pipeline (`TableWriter`: one writer thread a chunk behind the model, a
 flushing thread behind that, one failure rule) and the two writers it drives must write the
@@ -17,16 +18,18 @@ import csv
 import io
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...base.vocabulary import VERDICT_CODES
 from ...decide.verdict import ARM_NAMES
-from ...files.safe_write import Output
 from ...physics.bounds import BOUNDS, EXCHANGE_BOUNDS
 from .formats import _is_column, _rounded, _text, _text_list, chunk_values, columns
 from .grid import FIELDS, Chunk, SweepPlan
+
+if TYPE_CHECKING:  # an output checked and opened by the caller (`run.py`) is handed in
+    from ...io.safe_write import Output
 
 _MAX_REPEATS = 256  # one-value text columns a CSV writer keeps, each a chunk long (~0.3 MB)
 _datasync = getattr(os, "fdatasync", os.fsync)  # data without the inode's times, where there is one

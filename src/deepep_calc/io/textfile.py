@@ -15,11 +15,6 @@ from pathlib import Path
 
 from deepep_calc.base.errors import FileInputError, printable
 
-MIN_POSITIVE = 1e-6
-"""Floor of the means read from a user's file that a ratio divides by (an AIPerf mean, a profile's
-constant): below it (1 ns per token, a token per 11 days) a ratio overflows to inf rather than
-saying anything."""
-
 MAX_FILE_BYTES = 50 * 1024 * 1024
 """A summary export is tens of kB; anything this large is the wrong file (per-request JSONL?)."""
 

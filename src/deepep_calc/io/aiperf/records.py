@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from deepep_calc.base.errors import FileInputError
-from deepep_calc.files.aiperf.flat import header
-from deepep_calc.files.aiperf.metrics import CORE_TAGS, json_type
-from deepep_calc.files.aiperf.run import Export
+from deepep_calc.io.aiperf.flat import header
+from deepep_calc.io.aiperf.metrics import CORE_TAGS, json_type
+from deepep_calc.io.aiperf.run import Export
 
 GENERATION = "json-records"
 

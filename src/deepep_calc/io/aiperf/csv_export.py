@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from deepep_calc.base.errors import FileInputError
-from deepep_calc.base.textfile import one_line
-from deepep_calc.files.aiperf.metrics import csv_cell, csv_tag, number
-from deepep_calc.files.aiperf.run import Export
+from deepep_calc.io.aiperf.metrics import csv_cell, csv_tag, number
+from deepep_calc.io.aiperf.run import Export
+from deepep_calc.io.textfile import one_line
 
 GENERATION = "csv"
 

@@ -20,14 +20,14 @@ from cli_runner import run_cli
 from deepep_calc import cli
 from deepep_calc.base.errors import FileInputError
 from deepep_calc.catalog.transports import get_transport
-from deepep_calc.files.aiperf import load_aiperf
-from deepep_calc.files.kernel_log import check_transport, load_kernel_log
 from deepep_calc.fit.profile import load_profile
+from deepep_calc.io.aiperf import load_aiperf
+from deepep_calc.io.kernel_log import check_transport, load_kernel_log
 from paths import REPO
 
 REPO = REPO
 REAL = REPO / "tests" / "fixtures" / "aiperf"
-SAMPLE_LOG = REPO / "src" / "deepep_calc" / "files" / "samples" / "deepep_ll_efa_proxy_p5en_ep16.log"
+SAMPLE_LOG = REPO / "src" / "deepep_calc" / "io" / "samples" / "deepep_ll_efa_proxy_p5en_ep16.log"
 PREFIX = "qwen3-30b-a3b-fp8_ep16_2xp5en"
 DENSE_NAME = f"trtllm-0.21_{PREFIX}_dense-allgather_c4_isl120.json"
 DEEPEP_NAME = f"trtllm-0.21_{PREFIX}_deepep-epnc1_c4_isl120.json"

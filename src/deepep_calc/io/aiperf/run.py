@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from deepep_calc.base.quantity import Q
-from deepep_calc.files.aiperf.metrics import metric
-from deepep_calc.files.aiperf.names import display_name, source_label
+from deepep_calc.io.aiperf.metrics import metric
+from deepep_calc.io.aiperf.names import display_name, source_label
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class AIPerfRun:
     aggregate_tok_s: Q | None
     request_latency_ms: Q | None
     warnings: list[str] = field(default_factory=list)
-    # derived: the run less its first wave's wait for a cold start (files/aiperf/cold_start.py)
+    # derived: the run less its first wave's wait for a cold start (io/aiperf/cold_start.py)
     steady_aggregate_tok_s: Q | None = None
     engine: str | None = None
     engine_version: str | None = None

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from deepep_calc.base.errors import FileInputError
-from deepep_calc.base.quantity import Q
-from deepep_calc.base.textfile import MIN_POSITIVE
+from deepep_calc.base.quantity import MIN_POSITIVE, Q
 
 MAX_METRIC = 1e12
 """No AIPerf statistic (ms, tok/s, tokens, requests) comes near this; beyond it the file is damaged."""

@@ -8,7 +8,7 @@ import pytest
 
 from deepep_calc.base.errors import FileInputError
 from deepep_calc.base.quantity import Tag
-from deepep_calc.files.kernel_log import SAMPLE_LOG, load_kernel_log, parse_kernel_log
+from deepep_calc.io.kernel_log import SAMPLE_LOG, load_kernel_log, parse_kernel_log
 
 
 def test_sample_log_medians_are_the_published_gate_run() -> None:

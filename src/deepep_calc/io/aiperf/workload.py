@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from deepep_calc.base.errors import FileInputError
-from deepep_calc.files.aiperf.metrics import MAX_METRIC, number
+from deepep_calc.io.aiperf.metrics import MAX_METRIC, number
 
 OSL_TOLERANCE = 0.05
 """Relative gap between measured and requested output length above which we warn: per-token

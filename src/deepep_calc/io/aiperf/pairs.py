@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from deepep_calc.base.errors import InputError
 from deepep_calc.base.quantity import Q, qmap
-from deepep_calc.files.aiperf.run import AIPerfRun
-from deepep_calc.files.aiperf.workload import OSL_TOLERANCE
+from deepep_calc.io.aiperf.run import AIPerfRun
+from deepep_calc.io.aiperf.workload import OSL_TOLERANCE
 
 
 @dataclass(frozen=True)
@@ -222,7 +222,7 @@ def _ttft_ratio(dense: AIPerfRun, deepep: AIPerfRun) -> tuple[Q | None, str | No
 
 
 def _steady_ratio(deepep: AIPerfRun, dense: AIPerfRun) -> Q | None:
-    """DeepEP / dense aggregate at steady state (files/aiperf/cold_start.py), if a run waited."""
+    """DeepEP / dense aggregate at steady state (io/aiperf/cold_start.py), if a run waited."""
     if deepep.steady_aggregate_tok_s is None and dense.steady_aggregate_tok_s is None:
         return None
     return _ratio(

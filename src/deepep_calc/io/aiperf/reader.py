@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from deepep_calc.base.errors import FileInputError
-from deepep_calc.base.textfile import one_line, read_text_file, stat_path
-from deepep_calc.files.aiperf import csv_export, flat, records
-from deepep_calc.files.aiperf.build import build_run
-from deepep_calc.files.aiperf.metrics import json_type
-from deepep_calc.files.aiperf.run import AIPerfRun, Export
+from deepep_calc.io.aiperf import csv_export, flat, records
+from deepep_calc.io.aiperf.build import build_run
+from deepep_calc.io.aiperf.metrics import json_type
+from deepep_calc.io.aiperf.run import AIPerfRun, Export
+from deepep_calc.io.textfile import one_line, read_text_file, stat_path
 
 EXPORT_JSON = "profile_export_aiperf.json"
 EXPORT_CSV = "profile_export_aiperf.csv"

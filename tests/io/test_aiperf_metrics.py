@@ -1,4 +1,4 @@
-"""The AIPerf metric reader (`files/aiperf/metrics.py`): which statistic, which unit, which range.
+"""The AIPerf metric reader (`io/aiperf/metrics.py`): which statistic, which unit, which range.
 
 Exports are written here, in tmp_path, from numbers stated in each test, so nothing depends on
 fixture files: avg and p50 differ in every block, so reading one for the other fails.
@@ -14,7 +14,7 @@ import pytest
 
 from deepep_calc.base.errors import FileInputError
 from deepep_calc.base.quantity import Tag
-from deepep_calc.files.aiperf import (
+from deepep_calc.io.aiperf import (
     MAX_METRIC,
     MIN_POSITIVE,
     _Blocks,

@@ -17,7 +17,7 @@ import pytest
 
 from deepep_calc.base.errors import FileInputError, InputError
 from deepep_calc.base.quantity import Tag
-from deepep_calc.files.aiperf import (
+from deepep_calc.io.aiperf import (
     AIPerfRun,
     check_pair,
     derive_pair,
@@ -26,7 +26,7 @@ from deepep_calc.files.aiperf import (
     normalise_model,
     parse_export_name,
 )
-from deepep_calc.files.aiperf.cold_start import cold_start
+from deepep_calc.io.aiperf.cold_start import cold_start
 from paths import TESTS
 
 REAL = TESTS / "fixtures" / "aiperf"
@@ -73,7 +73,7 @@ def test_every_real_export_imports(path: Path) -> None:
         assert run.model == "Qwen/Qwen3-30B-A3B-FP8"  # hub id, HF-cache path and snapshot hash
         assert run.isl_requested == 120 and run.osl_requested == 128
         assert run.streaming is True
-        # every TRT-LLM export's first wave waited for a cold start (files/aiperf/cold_start.py)
+        # every TRT-LLM export's first wave waited for a cold start (io/aiperf/cold_start.py)
         cold = [w for w in run.warnings if "cold start" in w]
         assert [w for w in run.warnings if w not in cold] == []
         assert len(cold) == (1 if path.name.startswith("trtllm") else 0)

@@ -2,7 +2,9 @@
 
 Why a module of its own: the file half (size cap before reading, symlinks followed as HF caches
 use them, UTF-8 and JSON failures each in a plain sentence) is independent of which family the
-config describes; `spec` does the rest.
+config describes; the catalog's `hf/spec.py` turns the parsed dict into a `ModelSpec`.
+`resolve_model` is `--model`: a preset by name or HF id (`catalog/model_catalog.py:
+find_model`), else a config.json read here.
 """
 
 from __future__ import annotations
@@ -13,13 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from deepep_calc.base.errors import FileInputError
-from deepep_calc.catalog.hf.base import MAX_CONFIG_BYTES, one_line
-from deepep_calc.catalog.hf.spec import spec_from_hf_dict
+from deepep_calc.catalog.model_catalog import find_model
 from deepep_calc.catalog.models import ModelSpec
+from deepep_calc.io.textfile import one_line
+
+# The family adapters (`catalog/hf/`) are imported by the functions that read a config.json:
+# a preset never needs them.
 
 
 def _read_json(file: Path) -> Any:
     """Bounded, decoded, parsed: each failure mode gets its own plain sentence."""
+    from deepep_calc.catalog.hf.base import MAX_CONFIG_BYTES
+
     shown = one_line(str(file))
     try:
         size = file.stat().st_size
@@ -88,5 +95,13 @@ def load_hf_config(path: str | Path) -> ModelSpec:
     if not file.is_file():
         raise FileInputError(one_line(str(file)), "is not a regular file", field="path")
     data = _read_json(file)
+    from deepep_calc.catalog.hf.spec import spec_from_hf_dict
+
     where = one_line(str(file))
     return spec_from_hf_dict(data, source=f"config.json at {where}", name=fallback, origin=where)
+
+
+def resolve_model(name_or_path: str) -> ModelSpec:
+    """A preset name (any case), a preset's HF id, or a path to a config.json or its folder."""
+    spec = find_model(name_or_path)
+    return spec if spec is not None else load_hf_config(name_or_path.strip())

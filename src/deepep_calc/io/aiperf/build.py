@@ -13,11 +13,11 @@ from typing import Any
 
 from deepep_calc.base.errors import FileInputError
 from deepep_calc.base.quantity import Q
-from deepep_calc.files.aiperf.cold_start import cold_start
-from deepep_calc.files.aiperf.metrics import CORE_TAGS, Blocks, check_itl_against_per_user, number
-from deepep_calc.files.aiperf.names import NameHints, normalise_model, parse_export_name, source_label
-from deepep_calc.files.aiperf.run import AIPerfRun, Export
-from deepep_calc.files.aiperf.workload import (
+from deepep_calc.io.aiperf.cold_start import cold_start
+from deepep_calc.io.aiperf.metrics import CORE_TAGS, Blocks, check_itl_against_per_user, number
+from deepep_calc.io.aiperf.names import NameHints, normalise_model, parse_export_name, source_label
+from deepep_calc.io.aiperf.run import AIPerfRun, Export
+from deepep_calc.io.aiperf.workload import (
     OSL_TOLERANCE,
     check_lengths,
     config_concurrency,

@@ -26,7 +26,7 @@ from typing import Any
 
 from deepep_calc.base.errors import FileInputError
 from deepep_calc.base.quantity import Q
-from deepep_calc.base.textfile import MAX_FILE_BYTES, read_text_file
+from deepep_calc.io.textfile import MAX_FILE_BYTES, read_text_file
 
 SAMPLE_LOG = Path(__file__).resolve().parent / "samples" / "deepep_ll_efa_proxy_p5en_ep16.log"
 """A synthesised low-latency log at the published efa-proxy EP16 gate-run figures (p5en)."""

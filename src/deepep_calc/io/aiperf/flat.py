@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from deepep_calc.base.errors import FileInputError
-from deepep_calc.files.aiperf.metrics import json_type
-from deepep_calc.files.aiperf.run import Export
+from deepep_calc.io.aiperf.metrics import json_type
+from deepep_calc.io.aiperf.run import Export
 
 GENERATION = "json"
 

@@ -18,20 +18,21 @@ look at it, but must be told.
 
 Imports run one way: files, metrics, names -> run, workload -> build, flat / records /
 csv_export -> reader; pairs sits beside reader. This module only re-exports what callers use
-(the underscore names are the ones `tests/files/test_aiperf_metrics.py` and `calibrate/runs.py` use).
+(the underscore names are the ones `tests/io/test_aiperf_metrics.py` and `calibrate/runs.py` use).
 """
 
-from deepep_calc.base.textfile import MAX_FILE_BYTES, MIN_POSITIVE, read_text_file, stat_path
-from deepep_calc.files.aiperf.metrics import MAX_METRIC
-from deepep_calc.files.aiperf.metrics import Blocks as _Blocks
-from deepep_calc.files.aiperf.metrics import csv_cell as _csv_cell
-from deepep_calc.files.aiperf.metrics import csv_tag as _csv_tag
-from deepep_calc.files.aiperf.metrics import number as _number
-from deepep_calc.files.aiperf.names import NameHints, normalise_model, parse_export_name
-from deepep_calc.files.aiperf.pairs import ABPair, _length, check_pair, derive_pair, group_by_concurrency
-from deepep_calc.files.aiperf.reader import EXPORT_CSV, EXPORT_JSON, load_aiperf
-from deepep_calc.files.aiperf.run import AIPerfRun
-from deepep_calc.files.aiperf.workload import OSL_TOLERANCE
+from deepep_calc.base.quantity import MIN_POSITIVE
+from deepep_calc.io.aiperf.metrics import MAX_METRIC
+from deepep_calc.io.aiperf.metrics import Blocks as _Blocks
+from deepep_calc.io.aiperf.metrics import csv_cell as _csv_cell
+from deepep_calc.io.aiperf.metrics import csv_tag as _csv_tag
+from deepep_calc.io.aiperf.metrics import number as _number
+from deepep_calc.io.aiperf.names import NameHints, normalise_model, parse_export_name
+from deepep_calc.io.aiperf.pairs import ABPair, _length, check_pair, derive_pair, group_by_concurrency
+from deepep_calc.io.aiperf.reader import EXPORT_CSV, EXPORT_JSON, load_aiperf
+from deepep_calc.io.aiperf.run import AIPerfRun
+from deepep_calc.io.aiperf.workload import OSL_TOLERANCE
+from deepep_calc.io.textfile import MAX_FILE_BYTES, read_text_file, stat_path
 
 __all__ = [
     "EXPORT_CSV",

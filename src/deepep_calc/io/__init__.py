@@ -1,0 +1,15 @@
+"""Files in and out: every reader and writer of a user's or the tool's files lives here.
+
+Readers: AIPerf summary exports (`aiperf/`, one module per schema generation), DeepEP kernel
+logs (`kernel_log.py`, with the shipped sample in `samples/`), run folders (`discover.py`),
+Hugging Face `config.json` files (`hf_config.py`), and a calibration profile's bytes
+(`profile.py`: text, TOML, the fingerprints of its inputs). Writers: the profile's text
+(`profile.py`) and the safe-write rules every output obeys (`safe_write.py`). The guards every
+reader shares (size caps, FIFOs, symlinks, UTF-8, one-line errors) are `textfile.py`.
+
+Why a package of its own: what touches the disk is kept apart from what the numbers mean, so
+one set of rules (bounded reads, atomic writes, one-line errors naming the file) holds for all
+of it. The checks on what a file holds stay with its meaning: a profile's schema is the fit's,
+a config.json's fields the catalog's (`catalog/hf/`, which reads no file). Each format is
+independent of the others (an import-linter contract in pyproject.toml).
+"""

@@ -1,0 +1,92 @@
+"""Reading a config.json from disk (`io/hf_config.py`): every file-level failure is one line.
+
+What the parsed dict must hold (each family's fields) is `tests/catalog/test_hf_config.py`'s.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deepep_calc.base.errors import CalcError, FileInputError
+from deepep_calc.catalog.hf import MAX_CONFIG_BYTES
+from deepep_calc.io.hf_config import load_hf_config
+from paths import TESTS
+
+FIXTURES = TESTS / "fixtures" / "hf"
+
+
+def _config(name: str) -> dict[str, Any]:
+    return json.loads((FIXTURES / name / "config.json").read_text("utf-8"))
+
+
+def _assert_one_line(err: CalcError, *needles: str) -> str:
+    msg = err.message
+    assert "\n" not in msg and "\r" not in msg, msg
+    assert "Traceback" not in msg
+    for needle in needles:
+        assert needle in msg, (needle, msg)
+    return msg
+
+
+def test_missing_path(tmp_path: Path) -> None:
+    with pytest.raises(FileInputError) as info:
+        load_hf_config(tmp_path / "absent")
+    _assert_one_line(info.value, "absent", "no such file")
+
+
+def test_folder_without_config(tmp_path: Path) -> None:
+    (tmp_path / "model.safetensors").write_bytes(b"\0")
+    with pytest.raises(FileInputError) as info:
+        load_hf_config(tmp_path)
+    _assert_one_line(info.value, "no config.json")
+
+
+def test_config_json_that_is_a_folder(tmp_path: Path) -> None:
+    (tmp_path / "config.json").mkdir()
+    with pytest.raises(FileInputError) as info:
+        load_hf_config(tmp_path)
+    _assert_one_line(info.value, "not a regular file")
+
+
+def test_oversized_file_refused_before_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    big = tmp_path / "config.json"
+    with big.open("wb") as fh:  # sparse: costs no disk
+        fh.truncate(MAX_CONFIG_BYTES + 1)
+
+    def _no_read(*_: Any, **__: Any) -> None:
+        raise AssertionError("file was opened")
+
+    monkeypatch.setattr(Path, "open", _no_read)
+    with pytest.raises(FileInputError) as info:
+        load_hf_config(big)
+    _assert_one_line(info.value, "5 MB")
+
+
+def test_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_bytes(b'{"model_type": "mixtral\xff\xfe"}')
+    with pytest.raises(FileInputError) as info:
+        load_hf_config(path)
+    _assert_one_line(info.value, "UTF-8")
+
+
+def test_utf8_bom_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(_config("dbrx")).encode())
+    assert load_hf_config(path).experts == 16
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"model_type": "mixtral",', "", "not json", "[" * 100_000, "1" * 5000, '{"a": NaN'],
+)
+def test_not_json(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(text, "utf-8")
+    with pytest.raises(FileInputError) as info:
+        load_hf_config(path)
+    _assert_one_line(info.value, "not valid JSON")
