@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,14 +43,27 @@ SWEEP_10K = (
 )
 
 # Real AIPerf exports the tests ship: a calibration fitted from them prints its terminal views.
+# The inputs are copied into the run's folder and named relatively, because the profile records
+# each input's path: the fingerprint then holds in any checkout and across a move of the package's
+# sample log (it is found wherever the imported package keeps it).
 AIPERF = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "aiperf"
 RUN = "qwen3-30b-a3b-fp8_ep16_2xp5en"
+DENSE = f"trtllm-0.21_{RUN}_dense-allgather_c4_isl120.json"
+DEEPEP = f"trtllm-0.21_{RUN}_deepep-epnc1_c4_isl120.json"
+SAMPLE_LOG = "deepep_ll_efa_proxy_p5en_ep16.log"
 CALIBRATE = (
-    f"calibrate --dense {AIPERF}/trtllm-0.21_{RUN}_dense-allgather_c4_isl120.json"
-    f" --deepep {AIPERF}/trtllm-0.21_{RUN}_deepep-epnc1_c4_isl120.json"
-    f" --kernel-log {AIPERF.parents[2]}/src/deepep_calc/io/samples/deepep_ll_efa_proxy_p5en_ep16.log"
+    f"calibrate --dense {DENSE} --deepep {DEEPEP} --kernel-log {SAMPLE_LOG}"
     " --model qwen3-30b-a3b-fp8 --comms 1 --concurrency 4 --isl 120 --osl 128 -o profile.toml"
 )
+
+
+def _calibrate_inputs() -> list[Path]:
+    """The calibration's three inputs: two fixture exports and the package's sample kernel log."""
+    spec = importlib.util.find_spec("deepep_calc")
+    assert spec is not None and spec.submodule_search_locations
+    package = Path(next(iter(spec.submodule_search_locations)))
+    return [AIPERF / DENSE, AIPERF / DEEPEP, next(package.rglob(SAMPLE_LOG))]
+
 
 CASES: dict[str, str] = {
     "card": "",
@@ -92,6 +107,9 @@ def fingerprint(args: str) -> str:
     digest = hashlib.sha256()
     env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1", "PYTHONHASHSEED": "0"}
     with tempfile.TemporaryDirectory() as folder:
+        inputs = _calibrate_inputs() if args.startswith("calibrate ") else []
+        for source in inputs:
+            shutil.copyfile(source, Path(folder) / source.name)
         done = subprocess.run(
             [sys.executable, "-m", "deepep_calc", *shlex.split(args)],
             cwd=folder,
@@ -101,8 +119,9 @@ def fingerprint(args: str) -> str:
         )
         digest.update(f"rc={done.returncode}\n".encode())
         digest.update(_blank(ELAPSED.sub(b"<elapsed>", done.stdout)) + b"\0" + done.stderr + b"\0")
+        copied = {source.name for source in inputs}
         for path in sorted(Path(folder).rglob("*")):
-            if path.is_file():
+            if path.is_file() and path.name not in copied:
                 digest.update(path.name.encode() + b"\0" + _blank(path.read_bytes()) + b"\0")
     return digest.hexdigest()
 
@@ -120,9 +139,11 @@ def main() -> int:
         parser.error(f"--only: {', '.join(unknown)} is not a case; the cases are {', '.join(CASES)}")
     got = {name: fingerprint(CASES[name]) for name in names}
     if opts.output:
-        from deepep_calc.io.safe_write import write_atomic
-
-        write_atomic(opts.output, json.dumps(got, indent=1) + "\n", "-o")
+        # written beside its target and renamed over it, without the package's own writer: the
+        # tool runs against other checkouts, whose modules may live elsewhere
+        staged = opts.output.with_name(opts.output.name + ".partial")
+        staged.write_text(json.dumps(got, indent=1) + "\n", encoding="utf-8")
+        os.replace(staged, opts.output)
         print(f"{len(got)} fingerprints written to {opts.output}")
         return 0
     want = json.loads(opts.check.read_text())
