@@ -1,8 +1,9 @@
 """The Python API's one call: a scenario in, its answer out, words and advice included.
 
-It sits above the what-ifs because an explained answer quotes them: `decide_scenario` resolves,
-computes and applies the rule (`decide/answer.py`), and `explain_verdict` words it with the flip
-search and the fixes (`whatif/explanation.py`). The faces (CLI, web, reports) call it.
+It sits above the what-ifs because an explained answer quotes them. `io.inputs.resolve_files`
+resolves the question with the files it names read, `decide_resolved` computes and applies the
+rule (`decide/answer.py`), and `explain_verdict` words it with the flip search and the fixes
+(`whatif/explanation.py`). The faces (CLI, web, reports) call it.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from .catalog.models import ModelSpec
-from .decide.answer import decide_scenario
+from .decide.answer import decide_resolved
 from .estimate.result import Result
+from .io.inputs import resolve_files
 from .question.scenario import Scenario
 from .whatif.explanation import explain_verdict
 
@@ -34,7 +36,7 @@ def evaluate(
         scenario = Scenario(**fields)
     elif fields:
         scenario = scenario.copy(**fields)
-    result = decide_scenario(scenario, models)
+    result = decide_resolved(resolve_files(scenario, models))
     if explain:
         explain_verdict(result)
     return result

@@ -26,10 +26,9 @@ from deepep_calc.catalog.measured import ArmMetrics, Cell
 from deepep_calc.catalog.transports import get_transport
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.fit.kernels import fit_transport
-from deepep_calc.fit.profile import load_profile
 from deepep_calc.io.aiperf import load_aiperf
 from deepep_calc.io.kernel_log import SAMPLE_LOG, load_kernel_log
-from deepep_calc.io.profile import write_text_atomic
+from deepep_calc.io.profile import load_profile, write_text_atomic
 from deepep_calc.physics.deepep import kernel_us
 from deepep_calc.physics.step import EngineConstants, decode_step
 from deepep_calc.question.scenario import Scenario, resolve

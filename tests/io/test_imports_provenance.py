@@ -20,9 +20,9 @@ from cli_runner import run_cli
 from deepep_calc import cli
 from deepep_calc.base.errors import FileInputError
 from deepep_calc.catalog.transports import get_transport
-from deepep_calc.fit.profile import load_profile
 from deepep_calc.io.aiperf import load_aiperf
 from deepep_calc.io.kernel_log import check_transport, load_kernel_log
+from deepep_calc.io.profile import load_profile
 from paths import REPO
 
 REPO = REPO

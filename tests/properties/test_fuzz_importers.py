@@ -43,10 +43,10 @@ from deepep_calc import Scenario, cli
 from deepep_calc.base.errors import CalcError
 from deepep_calc.base.quantity import Q
 from deepep_calc.estimate.kernel import kernel_query
-from deepep_calc.fit.profile import load_profile
 from deepep_calc.io.aiperf import AIPerfRun, load_aiperf
 from deepep_calc.io.hf_config import load_hf_config
 from deepep_calc.io.kernel_log import SAMPLE_LOG, KernelLog, load_kernel_log
+from deepep_calc.io.profile import load_profile
 from invariant_checks import assert_finite_or_not_feasible, evaluate_or_refuse, fp_strict
 from paths import TESTS
 

@@ -9,6 +9,7 @@ import pytest
 from deepep_calc.api import evaluate
 from deepep_calc.base.errors import CalcError, InputError
 from deepep_calc.estimate.kernel import kernel_json, kernel_query
+from deepep_calc.io.inputs import resolve_files
 from deepep_calc.question.scenario import Scenario, resolve
 from deepep_calc.report.catalogs import instances_rows, models_rows, transports_rows
 from deepep_calc.web.schemas import (
@@ -128,7 +129,7 @@ def test_unknown_preset_is_refused_with_the_choices(client):  # noqa: F811
 
 def test_a_path_as_model_is_never_read(client):  # noqa: F811
     path = str(HF / "deepseek-v3" / "config.json")
-    assert resolve(Scenario(model=path)).model.hidden == 7168  # the CLI would read it...
+    assert resolve_files(Scenario(model=path)).model.hidden == 7168  # the CLI would read it...
     body = error_of(post(client, "/api/evaluate", {"model": path}))  # ...the server does not
     assert body["field"] == "model"
 

@@ -26,6 +26,7 @@ from ..base.errors import FileInputError
 from ..base.quantity import Q
 from ..catalog.hardware import Instance
 from ..catalog.measured import Cell
+from ..catalog.model_catalog import find_model
 from ..catalog.transports import KernelRef, Transport
 from ..estimate.arms import model_arm
 from ..fit.build import built_in_table
@@ -33,6 +34,7 @@ from ..fit.engines import ENGINE_FIELDS, fit_serving
 from ..fit.kernels import fit_transport
 from ..fit.observations import Obs, cell_observations
 from ..fit.table import Table, TransportFit
+from ..io.hf_config import load_hf_config
 from ..physics.deepep import KernelShape
 from ..question.scenario import Scenario
 
@@ -191,7 +193,9 @@ def _log_reference(log: KernelLog, instance: Instance, ep: int, comms: int, qps:
 
 
 def _observations(base: Scenario, cells: Sequence[Cell]) -> list[Obs]:
-    """The user's cells as observations on the profile's scenario (model, instance, nodes)."""
+    """The user's cells as observations on the profile's scenario (model, instance, nodes); a
+    config.json the scenario names is read here, once, for every observation's question."""
+    models = {} if find_model(base.model) is not None else {base.model: load_hf_config(base.model.strip())}
     out = []
     for o in cell_observations(list(cells)):
         s = base.copy(
@@ -202,7 +206,7 @@ def _observations(base: Scenario, cells: Sequence[Cell]) -> list[Obs]:
                 "calibration": None,
             }
         )
-        out.append(replace(o, scenario=s))
+        out.append(replace(o, scenario=s, models=models))
     return out
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ..base.errors import FileInputError, printable
 from ..base.quantity import Q
 from ..catalog.measured import Cell
-from ..fit.profile import parse_profile, validate_document
+from ..fit.profile import parse_profile, parse_toml, validate_document
 from ..fit.profile_records import (
     CONSTANTS,
     KIND,
@@ -31,7 +31,7 @@ from ..fit.profile_records import (
     QRecord,
     ResidualRecord,
 )
-from ..io.profile import fingerprint, parse_toml, toml_text
+from ..io.profile import fingerprint, toml_text
 
 if TYPE_CHECKING:
     from .fit import EngineCalibration, FittedConstant, KernelCalibration

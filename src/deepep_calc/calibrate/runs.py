@@ -34,7 +34,8 @@ from ..io.aiperf import (
     group_by_concurrency,
 )
 from ..io.aiperf.names import parse_export_name
-from ..question.scenario import Resolved, Scenario, resolve
+from ..io.inputs import resolve_files
+from ..question.scenario import Resolved, Scenario
 
 CELL_PREFIX = "your"
 """Ids of the user's cells read `your-c<concurrency>-k<EP_NUM_COMMS>`."""
@@ -314,7 +315,7 @@ def assemble(
     deepep = _deepep_slots(deepep_list)
     pairs = _pair_up(dense, deepep, deepep_list, warnings)
     scenario = base.copy(**_shared_fields(dense, deepep, base, explicit, warnings))
-    resolved = resolve(scenario)
+    resolved = resolve_files(scenario)
     if resolved.gpus_per_node != resolved.instance.gpus_per_node:
         _warn(
             warnings,

@@ -111,8 +111,9 @@ def evaluate_cmd(as_json: bool, with_sensitivity: bool, **kwargs: Any) -> None:
 def kernel_cmd(as_json: bool, **kw: Any) -> None:
     """Dispatch + combine latency of one MoE layer (decode shape)."""
     from ..estimate.kernel import kernel_json, kernel_query
+    from ..io.profile import load_profile
 
-    out = kernel_query(**kw)
+    out = kernel_query(**kw, read_profile=load_profile)
     if as_json:
         emit_json(kernel_json(out))
     else:

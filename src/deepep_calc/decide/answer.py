@@ -1,29 +1,26 @@
 """The rule applied to one scenario: the estimate and its verdict, before any words.
 
-`decide_scenario` resolves the question, computes every arm (`estimate/compute.py`) and applies
+`decide_resolved` computes every arm of a resolved question (`estimate/compute.py`) and applies
 the rule (`verdict.py`, through `decide`). The words and the what-ifs they quote are
 `whatif.explanation.explain_verdict`'s; the public `deepep_calc.evaluate` (`api.py`) does both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from ..base.arrays import first
-from ..catalog.models import ModelSpec
 from ..estimate.arms import check_splittable
 from ..estimate.disagg import compute_with_disagg
 from ..estimate.result import Result
-from ..question.scenario import Scenario, resolve
+from ..question.scenario import Resolved
 from .explain import assumed_mode_note
 from .verdict import Verdict, assess, compare, deciding, status_of
 
 
-def decide_scenario(scenario: Scenario, models: Mapping[str, ModelSpec] | None = None) -> Result:
-    """Resolve the question, compute every arm and apply the rule: the answer without its words
+def decide_resolved(r: Resolved) -> Result:
+    """Compute every arm of a resolved question and apply the rule: the answer without its words
     (`whatif.explanation.explain_verdict` adds them; `deepep_calc.evaluate` does both)."""
-    r = resolve(scenario, models)
     check_splittable(r)
     result = compute_with_disagg(r)
     result.verdict = decide(result)

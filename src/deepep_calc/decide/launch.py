@@ -56,7 +56,7 @@ def weights(result: Any) -> tuple[str, list[str], list[str]]:
     if s.weight_dtype is None:
         return ref, [], []
     want = s.weight_dtype.strip().lower()
-    native = native_model(s)
+    native = native_model(s, r.models)
     stored = native.expert_dtype or native.weight_dtype
     if want == native.weight_dtype and stored == want:
         return ref, [], []

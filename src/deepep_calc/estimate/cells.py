@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from ..base.quantity import Q
 from ..catalog.measured import Cell, cells_by_shape, load_cells
-from ..catalog.model_catalog import load_models, preset_twin
+from ..catalog.model_catalog import find_model, load_models, preset_twin
 from ..fit.profile import profile_of
-from ..io.hf_config import resolve_model
 from ..question.scenario import Resolved, Scenario
 
 ROLE_PRIORITY = {"calibration": 0, "anchor": 1, "cross-check": 2}
@@ -75,8 +74,12 @@ def _native_dtype(weight_dtype: str | None, model: str) -> bool:
     if weight_dtype is None:
         return True
 
-    native = resolve_model(model)
-    return native.expert_dtype is None and weight_dtype.strip().lower() == native.weight_dtype
+    native = find_model(model)  # a catalog cell names a preset
+    return (
+        native is not None
+        and native.expert_dtype is None
+        and weight_dtype.strip().lower() == native.weight_dtype
+    )
 
 
 def _catalog_candidates(r: Resolved) -> tuple[Cell, ...]:

@@ -9,8 +9,6 @@ assumptions)`): the question is evaluated under the table's assumptions (`Resolv
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..fit.profile import profile_of
 from ..fit.table import Table
 from ..question.scenario import Resolved
@@ -28,8 +26,7 @@ def compute(r: Resolved, reuse: Result | None = None, table: Table | None = None
     the built-in fit (the cross-validation evaluates each fold's own; a sensitivity case, one
     fitted under other assumed constants, which then hold for the whole evaluation).
     """
-    if r.profile is None and r.scenario.calibration is not None:
-        r = replace(r, profile=profile_of(r))  # read the profile once; every arm asks for it
+    profile_of(r)  # a profile the scenario names was read with it (io/inputs.py)
     table = table if table is not None else table_for(r)
     r = r.assume(table.assumptions)
     memo = reuse.memo if reuse is not None else {}

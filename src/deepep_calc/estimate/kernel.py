@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..base.errors import InputError
@@ -86,6 +87,7 @@ def kernel_query(
     comms: int = 8,
     qps: int = DEFAULTS["max_qps"],
     calibration: str | None = None,
+    read_profile: Callable[[str], Any] | None = None,
 ) -> dict[str, Any]:
     """Dispatch, combine and total microseconds, and the model's parts of each direction.
 
@@ -96,7 +98,8 @@ def kernel_query(
 
     With a calibration profile whose kernel log covers this transport, the log's medians are
     returned (measured) at its exact shape, and its refitted cost per message is used elsewhere: the
-    user's fabric replaces the reference's.
+    user's fabric replaces the reference's. `read_profile` reads the file `calibration` names
+    (`io.profile.load_profile`), after the query itself is checked.
     """
     shape = KernelShape(tokens, hidden, topk, experts, dispatch_dtype)
     _check_query(ep, shape, comms, qps)
@@ -104,9 +107,9 @@ def kernel_query(
     profile = None
     logged = None
     if calibration is not None:
-        from ..fit.profile import load_profile
-
-        profile = load_profile(calibration)
+        if read_profile is None:  # the estimate reads no file: the face hands the reader in
+            raise RuntimeError("kernel_query(calibration=...) needs read_profile= (io.profile.load_profile)")
+        profile = read_profile(calibration)
         logged = profile.kernel_measured(t.name, inst.name, ep, shape, comms, qps)
     table, own = _table(profile, t)
     parts = kernel_parts(

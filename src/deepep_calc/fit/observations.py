@@ -8,7 +8,8 @@ cross-validation can leave out (engine, model, transport, instance, A/B pair).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ from ..catalog.references import reference_models
 from ..question.scenario import Resolved, Scenario, resolve
 
 if TYPE_CHECKING:
+    from ..catalog.models import ModelSpec
     from ..catalog.references import ServingRef
 
 # The serving references' catalog is read only by what compares against it (the fit,
@@ -44,6 +46,9 @@ class Obs:
     pair: str = ""  # A/B key: both sides share it
     steady_aggregate_tok_s: float | None = None  # derived: the run less a cold start (Cell.cold_start)
     cold_start: str = ""
+    # specs known only in memory that the scenario's model may name: a user's config.json, read
+    # by calibrate (this layer reads no file); the references' own are always known
+    models: Mapping[str, ModelSpec] = field(default_factory=dict, compare=False)
 
     @property
     def engine(self) -> str:
@@ -80,7 +85,7 @@ class Obs:
         }
 
     def resolved(self) -> Resolved:
-        r = resolve(self.scenario, reference_models())
+        r = resolve(self.scenario, {**reference_models(), **self.models})
         batch = self.max_batch or r.max_batch
         source = "the run's own setting" if self.max_batch else r.max_batch_source
         return replace(

@@ -6,9 +6,9 @@ scenario the runs describe, a sha256 fingerprint of every input file, the measur
 built-in values they replace, residuals and warnings. It is a record as much as an input:
 reading it tells you which files it rests on and how well the model reproduced them. It lives
 with the fit because that is what it is: the user's runs turned into constants (the schema is
-`fit/profile_records.py`). Its bytes are read, parsed as TOML and its inputs fingerprinted by
-`io/profile.py`; every check on the document is here (`validate_document`, shared with the
-writer). `profile_of(r)` is the one way the estimate finds a scenario's profile.
+`fit/profile_records.py`). Its bytes are read and its inputs fingerprinted by `io/profile.py`
+(`load_profile`); parsing and every check on the document are here (`validate_document`, shared with the
+writer). `profile_of(r)` is the one way the estimate finds a scenario's profile, read by then.
 """
 
 from __future__ import annotations
@@ -16,12 +16,10 @@ from __future__ import annotations
 import json
 import math
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..base.errors import FileInputError, InputError, printable
 from ..base.quantity import MIN_POSITIVE
-from ..io.profile import parse_toml, read_profile_text, verify_inputs
 
 if TYPE_CHECKING:
     from ..question.scenario import Resolved, Scenario
@@ -29,21 +27,6 @@ if TYPE_CHECKING:
 
 # The profile's schema (pydantic records) is imported by the functions that read a profile, so
 # an evaluation with no --calibration never builds it (`profile_of` is on every evaluation).
-
-
-def load_profile(path: str | Path) -> Profile:
-    """Read a profile (parsed once per name and content); one-line errors otherwise.
-
-    The cache is keyed by the text itself, not by mtime and size: two writes of the same size
-    inside one timestamp tick must not serve the older profile. Symbolic links are followed.
-    The file is read, and its inputs' fingerprints checked, by `io/profile.py`.
-    """
-    from .profile_records import MAX_PROFILE_BYTES
-
-    where, text = read_profile_text(path, MAX_PROFILE_BYTES)
-    profile = parse_profile(where.name, text, str(path))
-    verify_inputs(profile, where.parent)
-    return profile
 
 
 def _out_of_range(value: object, where: str = "") -> str | None:
@@ -69,8 +52,24 @@ def _out_of_range(value: object, where: str = "") -> str | None:
     return None
 
 
+def parse_toml(text: str, shown: str) -> dict[str, Any]:
+    """A profile's TOML text as a document; every parse failure one line naming `shown`."""
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise FileInputError(shown, f"not a TOML file ({' '.join(str(exc).split())})") from None
+    except RecursionError:
+        raise FileInputError(shown, "not a TOML file (nested too deeply)") from None
+    except ValueError:  # the only other parse failure: an integer beyond Python's digit limit
+        raise FileInputError(shown, "not a TOML file (a number with thousands of digits)") from None
+
+
 @lru_cache(maxsize=32)
 def parse_profile(name: str, text: str, shown: str) -> Profile:
+    """A profile's text, parsed and checked (once per name and content: the cache is keyed by
+    the text itself, so two writes of one size inside one timestamp tick never serve the older)."""
     profile = validate_document(parse_toml(text, shown), shown)
     profile._name = printable(name)
     return profile
@@ -175,9 +174,13 @@ def _check_scenario(s: Scenario, shown: str) -> None:
 def profile_of(r: Resolved) -> Profile | Any | None:
     """The calibration profile a resolved scenario runs with, or None.
 
-    `Resolved.profile` holds one already read (an uploaded profile, or the one `compute` read
-    for every arm); left empty, it is the file `--calibration` names, read once per content.
+    The profile is read before the question is resolved (`io/inputs.py: resolve_files`) and
+    travels in `Resolved.profile`; the estimate reads no file. A scenario that names one whose
+    profile was never read is a caller's mistake, said loudly rather than run uncalibrated.
     """
-    if r.profile is not None:
-        return r.profile
-    return load_profile(r.scenario.calibration) if r.scenario.calibration is not None else None
+    if r.profile is None and r.scenario.calibration is not None:
+        raise RuntimeError(
+            f"--calibration {r.scenario.calibration} was never read: resolve the scenario with "
+            "deepep_calc.io.inputs.resolve_files (or pass profile=) so the estimate gets it"
+        )
+    return r.profile

@@ -1,11 +1,11 @@
 """The calibration profile as a file, both ways: its bytes read and written, its inputs fingerprinted.
 
 A profile is a TOML file written by `deepep-calc calibrate` and read by `--calibration FILE`.
-This module holds what touches the disk: reading the text (bounded, one-line errors), parsing
-the TOML, the sha256 fingerprint of every input file and the check that the inputs found again
-are the ones recorded, the TOML text of a document, and the atomic write. What a profile must
-hold (its schema and every check on its values) is the fit's: `fit/profile_records.py` and
-`fit/profile.py`, which joins the two into `load_profile`.
+This module holds what touches the disk: reading the text (bounded, one-line errors) into a
+checked profile (`load_profile`), the sha256 fingerprint of every input file and the check that
+the inputs found again are the ones recorded, the TOML text of a document, and the atomic write.
+What a profile must hold (parsing, its schema and every check on its values) is the fit's:
+`fit/profile_records.py` and `fit/profile.py`.
 """
 
 from __future__ import annotations
@@ -53,18 +53,17 @@ def read_profile_text(path: str | Path, max_bytes: int) -> tuple[Path, str]:
     return p.resolve(), text
 
 
-def parse_toml(text: str, shown: str) -> dict[str, Any]:
-    """A profile's TOML text as a document; every parse failure one line naming `shown`."""
-    import tomllib
+def load_profile(path: str | Path) -> Profile:
+    """Read a profile (parsed once per name and content, `fit.profile.parse_profile`); one-line
+    errors otherwise. Symbolic links are followed; the inputs it records that can be found again
+    must still be the files it was fitted to (`verify_inputs`)."""
+    from ..fit.profile import parse_profile
+    from ..fit.profile_records import MAX_PROFILE_BYTES
 
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise FileInputError(shown, f"not a TOML file ({' '.join(str(exc).split())})") from None
-    except RecursionError:
-        raise FileInputError(shown, "not a TOML file (nested too deeply)") from None
-    except ValueError:  # the only other parse failure: an integer beyond Python's digit limit
-        raise FileInputError(shown, "not a TOML file (a number with thousands of digits)") from None
+    where, text = read_profile_text(path, MAX_PROFILE_BYTES)
+    profile = parse_profile(where.name, text, str(path))
+    verify_inputs(profile, where.parent)
+    return profile
 
 
 def toml_text(doc: dict[str, Any]) -> str:

@@ -15,7 +15,7 @@ question; apart, a field and its check would drift.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -26,9 +26,9 @@ from ..base.vocabulary import flag_of
 from ..catalog.constants import CATALOG, Assumptions
 from ..catalog.engines import Engine, get_engine
 from ..catalog.hardware import Instance, get_instance
+from ..catalog.model_catalog import find_model
 from ..catalog.models import DTYPES, ModelSpec
 from ..catalog.transports import Transport, get_transport
-from ..io.hf_config import resolve_model
 from .disagg import DisaggSpec, resolve_disagg
 from .fields import DEFAULTS, FIELDS, FLOAT_LIMIT, LIMITS, OVERRIDE_LIMIT
 
@@ -195,8 +195,8 @@ class Resolved:
     engine: Engine
     transport: Transport
     gpus_per_node: int
-    # the calibration profile already read (fit.profile.Profile; typed Any because fit/ sits above
-    # this layer); None: `fit.profile.profile_of` reads the file `--calibration` names
+    # the calibration profile `--calibration` names, read by the caller (fit.profile.Profile, typed
+    # Any because fit/ sits above this layer; `io/inputs.py: resolve_files` reads it)
     profile: Any = None
     max_batch: int = 256  # sequences per DP rank the engine runs at once
     max_batch_source: str = ""
@@ -371,16 +371,24 @@ def check_transport_reach(transport: Transport, nodes: int, instance: str) -> No
         )
 
 
+# Reads the config.json a `--model` path names (`io/hf_config.py: load_hf_config`): this layer
+# reads no file, so a caller that may be handed a path passes the reader in.
+ModelReader = Callable[[str], ModelSpec]
+
+
 def resolve(
     scenario: Scenario,
     models: Mapping[str, ModelSpec] | None = None,
     assumptions: Assumptions = CATALOG,
+    read_model: ModelReader | None = None,
 ) -> Resolved:
     """Check every field and attach catalog rows; raise InputError on the first bad value.
 
     `models`: specs known only in memory (key -> spec) that `scenario.model` may name before
     the catalog is asked; the result carries them for its what-ifs (`Resolved.change`).
     `assumptions`: the constants in force (the transports' rows carry the figures it changes).
+    `read_model`: how a config.json path is read, at the point the model is checked (so a bad
+    file is reported where it always was); the spec read joins `models` for the what-ifs.
     """
     s = scenario
     check_numbers(s)
@@ -389,16 +397,12 @@ def resolve(
     instance = get_instance(s.instance)
     engine = get_engine(s.engine)
     transport = get_transport(s.transport, assumptions)
-    model = native_model(s, models)
+    model = _model_of(s, models, read_model)
 
     gpn = s.gpus_per_node or instance.gpus_per_node
     if gpn > instance.gpus_per_node:
         raise InputError("--gpus-per-node", gpn, f"at most {instance.gpus_per_node} on {instance.name}")
-    if s.weight_dtype is not None:
-        dtype = s.weight_dtype.strip().lower()
-        if dtype not in DTYPES:
-            raise InputError("--weight-dtype", s.weight_dtype, f"one of {', '.join(DTYPES)}")
-        model = model.copy(weight_dtype=dtype, expert_dtype=None)
+    model = _with_weight_dtype(model, s.weight_dtype)
     if instance.name not in transport.instances:
         raise InputError(
             "--transport",
@@ -412,7 +416,7 @@ def resolve(
     check_transport_reach(transport, s.nodes, instance.name)
     model = _apply_overrides(model, s)
     check_context(model, s.isl, s.osl)
-    profile = None  # read by the estimate (`fit.profile.profile_of`): a file is not a catalog row
+    profile = None  # read by the caller (`io/inputs.py: resolve_files`): a file is not a catalog row
     if s.max_batch is not None:
         batch, batch_source = s.max_batch, "--max-batch"
     else:
@@ -433,13 +437,38 @@ def resolve(
     )
 
 
+def _with_weight_dtype(model: ModelSpec, weight_dtype: str | None) -> ModelSpec:
+    """The model served in `--weight-dtype` (its routed experts too), checked; else as stored."""
+    if weight_dtype is None:
+        return model
+    dtype = weight_dtype.strip().lower()
+    if dtype not in DTYPES:
+        raise InputError("--weight-dtype", weight_dtype, f"one of {', '.join(DTYPES)}")
+    return model.copy(weight_dtype=dtype, expert_dtype=None)
+
+
+def _model_of(s: Scenario, models: dict[str, ModelSpec], read_model: ModelReader | None) -> ModelSpec:
+    """The model as the checkpoint stores it; a config.json path is read by `read_model` and
+    kept in `models` (the what-ifs of the answer find it there)."""
+    if read_model is not None and s.model not in models and find_model(s.model) is None:
+        models[s.model] = read_model(s.model.strip())
+    return native_model(s, models)
+
+
 def native_model(scenario: Scenario, models: Mapping[str, ModelSpec] | None = None) -> ModelSpec:
     """The model `--model` names as its checkpoint stores it: before --weight-dtype and the
     structural overrides (the launch command picks the checkpoint from the difference).
-    `models`: in-memory specs by key, asked before the catalog."""
+    `models`: in-memory specs by key (an upload, a config.json already read), asked first."""
     if models and scenario.model in models:
         return models[scenario.model]
-    return resolve_model(scenario.model)
+    spec = find_model(scenario.model)
+    if spec is None:
+        raise InputError(
+            "--model",
+            scenario.model,
+            "a preset here: a config.json path is read by the caller (deepep_calc.io.inputs.resolve_files)",
+        )
+    return spec
 
 
 _OVERRIDES = ("experts", "topk", "hidden", "moe_layers", "kv_dtype")

@@ -33,7 +33,8 @@ from ..decide.answer import decide
 from ..decide.verdict import classify
 from ..estimate.compute import compute
 from ..estimate.result import Result, table_for
-from ..question.scenario import Scenario, resolve
+from ..io.inputs import resolve_files
+from ..question.scenario import Scenario
 
 WIRE_EFFICIENCY_SPREAD = 0.1  # assumed: ± on a transport's assumed fraction of line rate
 
@@ -100,7 +101,7 @@ def cases(scenario: Scenario) -> list[Case]:
             if low <= 0:  # a rate or size cannot reach zero: keep the low end meaningful
                 low = c.value / 2.0
             out.append(Case(name, name, c.q(), c.spread, low, c.value + c.spread))
-    r = resolve(scenario)
+    r = resolve_files(scenario)
     t = r.transport
     if t.wire_efficiency is not None and scenario.nodes > 1:
         base = Q.assumed(t.wire_efficiency, "1", t.bw_source)
@@ -133,7 +134,7 @@ def model_ratio(result: Result, versus: tuple[str, str] | None = None) -> Q:
 def deciding_pair(scenario: Scenario) -> tuple[str, str]:
     """The pair whose comparison decided the base scenario's verdict (DeepEP against the
     alternative when no pair decided: nothing fits, or DeepEP is the only arm)."""
-    result = compute(resolve(scenario))
+    result = compute(resolve_files(scenario))
     d = decide(result).deciding
     return d.arms if d is not None else ("deepep", result.alternative)
 
@@ -144,7 +145,7 @@ def _run(
     """The verdict and deciding ratio with `values` changed: the assumptions, the table fitted
     under them (and the scenario's calibration, if any), then the same compute and verdict."""
     assumptions = CATALOG.with_values(values or {})
-    r = resolve(scenario, assumptions=assumptions)
+    r = resolve_files(scenario, assumptions=assumptions)
     result = compute(r, table=table_for(r))
     code, _ = classify(result)
     return code, model_ratio(result, versus)

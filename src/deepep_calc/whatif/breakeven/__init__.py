@@ -46,7 +46,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...estimate.passes import first_true, model
-from ...question.scenario import Scenario, resolve
+from ...io.inputs import resolve_files
+from ...question.scenario import Scenario
 from .capacity import capacity_field, capacity_nodes, ep_nodes
 from .concurrency import concurrency_cross, held_concurrency
 from .kernel import kernel_shifted, kernel_tie
@@ -78,7 +79,7 @@ def breakeven(scenario: Scenario | None = None, /, **fields: Any) -> list[Answer
         scenario = Scenario(**fields)
     elif fields:
         scenario = scenario.copy(**fields)
-    r = resolve(scenario)
+    r = resolve_files(scenario)
     return [
         kernel_tie(r),
         concurrency_cross(r, win=False),

@@ -11,7 +11,7 @@ a little behind within the noise band. Here both are settled the same way:
   meets every target of the plan (the rule's tie-breaks are the plan's too).
 
 So the card printed under a plan names the plan's choice, and its one launch block is the
-plan's. Nothing here evaluates a formula: rows are looked up, `decide_scenario()` and `decide()` run.
+plan's. Nothing here evaluates a formula: rows are looked up, `decide_resolved()` and `decide()` run.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from ...decide.answer import decide, decide_scenario
+from ...decide.answer import decide, decide_resolved
 from ...estimate.result import Result
+from ...io.inputs import resolve_files
 from ...question.fields import DEFAULTS
 from ...question.scenario import Scenario
 from ..explanation import explain_verdict
@@ -80,10 +81,10 @@ def _left_out(scan: Scan, build: Builder, j: int | None, measured_only: bool) ->
 
 
 def plan_result(scan: Scan, build: Builder, i: int, measured_only: bool) -> Result:
-    """The decided answer (`decide_scenario`, no words yet) of row i's configuration, with the
+    """The decided answer (`decide_resolved`, no words yet) of row i's configuration, with the
     arms the plan left out marked so and the verdict decided again over what is left."""
     config = build.point(i).config
-    result = decide_scenario(Scenario(**config))
+    result = decide_resolved(resolve_files(Scenario(**config)))
     changed = False
     for name, arm in list(result.arms.items()):
         j = row_of(scan, i, name, config["transport"])

@@ -43,9 +43,9 @@ from ...estimate.disagg_sides import (
     prefill_figures,
 )
 from ...estimate.result import table_for
+from ...io.inputs import resolve_files
 from ...physics.serving import usd_per_mtok
 from ...question.fields import DEFAULTS
-from ...question.scenario import resolve
 from .space import ARMS, Family, base_scenario, family_passes, network_transports
 
 METRICS = ("per_user_tok_s", "aggregate_tok_s", "ttft_ms", "usd_per_mtok", "memory_gb_per_gpu", "step_ms")
@@ -342,7 +342,7 @@ def _paired(
     base = base_scenario(
         req.model, req.isl, req.osl, fam, transport=home, alternative="allgather", **(fixed or {})
     )
-    r = resolve(base.copy(nodes=2))
+    r = resolve_files(base.copy(nodes=2))
     r = r.vary(nodes=p_nodes + d_nodes, concurrency=np.full(ip.size, float(req.concurrency)))
     return _Paired(r, home, p_nodes, d_nodes, pf, df)
 

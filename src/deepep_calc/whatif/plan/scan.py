@@ -19,9 +19,10 @@ from ...catalog.measured import load_cells
 from ...estimate.cells import ROLE_PRIORITY, measured_cell_for
 from ...estimate.compute import compute
 from ...io.hf_config import resolve_model
+from ...io.inputs import resolve_files
 from ...physics.layout import layout
 from ...question.fields import DEFAULTS
-from ...question.scenario import Scenario, resolve
+from ...question.scenario import Scenario
 from . import select as sel
 from .disagg import PlanDisagg, plan_disagg
 from .evidence import anchored
@@ -300,7 +301,7 @@ def _patch_measured_cells(
         for i in np.flatnonzero(hit):
             config = config_of(req, search, rows, int(i))
             arm = ARMS[int(rows["arm"][i])]
-            r = resolve(Scenario(**config))
+            r = resolve_files(Scenario(**config))
             if measured_cell_for(r, arm) is None:
                 continue
             a = compute(r).arms[arm]

@@ -35,8 +35,9 @@ from ...catalog.transports import Transport, load_transports
 from ...estimate.arms import running_capacity
 from ...estimate.compute import compute
 from ...estimate.result import ArmResult, Result
+from ...io.inputs import resolve_files
 from ...question.fields import DEFAULTS
-from ...question.scenario import Resolved, Scenario, resolve
+from ...question.scenario import Resolved, Scenario
 
 ARMS = (*SINGLE_LAYOUT_ARMS, "disagg")  # disagg: an xPyD split (plan/disagg.py)
 COMMS = (1, 2, 4, 8)  # the measured range of the NCCL-GIN proxy's bandwidth curve
@@ -173,7 +174,7 @@ def family_passes(
         return Block(fam, arm, transport, alternative, idx, n[idx], g[idx], k[idx])
 
     def scenario(transport: str, alternative: str) -> Resolved:
-        return resolve(
+        return resolve_files(
             base_scenario(model, isl, osl, fam, transport=transport, alternative=alternative, **(fixed or {}))
         )
 

@@ -46,6 +46,7 @@ from ...decide.verdict import classify_indices
 from ...estimate.arms import check_splittable
 from ...estimate.disagg import compute_with_disagg
 from ...estimate.result import table_for
+from ...io.inputs import resolve_files
 from ...physics.disagg import LIMITS as LIMIT_NAMES
 from ...question.fields import DEFAULTS
 from ...question.scenario import (
@@ -57,7 +58,6 @@ from ...question.scenario import (
     Resolved,
     Scenario,
     check_array,
-    resolve,
 )
 
 CHUNK_ROWS = 50_000  # rows per vectorised pass: as fast as 200k rows at a third of the peak RSS
@@ -325,7 +325,7 @@ def plan_sweep(raw: Mapping[str, str | None]) -> SweepPlan:
     for index in itertools.product(*(range(n) for n in cat_sizes)):
         fields = {f: axes[f][i] for f, i in zip(categorical, index, strict=True)}
         try:
-            resolved = resolve(Scenario(**{**fields, **first_numeric}))  # a wrong type: InputError
+            resolved = resolve_files(Scenario(**{**fields, **first_numeric}))  # a wrong type: InputError
             check_splittable(resolved)  # a layout no arm can split, as `evaluate` refuses it
         except CalcError as exc:
             errors.append((index, exc))
