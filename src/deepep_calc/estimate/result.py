@@ -106,7 +106,7 @@ class Result:
     ratio_deepep_vs_alternative: Q
     ratio_per_user: Q
     tax_ms_per_token: Q
-    verdict: Any = None  # decide.verdict.Verdict, attached by decide.answer.decide_scenario()
+    verdict: Any = None  # decide.verdict.Verdict, attached by decide.answer.decide_resolved()
     notes: list[str] = field(default_factory=list)
     memo: dict[Any, Any] = field(default_factory=dict, repr=False)  # see physics.step.shared
     # this result's what-ifs on DeepEP-only knobs, each computed once (whatif/memo.py); its own,

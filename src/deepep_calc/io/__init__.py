@@ -2,10 +2,14 @@
 
 Readers: AIPerf summary exports (`aiperf/`, one module per schema generation), DeepEP kernel
 logs (`kernel_log.py`, with the shipped sample in `samples/`), run folders (`discover.py`),
-Hugging Face `config.json` files (`hf_config.py`), and a calibration profile's bytes
-(`profile.py`: text, TOML, the fingerprints of its inputs). Writers: the profile's text
+Hugging Face `config.json` files (`hf_config.py`), and a calibration profile (`profile.py`:
+its text read into a checked profile, the fingerprints of its inputs). `inputs.py` resolves a
+question with the files it names read (`resolve_files`). Writers: the profile's text
 (`profile.py`) and the safe-write rules every output obeys (`safe_write.py`). The guards every
 reader shares (size caps, FIFOs, symlinks, UTF-8, one-line errors) are `textfile.py`.
+
+Where it sits: above the model (question, physics, fit, estimate, decide read no file) and below
+the what-ifs, calibration and accuracy, which still open files through it (README, Layout).
 
 Why a package of its own: what touches the disk is kept apart from what the numbers mean, so
 one set of rules (bounded reads, atomic writes, one-line errors naming the file) holds for all
