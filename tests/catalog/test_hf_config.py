@@ -17,6 +17,7 @@ from deepep_calc.catalog.hf import (
 )
 from deepep_calc.catalog.model_catalog import load_models
 from deepep_calc.io.hf_config import load_hf_config
+from one_line import assert_one_line
 from paths import TESTS
 
 FIXTURES = TESTS / "fixtures" / "hf"
@@ -56,15 +57,6 @@ def _error(tmp_path: Path, data: Any) -> CalcError:
     with pytest.raises(CalcError) as info:
         load_hf_config(_write(tmp_path, data))
     return info.value
-
-
-def _assert_one_line(err: CalcError, *needles: str) -> str:
-    msg = err.message
-    assert "\n" not in msg and "\r" not in msg, msg
-    assert "Traceback" not in msg
-    for needle in needles:
-        assert needle in msg, (needle, msg)
-    return msg
 
 
 # ---------------------------------------------------------------- fixtures vs presets
@@ -211,7 +203,7 @@ def test_mixtral_head_dim_derived_when_absent() -> None:
     d["hidden_size"] = 4100
     with pytest.raises(FileInputError) as info:
         spec_from_hf_dict(d, "t")
-    _assert_one_line(info.value, "head_dim", "not divisible")
+    assert_one_line(info.value, "head_dim", "not divisible")
 
 
 def test_mixtral_sliding_window_covers_every_layer() -> None:
@@ -249,7 +241,7 @@ def test_kimi_under_deepseek_v3_model_type() -> None:
 
 @pytest.mark.parametrize("data", [[1, 2], "mixtral", 3, None])
 def test_json_not_an_object(tmp_path: Path, data: Any) -> None:
-    _assert_one_line(_error(tmp_path, data), "expected an object")
+    assert_one_line(_error(tmp_path, data), "expected an object")
 
 
 # ---------------------------------------------------------------- content errors
@@ -257,7 +249,7 @@ def test_json_not_an_object(tmp_path: Path, data: Any) -> None:
 
 def test_unknown_model_type_lists_supported(tmp_path: Path) -> None:
     err = _error(tmp_path, {"model_type": "llama", "hidden_size": 4096})
-    msg = _assert_one_line(err, "model_type", '"llama"')
+    msg = assert_one_line(err, "model_type", '"llama"')
     assert err.field == "model_type"
     for family in SUPPORTED_MODEL_TYPES:
         assert family in msg
@@ -265,7 +257,7 @@ def test_unknown_model_type_lists_supported(tmp_path: Path) -> None:
 
 def test_missing_model_type(tmp_path: Path) -> None:
     err = _error(tmp_path, {"hidden_size": 4096})
-    _assert_one_line(err, "missing field 'model_type'")
+    assert_one_line(err, "missing field 'model_type'")
     assert err.field == "model_type"
 
 
@@ -304,7 +296,7 @@ def test_each_family_names_its_missing_field(fixture: str, key: str) -> None:
     del d[key]
     with pytest.raises(FileInputError) as info:
         spec_from_hf_dict(d, "t")
-    _assert_one_line(info.value, f"missing field '{key}'")
+    assert_one_line(info.value, f"missing field '{key}'")
     assert info.value.field == key
 
 
@@ -328,7 +320,7 @@ def test_nested_missing_field_names_dotted_path(fixture: str, path: tuple[str, .
     with pytest.raises(FileInputError) as info:
         spec_from_hf_dict(d, "t")
     dotted = ".".join(path)
-    _assert_one_line(info.value, f"'{dotted}'")
+    assert_one_line(info.value, f"'{dotted}'")
     assert info.value.field == dotted
 
 
@@ -347,7 +339,7 @@ def test_nested_missing_field_names_dotted_path(fixture: str, path: tuple[str, .
 def test_bad_numeric_value_names_field(tmp_path: Path, value: Any, needle: str) -> None:
     d = _config("mixtral-8x7b") | {"num_hidden_layers": value}
     err = _error(tmp_path, d)
-    _assert_one_line(err, "num_hidden_layers", needle)
+    assert_one_line(err, "num_hidden_layers", needle)
     assert err.field == "num_hidden_layers"
 
 
@@ -355,12 +347,12 @@ def test_bad_nested_numeric_value(tmp_path: Path) -> None:
     d = _config("dbrx")
     d["ffn_config"]["moe_num_experts"] = "sixteen"
     err = _error(tmp_path, d)
-    _assert_one_line(err, "ffn_config.moe_num_experts", "must be an integer", '"sixteen"')
+    assert_one_line(err, "ffn_config.moe_num_experts", "must be an integer", '"sixteen"')
 
 
 def test_huge_string_value_is_shortened(tmp_path: Path) -> None:
     d = _config("mixtral-8x7b") | {"hidden_size": "x\n" * 10_000}
-    msg = _assert_one_line(_error(tmp_path, d), "hidden_size")
+    msg = assert_one_line(_error(tmp_path, d), "hidden_size")
     assert len(msg) < 400
 
 
@@ -375,7 +367,7 @@ def test_huge_string_value_is_shortened(tmp_path: Path) -> None:
 def test_topk_above_experts(fixture: str, edit: dict[str, Any], field: str) -> None:
     with pytest.raises(FileInputError) as info:
         spec_from_hf_dict(_config(fixture) | edit, "t")
-    _assert_one_line(info.value, field, "exceeds")
+    assert_one_line(info.value, field, "exceeds")
     assert info.value.field == field
 
 
@@ -384,56 +376,56 @@ def test_dbrx_topk_above_experts() -> None:
     d["ffn_config"]["moe_top_k"] = 17
     with pytest.raises(FileInputError) as info:
         spec_from_hf_dict(d, "t")
-    _assert_one_line(info.value, "ffn_config.moe_top_k", "exceeds the 16")
+    assert_one_line(info.value, "ffn_config.moe_top_k", "exceeds the 16")
 
 
 def test_unsupported_quant_method(tmp_path: Path) -> None:
     d = _config("mixtral-8x7b") | {"quantization_config": {"quant_method": "awq", "bits": 4}}
     err = _error(tmp_path, d)
-    _assert_one_line(err, "quantization_config.quant_method", "awq", "fp8", "mxfp4")
+    assert_one_line(err, "quantization_config.quant_method", "awq", "fp8", "mxfp4")
     assert err.field == "quantization_config.quant_method"
 
 
 def test_quantization_config_not_an_object(tmp_path: Path) -> None:
     d = _config("mixtral-8x7b") | {"quantization_config": "fp8"}
     err = _error(tmp_path, d)
-    _assert_one_line(err, "quantization_config", "must be an object")
+    assert_one_line(err, "quantization_config", "must be an object")
 
 
 def test_unknown_torch_dtype(tmp_path: Path) -> None:
     d = _config("mixtral-8x7b") | {"torch_dtype": "int3"}
     err = _error(tmp_path, d)
-    _assert_one_line(err, "torch_dtype", "int3", "bfloat16")
+    assert_one_line(err, "torch_dtype", "int3", "bfloat16")
     assert err.field == "torch_dtype"
 
 
 def test_kv_heads_not_dividing_heads(tmp_path: Path) -> None:
     d = _config("mixtral-8x7b") | {"num_key_value_heads": 7}
     err = _error(tmp_path, d)
-    _assert_one_line(err, "num_key_value_heads", "multiple")
+    assert_one_line(err, "num_key_value_heads", "multiple")
 
 
 def test_no_moe_layer_left(tmp_path: Path) -> None:
     d = _config("deepseek-v2-lite") | {"first_k_dense_replace": 27}
     err = _error(tmp_path, d)
-    _assert_one_line(err, "first_k_dense_replace", "no MoE layer")
+    assert_one_line(err, "first_k_dense_replace", "no MoE layer")
 
 
 def test_layer_types_length_mismatch(tmp_path: Path) -> None:
     d = _config("gpt-oss-120b")
     d["layer_types"] = d["layer_types"][:10]
     err = _error(tmp_path, d)
-    _assert_one_line(err, "layer_types", "10 entries for 36 layers")
+    assert_one_line(err, "layer_types", "10 entries for 36 layers")
 
 
 def test_bad_list_field(tmp_path: Path) -> None:
     d = _config("qwen3-30b-a3b-fp8") | {"mlp_only_layers": "0,1"}
-    _assert_one_line(_error(tmp_path, d), "mlp_only_layers", "list")
+    assert_one_line(_error(tmp_path, d), "mlp_only_layers", "list")
 
 
 def test_bad_boolean(tmp_path: Path) -> None:
     d = _config("qwen3-30b-a3b-fp8") | {"tie_word_embeddings": "no"}
-    _assert_one_line(_error(tmp_path, d), "tie_word_embeddings", "true or false")
+    assert_one_line(_error(tmp_path, d), "tie_word_embeddings", "true or false")
 
 
 def test_schema_rule_becomes_one_line() -> None:
@@ -442,11 +434,11 @@ def test_schema_rule_becomes_one_line() -> None:
     fields["attention"]["kv_heads"] = 3
     with pytest.raises(FileInputError) as info:
         hf_config._build(fields, "cfg.json", "mixtral")
-    _assert_one_line(info.value, "cfg.json", "attention", "multiple of kv_heads")
+    assert_one_line(info.value, "cfg.json", "attention", "multiple of kv_heads")
     assert info.value.field == "attention"
     fields["attention"]["kv_heads"] = 8
     fields["topk"] = 99
     with pytest.raises(FileInputError) as info:
         hf_config._build(fields, "cfg.json", "mixtral")
     assert info.value.field == "topk"
-    _assert_one_line(info.value, "topk (99) exceeds experts (8)")
+    assert_one_line(info.value, "topk (99) exceeds experts (8)")

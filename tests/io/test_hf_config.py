@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from deepep_calc.base.errors import CalcError, FileInputError
+from deepep_calc.base.errors import FileInputError
 from deepep_calc.catalog.hf import MAX_CONFIG_BYTES
 from deepep_calc.io.hf_config import load_hf_config
+from one_line import assert_one_line
 from paths import TESTS
 
 FIXTURES = TESTS / "fixtures" / "hf"
@@ -23,33 +24,24 @@ def _config(name: str) -> dict[str, Any]:
     return json.loads((FIXTURES / name / "config.json").read_text("utf-8"))
 
 
-def _assert_one_line(err: CalcError, *needles: str) -> str:
-    msg = err.message
-    assert "\n" not in msg and "\r" not in msg, msg
-    assert "Traceback" not in msg
-    for needle in needles:
-        assert needle in msg, (needle, msg)
-    return msg
-
-
 def test_missing_path(tmp_path: Path) -> None:
     with pytest.raises(FileInputError) as info:
         load_hf_config(tmp_path / "absent")
-    _assert_one_line(info.value, "absent", "no such file")
+    assert_one_line(info.value, "absent", "no such file")
 
 
 def test_folder_without_config(tmp_path: Path) -> None:
     (tmp_path / "model.safetensors").write_bytes(b"\0")
     with pytest.raises(FileInputError) as info:
         load_hf_config(tmp_path)
-    _assert_one_line(info.value, "no config.json")
+    assert_one_line(info.value, "no config.json")
 
 
 def test_config_json_that_is_a_folder(tmp_path: Path) -> None:
     (tmp_path / "config.json").mkdir()
     with pytest.raises(FileInputError) as info:
         load_hf_config(tmp_path)
-    _assert_one_line(info.value, "not a regular file")
+    assert_one_line(info.value, "not a regular file")
 
 
 def test_oversized_file_refused_before_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,7 +55,7 @@ def test_oversized_file_refused_before_reading(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(Path, "open", _no_read)
     with pytest.raises(FileInputError) as info:
         load_hf_config(big)
-    _assert_one_line(info.value, "5 MB")
+    assert_one_line(info.value, "5 MB")
 
 
 def test_not_utf8(tmp_path: Path) -> None:
@@ -71,7 +63,7 @@ def test_not_utf8(tmp_path: Path) -> None:
     path.write_bytes(b'{"model_type": "mixtral\xff\xfe"}')
     with pytest.raises(FileInputError) as info:
         load_hf_config(path)
-    _assert_one_line(info.value, "UTF-8")
+    assert_one_line(info.value, "UTF-8")
 
 
 def test_utf8_bom_is_accepted(tmp_path: Path) -> None:
@@ -89,4 +81,4 @@ def test_not_json(tmp_path: Path, text: str) -> None:
     path.write_text(text, "utf-8")
     with pytest.raises(FileInputError) as info:
         load_hf_config(path)
-    _assert_one_line(info.value, "not valid JSON")
+    assert_one_line(info.value, "not valid JSON")
