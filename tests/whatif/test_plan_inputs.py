@@ -15,8 +15,9 @@ from deepep_calc.io.hf_config import load_hf_config
 from deepep_calc.whatif.plan.card import card_for
 from deepep_calc.whatif.plan.search import plan_request, run_plan
 from one_line import assert_one_line
+from paths import FIXTURES
 
-HF = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
+HF = FIXTURES / "hf"
 SMALL = dict(isl=1024, osl=256, concurrency=16, instances="p5en", engines="vllm", max_nodes=2)
 
 
