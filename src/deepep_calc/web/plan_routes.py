@@ -74,7 +74,7 @@ def request_of(body: PlanRequestBody) -> Any:
     fields["model"] = _preset(fields["model"])
     if fields["max_nodes"] > WEB_MAX_NODES:
         raise InputError("--max-nodes", fields["max_nodes"], f"at most {WEB_MAX_NODES} over the web")
-    return plan_request(**fields)
+    return plan_request(**fields)  # no read_model: the server reads no file, so a path stays refused
 
 
 def _key(req: Any) -> str:

@@ -1,7 +1,9 @@
 """`deepep-calc plan`: the cheapest configuration that meets the targets, and the frontier.
 
 Light at import time: the planner, rich and plotly load inside the command. The command owns
-the progress bar (the planner reports passes through a callback and never imports rich).
+the progress bar (the planner reports passes through a callback and never imports rich) and
+the files: it hands the planner the config.json reader (`io.hf_config.load_hf_config`) and
+checks and writes `--html` through `io.safe_write`.
 """
 
 from __future__ import annotations
@@ -88,10 +90,12 @@ def plan_cmd(as_json: bool, html_path: str | None, **fields: Any) -> None:
     the targets, the closest misses and the single change that would. Example: --model
     deepseek-v3 --isl 1024 --osl 256 --concurrency 64 --slo-tok-s 20
     """
+    from ...io.hf_config import load_hf_config
     from ...io.safe_write import check_output, scenario_inputs, writing
     from ...whatif.plan.search import default_size, plan_request, plan_size, run_plan
 
-    req = plan_request(**fields)
+    # a --model config.json is read here, once, where the planner checks the model
+    req = plan_request(**fields, read_model=load_hf_config)
     # The target is checked before the search: a bad one costs nothing and writes nothing.
     target = check_output(html_path, "--html", inputs=scenario_inputs(req.model)) if html_path else None
     if target is not None and target.is_stdout and as_json:

@@ -23,9 +23,8 @@ import numpy as np
 
 from ...decide.answer import decide, decide_resolved
 from ...estimate.result import Result
-from ...io.inputs import resolve_files
 from ...question.fields import DEFAULTS
-from ...question.scenario import Scenario
+from ...question.scenario import Scenario, resolve
 from ..explanation import explain_verdict
 from .evidence import notes_for
 from .point import Builder
@@ -84,7 +83,7 @@ def plan_result(scan: Scan, build: Builder, i: int, measured_only: bool) -> Resu
     """The decided answer (`decide_resolved`, no words yet) of row i's configuration, with the
     arms the plan left out marked so and the verdict decided again over what is left."""
     config = build.point(i).config
-    result = decide_resolved(resolve_files(Scenario(**config)))
+    result = decide_resolved(resolve(Scenario(**config), build.req.specs()))
     changed = False
     for name, arm in list(result.arms.items()):
         j = row_of(scan, i, name, config["transport"])

@@ -26,6 +26,7 @@ are indexed by each other; apart, every step would have to re-explain those indi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -33,6 +34,7 @@ import numpy as np
 
 from ...base.quantity import Q
 from ...catalog.kv_transports import engine_kv, kv_transports_for
+from ...catalog.models import ModelSpec
 from ...catalog.transports import load_transports
 from ...estimate.arms import prompt_ceiling_ms
 from ...estimate.disagg_sides import (
@@ -43,9 +45,9 @@ from ...estimate.disagg_sides import (
     prefill_figures,
 )
 from ...estimate.result import table_for
-from ...io.inputs import resolve_files
 from ...physics.serving import usd_per_mtok
 from ...question.fields import DEFAULTS
+from ...question.scenario import resolve
 from .space import ARMS, Family, base_scenario, family_passes, network_transports
 
 METRICS = ("per_user_tok_s", "aggregate_tok_s", "ttft_ms", "usd_per_mtok", "memory_gb_per_gpu", "step_ms")
@@ -110,12 +112,21 @@ def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-# size: the plan's workload (model, ISL, OSL, fixed fields), one family, its side, node limit and load
+# size: the plan's workload (model, ISL, OSL, fixed fields, models), a family, its side, node limit, load
 def side_rows(
-    model: str, isl: int, osl: int, fam: Family, role: str, max_nodes: int, concurrency: float, fixed: Any
+    model: str,
+    isl: int,
+    osl: int,
+    fam: Family,
+    role: str,
+    max_nodes: int,
+    concurrency: float,
+    fixed: Any,
+    models: Mapping[str, ModelSpec] | None = None,
 ) -> SideRows | None:
-    """Every layout of one side over node counts 1 .. max_nodes, at the plan's concurrency."""
-    passes = family_passes(model, isl, osl, fam, 1, max_nodes, 0, fixed)
+    """Every layout of one side over node counts 1 .. max_nodes, at the plan's concurrency
+    (`models`: the in-memory specs `model` may name, `PlanRequest.specs()`)."""
+    passes = family_passes(model, isl, osl, fam, 1, max_nodes, 0, fixed, models)
     parts: list[dict[str, Any]] = []
     meta: dict[str, list[np.ndarray]] = {
         k: [] for k in ("nodes", "arm", "transport", "graphs", "comms", "sensitive")
@@ -255,8 +266,9 @@ def _family_rows(req: Any, fam: Family, nodes_from: int, nodes_to: int, fixed: A
     if not kvs or nodes_to < 2:
         return None
     conc = float(req.concurrency)
-    pre = side_rows(req.model, req.isl, req.osl, fam, "prefill", nodes_to - 1, conc, fixed)
-    dec = side_rows(req.model, req.isl, req.osl, fam, "decode", nodes_to - 1, conc, fixed)
+    specs = req.specs()
+    pre = side_rows(req.model, req.isl, req.osl, fam, "prefill", nodes_to - 1, conc, fixed, specs)
+    dec = side_rows(req.model, req.isl, req.osl, fam, "decode", nodes_to - 1, conc, fixed, specs)
     if pre is None or dec is None:
         return None
     kept = _kept_pairs(req, pre, dec, nodes_from, nodes_to)
@@ -342,7 +354,7 @@ def _paired(
     base = base_scenario(
         req.model, req.isl, req.osl, fam, transport=home, alternative="allgather", **(fixed or {})
     )
-    r = resolve_files(base.copy(nodes=2))
+    r = resolve(base.copy(nodes=2), req.specs())
     r = r.vary(nodes=p_nodes + d_nodes, concurrency=np.full(ip.size, float(req.concurrency)))
     return _Paired(r, home, p_nodes, d_nodes, pf, df)
 

@@ -23,9 +23,8 @@ from ...estimate.arms import target_status
 from ...estimate.compute import compute
 from ...estimate.disagg import compute_with_disagg, covered
 from ...estimate.result import ArmResult
-from ...io.inputs import resolve_files
 from ...question.fields import DEFAULTS
-from ...question.scenario import Scenario
+from ...question.scenario import Scenario, resolve
 from .evidence import mode_name, notes_for
 from .request import PlanRequest
 from .scan import Scan, config_of
@@ -207,7 +206,7 @@ class Builder:
 
     def _aggregated_point(self, i: int, config: dict[str, Any], arm: str) -> Point:
         """An aggregated row: the scalar model's figures, its evidence, rate and price notes."""
-        r = resolve_files(Scenario(**config))
+        r = resolve(Scenario(**config), self.req.specs())
         result = compute(r)
         a: ArmResult = result.arms[arm]
         figures = {name: getattr(a, name) for name in POINT_FIGURES}
@@ -277,7 +276,7 @@ class Builder:
 
     def _disagg_point(self, i: int, config: dict[str, Any]) -> Point:
         """A disaggregated row re-evaluated with the scalar model: `evaluate`'s own figures."""
-        r = resolve_files(Scenario(**config))
+        r = resolve(Scenario(**config), self.req.specs())
         result = compute_with_disagg(r)
         d = result.disaggregated
         figures = {name: getattr(d, name) for name in POINT_FIGURES}

@@ -1,5 +1,10 @@
 """The planner's question, checked: every flag of `deepep-calc plan` (and every field of
-`/api/plan`) refused with one line naming it before any work starts."""
+`/api/plan`) refused with one line naming it before any work starts.
+
+The planner reads no file: a `--model` path is read by the reader the face hands
+`plan_request` (`read_model=io.hf_config.load_hf_config`, at the point the model is checked, so
+errors come in the order they always did), and the spec read travels in `PlanRequest.models`.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +16,10 @@ from typing import Any
 from ...base.errors import CalcError, InputError
 from ...catalog.engines import load_engines
 from ...catalog.hardware import PRICE_KINDS, load_instances
-from ...io.hf_config import resolve_model
+from ...catalog.model_catalog import find_model
+from ...catalog.models import ModelSpec
 from ...question.fields import DEFAULTS, LIMITS
+from ...question.scenario import ModelReader
 from .space import COMMS
 
 DEFAULT_MAX_NODES = 16
@@ -53,6 +60,20 @@ class PlanRequest:
     price_kinds: tuple[str, ...] = ()  # --price-kinds: the kinds ranked together; () = like with like
     layouts: str = "all"  # all, aggregated or disaggregated (xPyD splits, whatif/plan/disagg.py)
     disagg: tuple[int, int] | None = None  # --disagg: search only this split
+    # (key, spec) of the models known only in memory, a config.json the face read among them:
+    # pairs, not a dict, so the request stays hashable
+    models: tuple[tuple[str, ModelSpec], ...] = ()
+
+    def specs(self) -> dict[str, ModelSpec]:
+        """The in-memory models every scenario of the plan resolves with (`resolve(s, specs)`)."""
+        return dict(self.models)
+
+    def spec(self) -> ModelSpec:
+        """The model `--model` names as its checkpoint stores it (a preset, or the config.json read)."""
+        known = _model(self.model, self.specs(), None)  # refuses a path the request does not carry
+        spec = known.get(self.model) or find_model(self.model)
+        assert spec is not None  # _model refused any other
+        return spec
 
     def targets_json(self) -> dict[str, Any]:
         return {
@@ -186,12 +207,18 @@ def plan_request(
     price_kinds: str | Iterable[str] | None = None,
     layouts: str | None = None,
     disagg: str | None = None,
+    models: Mapping[str, ModelSpec] | None = None,
+    read_model: ModelReader | None = None,
 ) -> PlanRequest:
-    """Check every input of a plan (the CLI's flags, the API's body) before any work."""
+    """Check every input of a plan (the CLI's flags, the API's body) before any work.
+
+    `models`, `read_model`: as `question.scenario.resolve` takes them: specs known only in
+    memory, and how a `--model` path is read (None: a path is refused; the web reads no file).
+    """
     conc, rate = _load(concurrency, request_rate)
     insts = _names("--instances", instances, load_instances(), default_instances())
     engs = _names("--engines", engines, load_engines(), default_engines())
-    resolve_model(model)  # an unknown preset or a bad config.json fails here, naming --model
+    known = _model(model, models, read_model)  # an unknown preset or a bad config.json fails here
     max_nodes = _whole("--max-nodes", max_nodes, LIMITS["nodes"])
     shape, split = _layouts(layouts, disagg, max_nodes, request_rate)
     return PlanRequest(
@@ -212,7 +239,27 @@ def plan_request(
         price_kinds=_kinds(price_kinds),
         layouts=shape,
         disagg=split,
+        models=tuple(known.items()),
     )
+
+
+def _model(
+    model: str, models: Mapping[str, ModelSpec] | None, read_model: ModelReader | None
+) -> dict[str, ModelSpec]:
+    """The in-memory models the plan carries, `--model` checked: a preset needs none, a path is
+    read once by `read_model` (its errors name the file, as `resolve` reports them)."""
+    known = dict(models or {})
+    if model in known or find_model(model) is not None:  # find_model refuses a non-path non-preset
+        return known
+    if read_model is None:
+        raise InputError(
+            "--model",
+            model,
+            "a preset here: a config.json path is read by the caller "
+            "(plan_request(read_model=io.hf_config.load_hf_config))",
+        )
+    known[model] = read_model(model.strip())
+    return known
 
 
 def _load(concurrency: Any, request_rate: Any) -> tuple[int | None, float | None]:

@@ -18,11 +18,9 @@ from ...catalog.hardware import PRICE_KIND_WORDS, PRICE_KINDS, load_instances
 from ...catalog.measured import load_cells
 from ...estimate.cells import ROLE_PRIORITY, measured_cell_for
 from ...estimate.compute import compute
-from ...io.hf_config import resolve_model
-from ...io.inputs import resolve_files
 from ...physics.layout import layout
 from ...question.fields import DEFAULTS
-from ...question.scenario import Scenario
+from ...question.scenario import Scenario, resolve
 from . import select as sel
 from .disagg import PlanDisagg, plan_disagg
 from .evidence import anchored
@@ -51,7 +49,7 @@ class Meter:
 
 def families_for(req: PlanRequest) -> list[Family]:
     """Instance x engine x weight dtype, each with the price it is costed at (None: none known)."""
-    model = resolve_model(req.model)
+    model = req.spec()
     prices = dict(req.prices)
     out: list[Family] = []
     instances = load_instances()
@@ -151,7 +149,9 @@ def scan(
     meter = meter or Meter(None)
     families = families_for(req)
     fixed = {} if req.max_batch is None else {"max_batch": req.max_batch}
-    search = Search(make_passes(req.model, req.isl, req.osl, families, nodes_from, nodes_to, fixed))
+    search = Search(
+        make_passes(req.model, req.isl, req.osl, families, nodes_from, nodes_to, fixed, req.specs())
+    )
     meter.expect(len(search.passes) * (1 if req.request_rate is None else RATE_PASSES))
     tick = meter.tick
     if search.size == 0:
@@ -301,7 +301,7 @@ def _patch_measured_cells(
         for i in np.flatnonzero(hit):
             config = config_of(req, search, rows, int(i))
             arm = ARMS[int(rows["arm"][i])]
-            r = resolve_files(Scenario(**config))
+            r = resolve(Scenario(**config), req.specs())
             if measured_cell_for(r, arm) is None:
                 continue
             a = compute(r).arms[arm]

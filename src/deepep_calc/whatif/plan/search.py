@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from ...base.errors import CalcError
-from ...io.hf_config import resolve_model
 from . import select as sel
 from .card import reconcile
 from .evidence import definition
@@ -142,13 +141,13 @@ def _fmt_target(name: str, value: float) -> str:
 
 def plan_size(req: PlanRequest) -> int:
     """Work of a plan in units of one node count of one family at one load (for progress bars)."""
-    families = len(req.instances) * len(req.engines) * len(dtypes_for(resolve_model(req.model)))
+    families = len(req.instances) * len(req.engines) * len(dtypes_for(req.spec()))
     return families * req.max_nodes * (1 if req.request_rate is None else RATE_PASSES)
 
 
 def default_size(req: PlanRequest) -> int:
     """The size of the default plan (every EFA instance and engine, 1-16 nodes, a concurrency)."""
-    families = len(default_instances()) * len(default_engines()) * len(dtypes_for(resolve_model(req.model)))
+    families = len(default_instances()) * len(default_engines()) * len(dtypes_for(req.spec()))
     return families * DEFAULT_MAX_NODES
 
 

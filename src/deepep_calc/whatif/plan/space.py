@@ -31,13 +31,13 @@ import numpy as np
 from ...base.quantity import Tag
 from ...base.vocabulary import ARMS as SINGLE_LAYOUT_ARMS
 from ...catalog.hardware import Instance
+from ...catalog.models import ModelSpec
 from ...catalog.transports import Transport, load_transports
 from ...estimate.arms import running_capacity
 from ...estimate.compute import compute
 from ...estimate.result import ArmResult, Result
-from ...io.inputs import resolve_files
 from ...question.fields import DEFAULTS
-from ...question.scenario import Resolved, Scenario
+from ...question.scenario import Resolved, Scenario, resolve
 
 ARMS = (*SINGLE_LAYOUT_ARMS, "disagg")  # disagg: an xPyD split (plan/disagg.py)
 COMMS = (1, 2, 4, 8)  # the measured range of the NCCL-GIN proxy's bandwidth curve
@@ -145,7 +145,7 @@ def base_scenario(model: str, isl: int, osl: int, fam: Family, **fields: Any) ->
     )
 
 
-# size: the plan's workload (model, ISL, OSL, fixed fields), one family, its node range and first index
+# size: the plan's workload (model, ISL, OSL, fixed fields, models), a family, its node range, first index
 def family_passes(
     model: str,
     isl: int,
@@ -155,10 +155,12 @@ def family_passes(
     max_nodes: int,
     first: int,
     fixed: Mapping[str, Any] | None = None,
+    models: Mapping[str, ModelSpec] | None = None,
 ) -> list[Pass]:
     """The passes of one family; `first` is the index the family's first pass will have.
 
     `fixed`: scenario fields the whole plan holds (the batch limit per rank, when given).
+    `models`: the in-memory specs `model` may name (`PlanRequest.specs()`: the planner reads no file).
     """
     transports = network_transports(fam.instance.name)
     if not transports:
@@ -174,9 +176,8 @@ def family_passes(
         return Block(fam, arm, transport, alternative, idx, n[idx], g[idx], k[idx])
 
     def scenario(transport: str, alternative: str) -> Resolved:
-        return resolve_files(
-            base_scenario(model, isl, osl, fam, transport=transport, alternative=alternative, **(fixed or {}))
-        )
+        fields = {"transport": transport, "alternative": alternative, **(fixed or {})}
+        return resolve(base_scenario(model, isl, osl, fam, **fields), models)
 
     home_t = transports[0]
     dense = [block("allgather", home, "allgather", default_k)]
@@ -364,7 +365,7 @@ class Search:
         }
 
 
-# size: the plan's workload (model, ISL, OSL, fixed fields), its families and its node range
+# size: the plan's workload (model, ISL, OSL, fixed fields, in-memory models), families, node range
 def make_passes(
     model: str,
     isl: int,
@@ -373,9 +374,10 @@ def make_passes(
     nodes_from: int,
     max_nodes: int,
     fixed: Mapping[str, Any] | None = None,
+    models: Mapping[str, ModelSpec] | None = None,
 ) -> list[Pass]:
     """Resolve one scenario per (family, transport, alternative): the only per-combination work."""
     passes: list[Pass] = []
     for fam in families:
-        passes += family_passes(model, isl, osl, fam, nodes_from, max_nodes, len(passes), fixed)
+        passes += family_passes(model, isl, osl, fam, nodes_from, max_nodes, len(passes), fixed, models)
     return passes
