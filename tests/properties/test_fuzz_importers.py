@@ -369,7 +369,7 @@ def test_profile_one_leaf_wrong(workdir: Path, profile_path: Path, data: st.Data
     check_evaluates(out.scenario.copy(**{"calibration": str(path)}))
     try:
         with fp_strict():
-            totals = kernel_query(calibration=str(path))
+            totals = kernel_query(calibration=str(path), read_profile=load_profile)
     except CalcError as exc:
         assert "\n" not in exc.message
         return
