@@ -19,7 +19,7 @@ import pytest
 from deepep_calc.base.errors import FileInputError, InputError
 from deepep_calc.base.quantity import Q, Tag
 from deepep_calc.calibrate.fit import fit_engine, fit_kernel
-from deepep_calc.calibrate.profile import build_profile, input_records, to_toml
+from deepep_calc.calibrate.profile import build_profile, input_files, input_records, to_toml
 from deepep_calc.calibrate.runs import assemble, build_cells
 from deepep_calc.catalog.hardware import get_instance
 from deepep_calc.catalog.measured import ArmMetrics, Cell
@@ -28,7 +28,7 @@ from deepep_calc.fit.build import built_in_table
 from deepep_calc.fit.kernels import fit_transport
 from deepep_calc.io.aiperf import load_aiperf
 from deepep_calc.io.kernel_log import SAMPLE_LOG, load_kernel_log
-from deepep_calc.io.profile import load_profile, write_text_atomic
+from deepep_calc.io.profile import fingerprint, load_profile, write_text_atomic
 from deepep_calc.physics.deepep import kernel_us
 from deepep_calc.physics.step import EngineConstants, decode_step
 from deepep_calc.question.scenario import Scenario, resolve
@@ -44,6 +44,11 @@ TRT_DEEPEP = REAL / f"trtllm-0.21_{PREFIX}_deepep-epnc1_c4_isl120.json"
 
 def vllm(comms: int, conc: int) -> Path:
     return REAL / f"vllm-0.24_{PREFIX}_deepep-epnc{comms}_c{conc}_isl120.json"
+
+
+def records(rs: Any, log: Path | None = None) -> list:
+    """The input records as the face makes them: each input fingerprinted, then recorded."""
+    return input_records(rs, log, {p: fingerprint(p) for p in input_files(rs, log)})
 
 
 def trt_set() -> tuple:
@@ -349,7 +354,7 @@ def test_kernel_log_errors(tmp_path: Path) -> None:
 def test_profile_round_trip_and_hooks(tmp_path: Path) -> None:
     rs, cells, fit = trt_set()
     out = tmp_path / "mine.toml"
-    profile = build_profile(rs, cells, fit, None, input_records(rs, None), out.name)
+    profile = build_profile(rs, cells, fit, None, records(rs), out.name)
     write_text_atomic(out, to_toml(profile), force=False)
     loaded = load_profile(out)
     assert loaded is load_profile(str(out))  # cached while unchanged
@@ -396,7 +401,7 @@ def test_broken_profiles_are_one_line_errors(tmp_path: Path, text: str, needle: 
 
 def test_profile_without_fingerprint_or_with_a_bad_field(tmp_path: Path) -> None:
     rs, cells, fit = trt_set()
-    text = to_toml(build_profile(rs, cells, fit, None, input_records(rs, None), "p.toml"))
+    text = to_toml(build_profile(rs, cells, fit, None, records(rs), "p.toml"))
     no_sha = tmp_path / "nosha.toml"
     no_sha.write_text(re.sub(r'(?m)^sha256 = ".*"\n', "", text, count=1))
     with pytest.raises(FileInputError, match=r"input 1 has no fingerprint \(sha256 missing\)"):
@@ -426,9 +431,7 @@ def test_one_evaluation_reads_its_profile_once(tmp_path: Path, monkeypatch: pyte
 
     rs, cells, fit = trt_set()
     out = tmp_path / "mine.toml"
-    write_text_atomic(
-        out, to_toml(build_profile(rs, cells, fit, None, input_records(rs, None), out.name)), False
-    )
+    write_text_atomic(out, to_toml(build_profile(rs, cells, fit, None, records(rs), out.name)), False)
     reads: list[str] = []
     real = profile_module.read_text_file
 

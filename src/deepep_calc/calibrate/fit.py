@@ -18,7 +18,7 @@ the built-in fit uses.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -26,7 +26,7 @@ from ..base.errors import FileInputError
 from ..base.quantity import Q
 from ..catalog.hardware import Instance
 from ..catalog.measured import Cell
-from ..catalog.model_catalog import find_model
+from ..catalog.models import ModelSpec
 from ..catalog.transports import KernelRef, Transport
 from ..estimate.arms import model_arm
 from ..fit.build import built_in_table
@@ -34,7 +34,6 @@ from ..fit.engines import ENGINE_FIELDS, fit_serving
 from ..fit.kernels import fit_transport
 from ..fit.observations import Obs, cell_observations
 from ..fit.table import Table, TransportFit
-from ..io.hf_config import load_hf_config
 from ..physics.deepep import KernelShape
 from ..question.scenario import Scenario
 
@@ -192,10 +191,10 @@ def _log_reference(log: KernelLog, instance: Instance, ep: int, comms: int, qps:
 # Engine constants -------------------------------------------------------------------------------
 
 
-def _observations(base: Scenario, cells: Sequence[Cell]) -> list[Obs]:
+def _observations(base: Scenario, cells: Sequence[Cell], models: Mapping[str, ModelSpec]) -> list[Obs]:
     """The user's cells as observations on the profile's scenario (model, instance, nodes); a
-    config.json the scenario names is read here, once, for every observation's question."""
-    models = {} if find_model(base.model) is not None else {base.model: load_hf_config(base.model.strip())}
+    config.json the scenario names comes read, in `models`, for every observation's question."""
+    models = dict(models)
     out = []
     for o in cell_observations(list(cells)):
         s = base.copy(
@@ -232,10 +231,16 @@ def said_once(source: str) -> str:
 
 
 def fit_engine(
-    base: Scenario, cells: Sequence[Cell], kernel: KernelCalibration | None = None
+    base: Scenario,
+    cells: Sequence[Cell],
+    kernel: KernelCalibration | None = None,
+    models: Mapping[str, ModelSpec] | None = None,
 ) -> EngineCalibration:
-    """The engine constants that make the model reproduce `cells` as closely as they allow."""
-    obs = _observations(base, cells)
+    """The engine constants that make the model reproduce `cells` as closely as they allow.
+
+    `models`: the specs a config.json `base.model` names were read into (`RunSet.resolved.models`);
+    a preset model needs none."""
+    obs = _observations(base, cells, models or {})
     builtin = built_in_table()
     table = builtin if kernel is None else builtin.with_transport(kernel.transport, kernel.fit)
     fitted = fit_serving(obs, table, keep=True)

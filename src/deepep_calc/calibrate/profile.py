@@ -2,12 +2,14 @@
 
 The profile's schema and its checks live in `fit/profile_records.py` and `fit/profile.py` (the
 estimate reads profiles; this room only builds them). Everything the reader checks is checked
-here too, in memory, before the file is written (`serialise`); the TOML text, the fingerprints of
-the inputs and the atomic write are `io/profile.py`'s.
+here too, in memory, before the file is written (`serialise`). This room reads and writes no
+file: the face fingerprints the inputs (`io/profile.py: fingerprint`, over `input_files`) and
+writes the bytes `serialise` returns (`io/safe_write.py`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,9 +33,9 @@ from ..fit.profile_records import (
     QRecord,
     ResidualRecord,
 )
-from ..io.profile import fingerprint, toml_text
 
 if TYPE_CHECKING:
+    from ..io.aiperf import AIPerfRun
     from .fit import EngineCalibration, FittedConstant, KernelCalibration
     from .runs import RunSet
 
@@ -50,7 +52,9 @@ def to_toml(profile: Profile) -> str:
         "# `--calibration FILE`. Cells are your measurements (replayed exactly); constants are\n"
         "# fitted to them (tag derived) or kept from the built-in fit (tag assumed).\n"
     )
-    text = header + toml_text(doc)
+    import tomli_w  # the TOML text only: the face writes it
+
+    text = header + tomli_w.dumps(doc)
     shown = profile._name or "the profile"
     validate_document(parse_toml(text, shown), shown)  # the reader's own checks
     return text
@@ -87,12 +91,24 @@ def _constant(c: FittedConstant) -> ConstantRecord:
     return ConstantRecord(**QRecord.of(c.q).model_dump(), builtin=c.builtin.scalar)
 
 
-def input_records(rs: RunSet, kernel_log: Path | None) -> list[InputRecord]:
-    """Fingerprints of every file the profile rests on."""
+def _roles(rs: RunSet) -> list[tuple[str, AIPerfRun]]:
+    """The runs in the order the profile records them: dense first, then DeepEP."""
+    return [("dense", run) for run in rs.dense.values()] + [("deepep", run) for run in rs.deepep.values()]
+
+
+def input_files(rs: RunSet, kernel_log: Path | None) -> list[Path]:
+    """Every file the profile rests on, in its order: what the face fingerprints."""
+    return [run.path for _, run in _roles(rs)] + ([kernel_log] if kernel_log is not None else [])
+
+
+def input_records(
+    rs: RunSet, kernel_log: Path | None, prints: Mapping[Path, tuple[str, int]]
+) -> list[InputRecord]:
+    """The record of every file the profile rests on; `prints` holds each one's sha256 and size
+    (`io.profile.fingerprint` over `input_files`), read by the face."""
     out = []
-    runs = [("dense", run) for run in rs.dense.values()] + [("deepep", run) for run in rs.deepep.values()]
-    for role, run in runs:
-        sha, size = fingerprint(run.path)
+    for role, run in _roles(rs):
+        sha, size = prints[run.path]
         out.append(
             InputRecord(
                 role=role,  # type: ignore[arg-type]
@@ -108,7 +124,7 @@ def input_records(rs: RunSet, kernel_log: Path | None) -> list[InputRecord]:
             )
         )
     if kernel_log is not None:
-        sha, size = fingerprint(kernel_log)
+        sha, size = prints[kernel_log]
         out.append(InputRecord(role="kernel-log", path=str(kernel_log), sha256=sha, size_bytes=size))
     return out
 

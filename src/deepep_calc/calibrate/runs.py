@@ -18,24 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..base.errors import FileInputError, InputError
 from ..base.quantity import Q
 from ..catalog.measured import ArmMetrics, Cell
 from ..catalog.model_catalog import load_models
-from ..io.aiperf import (
-    OSL_TOLERANCE,
-    ABPair,
-    AIPerfRun,
-    _length,
-    check_pair,
-    derive_pair,
-    group_by_concurrency,
-)
-from ..io.aiperf.names import parse_export_name
-from ..io.inputs import resolve_files
-from ..question.scenario import Resolved, Scenario
+from ..fit.pairs import OSL_TOLERANCE, ABPair, check_pair, derive_pair, group_by_concurrency, workload_length
+from ..question.scenario import ModelReader, Resolved, Scenario, resolve
+
+if TYPE_CHECKING:  # the runs are handed in parsed (io/aiperf): calibrate reads no file
+    from ..io.aiperf import AIPerfRun
 
 CELL_PREFIX = "your"
 """Ids of the user's cells read `your-c<concurrency>-k<EP_NUM_COMMS>`."""
@@ -143,7 +136,7 @@ def _model(runs: Sequence[AIPerfRun], base: Scenario, explicit: Collection[str],
 def _shape_length(runs: Sequence[AIPerfRun], which: str, base: Scenario, explicit: Collection[str]) -> int:
     """The ISL or OSL every run shares: requested where exported, else the measured mean."""
     label, flag = which.upper(), f"--{which}"
-    known = [(run, *_length(run, which)) for run in runs]
+    known = [(run, *workload_length(run, which)) for run in runs]
     known = [(run, v, exact) for run, v, exact in known if v is not None]
 
     def differ(a: float, a_exact: bool, b: float, b_exact: bool) -> bool:
@@ -194,17 +187,12 @@ def _place(
     return out
 
 
-def _instances(run: AIPerfRun) -> str | None:
-    """The cluster a run's file name states (`2xp5en`), if it follows the naming convention."""
-    return parse_export_name(run.path.name).instances
-
-
 # What one calibration's runs must share, and how each run says it: (what, plural, reader,
 # where it is read, the flag that overrides a wrong name).
 _SHARED: tuple[tuple[str, str, Callable[[AIPerfRun], str | None], str, str], ...] = (
     ("engine", "engines", lambda r: r.engine, "file names", "--engine"),
     ("model", "models", lambda r: r.model, "exports", "--model"),
-    ("cluster", "clusters", _instances, "file names", ""),
+    ("cluster", "clusters", lambda r: r.instances, "file names", ""),
 )
 
 
@@ -297,12 +285,15 @@ def assemble(
     deepep_runs: Sequence[AIPerfRun],
     base: Scenario,
     explicit: Collection[str] = (),
+    read_model: ModelReader | None = None,
 ) -> RunSet:
     """Check the runs against each other and the flags; return them placed, paired and resolved.
 
     `explicit` names the scenario fields the user typed (the rest are defaults the exports may
-    replace). Raises InputError / FileInputError on anything that would make the fit a
-    comparison of different workloads.
+    replace). `read_model` reads a config.json the scenario names (the face hands in
+    `io.hf_config.load_hf_config`), at the point the model is checked, so its errors come where
+    they always did; the spec read is kept in `resolved.models` for the fit. Raises InputError /
+    FileInputError on anything that would make the fit a comparison of different workloads.
     """
     _refuse_flags(deepep_runs, base)
     _refuse_unusable([*dense_runs, *deepep_runs])
@@ -315,7 +306,7 @@ def assemble(
     deepep = _deepep_slots(deepep_list)
     pairs = _pair_up(dense, deepep, deepep_list, warnings)
     scenario = base.copy(**_shared_fields(dense, deepep, base, explicit, warnings))
-    resolved = resolve_files(scenario)
+    resolved = resolve(scenario, read_model=read_model)  # calibration is None: no profile to read
     if resolved.gpus_per_node != resolved.instance.gpus_per_node:
         _warn(
             warnings,

@@ -1,10 +1,12 @@
 """`deepep-calc calibrate`: the user's AIPerf A/B exports (and a DeepEP kernel log) -> a profile.
 
-Everything is read, checked and fitted before a byte is written. The profile is then built
-and validated in memory (size limit, schema, a round trip through the reader), written once by
-the safe-write rules (`deepep_calc.io.safe_write`: never over an input export, even with --force), and
-only then is the summary printed, rendered from the profile as the reader parsed it: what you
-see is what `--calibration` will use.
+This face reads every file (the exports, the kernel log, a config.json `--model` names, the
+inputs' fingerprints) through `deepep_calc.io` and hands the calibration values; the calibration
+reads and writes none. Everything is read, checked and fitted before a byte is written. The
+profile is then built and validated in memory (size limit, schema, a round trip through the
+reader), written once by the safe-write rules (`deepep_calc.io.safe_write`: never over an input
+export, even with --force), and only then is the summary printed, rendered from the profile as
+the reader parsed it: what you see is what `--calibration` will use.
 """
 
 from __future__ import annotations
@@ -82,10 +84,12 @@ def calibrate_cmd(
     from pathlib import Path
 
     from ...calibrate.fit import fit_engine
-    from ...calibrate.profile import build_profile, input_records, serialise
+    from ...calibrate.profile import build_profile, input_files, input_records, serialise
     from ...calibrate.runs import assemble, build_cells
     from ...calibrate.summary import summarise
     from ...io.discover import discover
+    from ...io.hf_config import load_hf_config
+    from ...io.profile import fingerprint
     from ...io.safe_write import refuse_inputs, scenario_inputs, writing
 
     given = [*(("--dense", d) for d in dense), *(("--deepep", d) for d in deepep)]
@@ -97,13 +101,13 @@ def calibrate_cmd(
     explicit = _typed_fields(ctx)
     base = scenario_from(kwargs)
     found = discover(list(dense), list(deepep))
-    rs = assemble(found.runs("dense"), found.runs("deepep"), base, explicit)
+    rs = assemble(found.runs("dense"), found.runs("deepep"), base, explicit, read_model=load_hf_config)
     kernel_fit = _refit_kernel(kernel_log, kernel_comms, kernel_qps, rs)
     log_path = None if kernel_log is None else Path(kernel_log)
 
     cells = build_cells(rs)
-    calib = fit_engine(rs.scenario, cells, kernel_fit)
-    records = input_records(rs, log_path)
+    calib = fit_engine(rs.scenario, cells, kernel_fit, models=rs.resolved.models)
+    records = input_records(rs, log_path, {p: fingerprint(p) for p in input_files(rs, log_path)})
     profile = build_profile(rs, cells, calib, kernel_fit, records, out.name)
     data, written = serialise(profile, target.shown)
     # The exports found inside folders are known now: none of them may be the target either.

@@ -17,21 +17,21 @@ outputs, unknown schema) imports with warnings (`build`), because the user may s
 look at it, but must be told.
 
 Imports run one way: files, metrics, names -> run, workload -> build, flat / records /
-csv_export -> reader; pairs sits beside reader. This module only re-exports what callers use
-(the underscore names are the ones `tests/io/test_aiperf_metrics.py` and `calibrate/runs.py` use).
+csv_export -> reader. The pairing of two runs into an A/B reads no file, so it is the fit's
+(`fit/pairs.py`), re-exported here for the reader's callers. This module only re-exports what
+callers use (the underscore names are the ones `tests/io/test_aiperf_metrics.py` uses).
 """
 
 from deepep_calc.base.quantity import MIN_POSITIVE
+from deepep_calc.fit.pairs import OSL_TOLERANCE, ABPair, check_pair, derive_pair, group_by_concurrency
 from deepep_calc.io.aiperf.metrics import MAX_METRIC
 from deepep_calc.io.aiperf.metrics import Blocks as _Blocks
 from deepep_calc.io.aiperf.metrics import csv_cell as _csv_cell
 from deepep_calc.io.aiperf.metrics import csv_tag as _csv_tag
 from deepep_calc.io.aiperf.metrics import number as _number
 from deepep_calc.io.aiperf.names import NameHints, normalise_model, parse_export_name
-from deepep_calc.io.aiperf.pairs import ABPair, _length, check_pair, derive_pair, group_by_concurrency
 from deepep_calc.io.aiperf.reader import EXPORT_CSV, EXPORT_JSON, load_aiperf
 from deepep_calc.io.aiperf.run import AIPerfRun
-from deepep_calc.io.aiperf.workload import OSL_TOLERANCE
 from deepep_calc.io.textfile import MAX_FILE_BYTES, read_text_file, stat_path
 
 __all__ = [
@@ -47,7 +47,6 @@ __all__ = [
     "_Blocks",
     "_csv_cell",
     "_csv_tag",
-    "_length",
     "_number",
     "check_pair",
     "derive_pair",

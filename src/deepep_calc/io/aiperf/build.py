@@ -13,12 +13,12 @@ from typing import Any
 
 from deepep_calc.base.errors import FileInputError
 from deepep_calc.base.quantity import Q
+from deepep_calc.fit.pairs import OSL_TOLERANCE  # the A/B's tolerance, warned about here already
 from deepep_calc.io.aiperf.cold_start import cold_start
 from deepep_calc.io.aiperf.metrics import CORE_TAGS, Blocks, check_itl_against_per_user, number
 from deepep_calc.io.aiperf.names import NameHints, normalise_model, parse_export_name, source_label
 from deepep_calc.io.aiperf.run import AIPerfRun, Export
 from deepep_calc.io.aiperf.workload import (
-    OSL_TOLERANCE,
     check_lengths,
     config_concurrency,
     config_lengths,

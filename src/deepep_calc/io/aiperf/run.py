@@ -14,7 +14,7 @@ from typing import Any
 
 from deepep_calc.base.quantity import Q
 from deepep_calc.io.aiperf.metrics import metric
-from deepep_calc.io.aiperf.names import display_name, source_label
+from deepep_calc.io.aiperf.names import display_name, parse_export_name, source_label
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,12 @@ class AIPerfRun:
     @property
     def name(self) -> str:
         return display_name(self.path)
+
+    @property
+    def instances(self) -> str | None:
+        """The cluster its file name states (`2xp5en`), if it follows the naming convention:
+        what a calibration's runs must share, asked of the run so the caller parses no name."""
+        return parse_export_name(self.path.name).instances
 
     def metric(self, tag: str, stat: str = "avg") -> Q | None:
         """Any other statistic of the export as a measured `Q` (for fitters that need more)."""

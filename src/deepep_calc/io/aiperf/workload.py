@@ -15,10 +15,6 @@ from typing import Any
 from deepep_calc.base.errors import FileInputError
 from deepep_calc.io.aiperf.metrics import MAX_METRIC, number
 
-OSL_TOLERANCE = 0.05
-"""Relative gap between measured and requested output length above which we warn: per-token
-figures from runs that stopped early (no ignore_eos) are not comparable to the requested shape."""
-
 _CLI_CONCURRENCY_RE = re.compile(r"--concurrency[= ]+'?(\d+)")
 
 

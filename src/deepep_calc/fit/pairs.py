@@ -3,6 +3,9 @@
 Why a module of its own: this is where imported numbers first meet each other. A tax computed
 across different workloads would be a difference of workloads, not of MoE exchanges, so the
 checks that refuse such a pair sit beside the arithmetic that derives the tax and its spread.
+
+Why in the fit: it reads no file. The AIPerf reader (`io/aiperf/`) hands over parsed runs, and
+both it and the calibration (`calibrate/runs.py`) pair them with this arithmetic.
 """
 
 from __future__ import annotations
@@ -10,11 +13,17 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from deepep_calc.base.errors import InputError
 from deepep_calc.base.quantity import Q, qmap
-from deepep_calc.io.aiperf.run import AIPerfRun
-from deepep_calc.io.aiperf.workload import OSL_TOLERANCE
+
+if TYPE_CHECKING:  # runs are handed in parsed: the pairing reads no file
+    from deepep_calc.io.aiperf.run import AIPerfRun
+
+OSL_TOLERANCE = 0.05
+"""Relative gap between measured and requested output length above which we warn: per-token
+figures from runs that stopped early (no ignore_eos) are not comparable to the requested shape."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +59,7 @@ class ABPair:
         return self.dense.concurrency
 
 
-def _length(run: AIPerfRun, which: str) -> tuple[float | None, bool]:
+def workload_length(run: AIPerfRun, which: str) -> tuple[float | None, bool]:
     """The run's ISL or OSL: the requested value when known (exact), else the measured mean."""
     requested = run.isl_requested if which == "isl" else run.osl_requested
     if requested is not None:
@@ -91,8 +100,8 @@ def _check_model(dense: AIPerfRun, deepep: AIPerfRun, warnings: list[str]) -> No
 
 def _check_length(dense: AIPerfRun, deepep: AIPerfRun, which: str, warnings: list[str]) -> None:
     """ISL or OSL: requested values must agree exactly, measured means within the tolerance."""
-    a, a_exact = _length(dense, which)
-    b, b_exact = _length(deepep, which)
+    a, a_exact = workload_length(dense, which)
+    b, b_exact = workload_length(deepep, which)
     if a is None or b is None:
         warnings.append(f"{which.upper()} not known for both arms; cannot confirm it matches")
         return
