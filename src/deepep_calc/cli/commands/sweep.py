@@ -199,9 +199,10 @@ def breakeven_cmd(as_json: bool, **kwargs: Any) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print the tornado as JSON")
 def sensitivity_cmd(as_json: bool, **kwargs: Any) -> None:
     """Which assumed constants move the verdict (each at ± its stated spread)."""
+    from ...io.inputs import resolve_files
     from ...whatif.sensitivity import fragility, sensitivity
 
-    rows = sensitivity(scenario_from(kwargs))
+    rows = sensitivity(scenario_from(kwargs), resolve=resolve_files)
     if as_json:
         emit_json({"robustness": fragility(rows), "rows": [r.to_json() for r in rows]})
         return
