@@ -184,10 +184,11 @@ def sweep_cmd(
 @click.option("--json", "as_json", is_flag=True, help="print the answers as JSON")
 def breakeven_cmd(as_json: bool, **kwargs: Any) -> None:
     """Where this scenario's verdict would change: each answer solved, as a sentence with units and tags."""
+    from ...io.inputs import resolve_files
     from ...report.breakeven_view import print_breakeven
     from ...whatif.breakeven import breakeven
 
-    answers = breakeven(scenario_from(kwargs))
+    answers = breakeven(scenario_from(kwargs), resolve=resolve_files)
     if as_json:
         emit_json({"answers": [a.to_json() for a in answers]})
         return
