@@ -140,7 +140,12 @@ def sweep_cmd(
 
     Example: --nodes 1,2,4,8 --concurrency 1:512:x2 --transport efa-proxy,efa-gda -o out.csv
     """
+    from functools import partial
+
     from ...io import safe_write
+    from ...io.hf_config import load_hf_config
+    from ...io.profile import load_profile
+    from ...question.scenario import resolve
     from ...report.sweep_maps import draw
     from ...whatif.sweep.grid import plan_sweep
     from ...whatif.sweep.run import check_precision, run_sweep
@@ -150,7 +155,13 @@ def sweep_cmd(
     if to_stdout and as_json:
         raise click.UsageError("-o - / --map - write to stdout; drop --json or name a file")
     check_precision(precision)
-    plan = plan_sweep({k: v for k, v in fields.items() if v is not None})
+    # how the grid's files are read, handed in: a config.json as its combination is resolved, a
+    # profile as its rows are first computed (after the targets are checked, as it always was)
+    plan = plan_sweep(
+        {k: v for k, v in fields.items() if v is not None},
+        resolve=partial(resolve, read_model=load_hf_config),
+        read_profile=load_profile,
+    )
     with Bar("sweep", delay=1.0, eta=True) as bar:
         summary = run_sweep(
             plan,
