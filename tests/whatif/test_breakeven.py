@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from deepep_calc.base.errors import InputError
 from deepep_calc.base.quantity import Q
 from deepep_calc.catalog.constants import const
 from deepep_calc.cli import main
@@ -17,6 +18,7 @@ from deepep_calc.decide.verdict import classify_codes
 from deepep_calc.estimate.result import table_for
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.fit.table import Table
+from deepep_calc.io.inputs import resolve_files
 from deepep_calc.physics.deepep import KernelShape, kernel_us, scaleout_bw
 from deepep_calc.question.scenario import Resolved, Scenario, resolve
 from deepep_calc.whatif.breakeven import (
@@ -35,6 +37,7 @@ from deepep_calc.whatif.breakeven import (
     qps_kernel,
 )
 from deepep_calc.whatif.breakeven import transport as breakeven_transport
+from paths import FIXTURES
 
 GDA = Scenario(model="deepseek-v3", nodes=4, transport="efa-gda", engine="sglang", cuda_graphs=True)
 IB = Scenario(
@@ -243,6 +246,27 @@ def test_all_answers_are_tagged_quantities_and_json() -> None:
         if a.value is not None:
             assert isinstance(a.value, Q) and a.value.source
         json.dumps(a.to_json(), allow_nan=False)
+
+
+def test_breakeven_solves_the_question_the_face_resolved() -> None:
+    """A `Resolved` is answered as given, keyword fields go on top of it (`Resolved.change`),
+    and a config.json is read only by the face's resolver: the catalog alone refuses the path."""
+    given = [a.to_json() for a in breakeven(GDA)]
+    assert [a.to_json() for a in breakeven(resolve(GDA))] == given
+    assert [a.to_json() for a in breakeven(resolve(GDA.copy(nodes=2)), nodes=4)] == given
+    path = str(FIXTURES / "hf" / "deepseek-v3" / "config.json")
+    with pytest.raises(InputError) as refused:
+        breakeven(GDA, model=path)
+    assert refused.value.field == "--model"
+    read: list[str] = []
+
+    def reading(s: Scenario) -> Resolved:
+        read.append(s.model)
+        return resolve_files(s)
+
+    answers = breakeven(GDA, resolve=reading, model=path)
+    assert read == [path]  # resolved once, every answer solved on it
+    assert [a.key for a in answers] == [a["key"] for a in given]
 
 
 def test_cli_breakeven_json(capsys: pytest.CaptureFixture[str]) -> None:

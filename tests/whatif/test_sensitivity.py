@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from deepep_calc.api import evaluate
+from deepep_calc.base.errors import InputError
 from deepep_calc.base.quantity import Tag
 from deepep_calc.catalog.constants import CATALOG, Assumptions, const, load_constants
 from deepep_calc.catalog.hardware import get_instance
@@ -17,10 +18,12 @@ from deepep_calc.cli import main
 from deepep_calc.decide.verdict import classify
 from deepep_calc.estimate.compute import compute
 from deepep_calc.fit.build import built_in_table
+from deepep_calc.io.inputs import resolve_files
 from deepep_calc.physics.deepep import KernelShape, kernel_us
-from deepep_calc.question.scenario import Scenario, resolve
+from deepep_calc.question.scenario import Resolved, Scenario, resolve
 from deepep_calc.whatif.sensitivity import cases, fragility, sensitivity
 from invariant_checks import kernel_log_loss
+from paths import FIXTURES
 
 # DeepSeek-V3 on 2x p5en, vLLM graphs, UCCL-EP, 9 requests of 2,048 / 256 tokens: DeepEP beats
 # single-node replicas by a few percent, so an assumption at one end of its spread moves it
@@ -157,16 +160,48 @@ def test_a_single_kernel_reference_stays_exact_under_a_changed_figure() -> None:
 
 
 def test_cases_cover_every_assumed_constant_with_a_spread() -> None:
-    keys = {c.key for c in cases(NEAR_THRESHOLD)}
+    keys = {c.key for c in cases(resolve(NEAR_THRESHOLD))}
     wanted = {n for n, c in load_constants().items() if c.spread > 0 and c.tag == "assumed"}
     assert wanted <= keys
     assert "transport:efa-uccl:wire_efficiency" in keys
     assert "noise_band" not in keys  # derived, no spread: not an assumption to vary
-    assert "transport:efa-proxy:wire_efficiency" not in {c.key for c in cases(Scenario())}  # measured curve
+    assert "transport:efa-proxy:wire_efficiency" not in {
+        c.key for c in cases(resolve(Scenario()))
+    }  # measured curve
+
+
+def test_the_wire_case_counts_the_nodes_as_asked() -> None:
+    """A disaggregated `--nodes 1` question runs on P + D nodes; `deepep-calc sensitivity`
+    counts the nodes it was given (one: no wire case), `evaluate --sensitivity` the resolved
+    ones, as each always has."""
+    asked = Scenario(nodes=1, prefill_nodes=1, decode_nodes=1, transport="efa-uccl")
+    r = resolve(asked)
+    assert r.scenario.nodes == 2
+    assert "transport:efa-uccl:wire_efficiency" in {c.key for c in cases(r)}
+    assert "transport:efa-uccl:wire_efficiency" not in {c.key for c in cases(r, asked)}
+
+
+def test_a_config_json_is_read_by_the_faces_resolver_only() -> None:
+    """The tornado reads no file: a config.json path is an unknown model to the catalog alone,
+    and the face's resolver (`io.inputs.resolve_files`) reads it once for every case."""
+    path = str(FIXTURES / "hf" / "deepseek-v3" / "config.json")
+    with pytest.raises(InputError) as refused:
+        sensitivity(Scenario(model=path, nodes=2))
+    assert refused.value.field == "--model"
+    r = resolve_files(Scenario(model=path, nodes=2))
+    preset = resolve(Scenario(model="deepseek-v3", nodes=2))
+    assert {c.key for c in cases(r)} == {c.key for c in cases(preset)}
 
 
 def test_tornado_rows_match_direct_evaluation() -> None:
-    rows = sensitivity(NEAR_THRESHOLD)
+    resolved: list[Scenario] = []
+
+    def counting(s: Scenario) -> Resolved:
+        resolved.append(s)
+        return resolve(s)
+
+    rows = sensitivity(NEAR_THRESHOLD, resolve=counting)
+    assert resolved == [NEAR_THRESHOLD]  # resolved once: every case is `Resolved.assume`
     assert rows[0].base_verdict == evaluate(NEAR_THRESHOLD).verdict.code == "deepep"
     flipped = [r for r in rows if not r.survives]
     assert flipped, "this scenario sits near the noise band: some assumption must flip it"
@@ -183,7 +218,7 @@ def test_tornado_rows_match_direct_evaluation() -> None:
 
 
 def test_calibration_scenario_is_robust() -> None:
-    rows = sensitivity(Scenario())
+    rows = sensitivity(resolve(Scenario()))  # a question the face resolved
     assert all(r.survives for r in rows)
     assert fragility(rows).startswith("robust")
     for r in rows:

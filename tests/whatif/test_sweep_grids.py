@@ -20,9 +20,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deepep_calc.base.errors import InputError
+from deepep_calc.base.errors import CalcError, InputError
 from deepep_calc.cli import main
 from deepep_calc.io import safe_write
+from deepep_calc.io.inputs import resolve_files
+from deepep_calc.io.profile import load_profile
+from deepep_calc.question.scenario import Resolved, Scenario, resolve
 from deepep_calc.report.sweep_maps import draw
 from deepep_calc.whatif.sweep import formats as sweep_formats
 from deepep_calc.whatif.sweep import grid as sweep_mod
@@ -30,6 +33,8 @@ from deepep_calc.whatif.sweep import output as sweep_output
 from deepep_calc.whatif.sweep.grid import plan_sweep
 from deepep_calc.whatif.sweep.output import columns, round_significant
 from deepep_calc.whatif.sweep.run import run_sweep as run_sweep_given
+from deepep_calc.whatif.sweep.run import sweep
+from paths import FIXTURES
 
 # The CLI hands the sweep its file rules (check, stage, commit); so do these tests.
 run_sweep = partial(run_sweep_given, files=safe_write)
@@ -136,6 +141,60 @@ def test_values_invalid_everywhere_are_refused(
     with pytest.raises(InputError) as exc:
         plan_sweep(spec)
     assert exc.value.field == flag
+
+
+def test_files_enter_a_plan_only_through_the_resolver_it_is_given() -> None:
+    """The plan reads no file: a config.json path is an unknown model to the catalog alone;
+    the face's resolver (`io.inputs.resolve_files`) reads it per combination, where `resolve`
+    checks the model, so a bad instance beside a missing file is still the error."""
+    path = str(FIXTURES / "hf" / "dbrx" / "config.json")
+    spec = {"model": f"qwen3-30b-a3b-fp8,{path}", "nodes": "1,2"}
+    with pytest.raises(InputError) as refused:
+        plan_sweep(spec)
+    assert refused.value.field == "--model" and refused.value.value == path
+    asked: list[str] = []
+
+    def reading(s: Scenario) -> Resolved:
+        asked.append(s.model)
+        return resolve_files(s)
+
+    plan = plan_sweep(spec, resolve=reading)
+    assert asked == ["qwen3-30b-a3b-fp8", path]  # once per combination
+    assert [c.resolved.model.name for c in plan.combinations] == [
+        resolve(Scenario(model="qwen3-30b-a3b-fp8")).model.name,
+        resolve_files(Scenario(model=path)).model.name,
+    ]
+    assert sweep(spec, resolve=resolve_files).rows == plan.rows == 4  # plan and run in one call
+    missing = str(FIXTURES / "hf" / "nope" / "config.json")
+    with pytest.raises(InputError) as refused:
+        plan_sweep({"model": missing, "instance": "bogus"}, resolve=resolve_files)
+    assert refused.value.field == "--instance"
+
+
+def test_a_profile_is_read_as_its_rows_are_computed(tmp_path: Path) -> None:
+    """`read_profile` reads a combination's profile only when its rows are computed: a missing
+    one does not make its combinations invalid (efa-gda on p5 is refused for itself, p5en runs)
+    and is reported after the output target is checked, as it always was."""
+    missing = str(tmp_path / "missing.toml")
+    with pytest.raises(InputError) as refused:
+        plan_sweep(
+            {"calibration": missing, "instance": "p5,p5en", "transport": "efa-gda"}, read_profile=load_profile
+        )
+    assert refused.value.field == "--transport"
+    read: list[str] = []
+
+    def reading(path: str) -> Any:
+        read.append(path)
+        return load_profile(path)
+
+    plan = plan_sweep({"calibration": missing, "nodes": "1,2"}, read_profile=reading)
+    assert len(plan.combinations) == 1 and read == []  # planned, nothing read
+    with pytest.raises(CalcError, match="directory does not exist"):
+        run_sweep(plan, output=str(tmp_path / "no" / "rows.csv"))
+    assert read == []
+    with pytest.raises(CalcError, match="no such file"):
+        run_sweep(plan, output=str(tmp_path / "rows.csv"))
+    assert read == [missing] and list(tmp_path.iterdir()) == []  # read once; nothing written
 
 
 def test_cli_refusal_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -70,7 +70,7 @@ def evaluate_cmd(as_json: bool, with_sensitivity: bool, **kwargs: Any) -> None:
     if with_sensitivity:
         from ..whatif.sensitivity import annotate, sensitivity
 
-        rows = sensitivity(result.scenario)
+        rows = sensitivity(result.resolved)  # the question evaluate resolved, its files read once
         annotate(result, rows)
     if as_json:
         out = result.to_json()

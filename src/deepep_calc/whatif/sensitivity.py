@@ -3,9 +3,12 @@
 Each assumed constant of `catalog/data/constants.toml` with a spread > 0 is set to value - spread
 and value + spread in turn (a `catalog.constants.Assumptions` value with that one changed); so
 is the scenario's transport wire efficiency where the catalog assumes one
-(± `WIRE_EFFICIENCY_SPREAD`, within (0, 1]). The scenario is then re-resolved under those
-assumptions and re-computed with the table fitted under them, and the verdict re-classified
-exactly as `evaluate()` does. No state is set anywhere: a case is a value passed along.
+(± `WIRE_EFFICIENCY_SPREAD`, within (0, 1]). The question, resolved once by the caller, is
+then put under those assumptions (`Resolved.assume`: the same rows, models and profile, the
+transports' figures moved) and re-computed with the table fitted under them, and the verdict
+re-classified exactly as `evaluate()` does. No state is set anywhere and no file is read: a
+case is a value passed along, and the config.json and profile the question names were read by
+the face that resolved it (`io.inputs.resolve_files`).
 
 Under other assumptions the whole fit stage runs again (`fit.build.built_in_table(assumptions)`
 is cached per value), so a case where HBM is slower is one where the fitted engine and kernel
@@ -23,6 +26,7 @@ where a measured cell supplies the headline.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,8 +37,7 @@ from ..decide.answer import decide
 from ..decide.verdict import classify
 from ..estimate.compute import compute
 from ..estimate.result import Result, table_for
-from ..io.inputs import resolve_files
-from ..question.scenario import Scenario
+from ..question.scenario import Resolved, Scenario, resolve
 
 WIRE_EFFICIENCY_SPREAD = 0.1  # assumed: ± on a transport's assumed fraction of line rate
 
@@ -92,8 +95,34 @@ class Row:
         }
 
 
-def cases(scenario: Scenario) -> list[Case]:
-    """Every assumed input with a stated spread that bears on this scenario."""
+# how the face turns a scenario into a question: the catalog only (`resolve`, the default), or
+# with the config.json and the profile it names read (`io.inputs.resolve_files`)
+Resolver = Callable[[Scenario], Resolved]
+
+
+def question_of(
+    question: Resolved | Scenario | None, fields: dict[str, Any], resolve: Resolver = resolve
+) -> tuple[Scenario, Resolved]:
+    """The scenario as asked and the question resolved once, keyword fields on top: a
+    `Resolved` is the face's own; a `Scenario` (or fields on the defaults) is resolved by
+    `resolve`, which reads a file only if the face's does."""
+    if isinstance(question, Resolved):
+        r = question.change(**fields) if fields else question
+        return r.scenario, r
+    if question is None:
+        question = Scenario(**fields)
+    elif fields:
+        question = question.copy(**fields)
+    return question, resolve(question)
+
+
+def cases(r: Resolved, asked: Scenario | None = None) -> list[Case]:
+    """Every assumed input with a stated spread that bears on this question.
+
+    The wire efficiency is varied where `asked` (the scenario as given; by default the
+    resolved one) has more than one node: a disaggregated `--nodes 1` question counts as one
+    here though it runs on P + D nodes, as the tornado always has.
+    """
     out = []
     for name, c in load_constants().items():
         if c.spread > 0 and c.tag == "assumed":
@@ -101,9 +130,8 @@ def cases(scenario: Scenario) -> list[Case]:
             if low <= 0:  # a rate or size cannot reach zero: keep the low end meaningful
                 low = c.value / 2.0
             out.append(Case(name, name, c.q(), c.spread, low, c.value + c.spread))
-    r = resolve_files(scenario)
     t = r.transport
-    if t.wire_efficiency is not None and scenario.nodes > 1:
+    if t.wire_efficiency is not None and (asked or r.scenario).nodes > 1:
         base = Q.assumed(t.wire_efficiency, "1", t.bw_source)
         low = max(t.wire_efficiency - WIRE_EFFICIENCY_SPREAD, 0.05)
         high = min(t.wire_efficiency + WIRE_EFFICIENCY_SPREAD, 1.0)
@@ -131,38 +159,41 @@ def model_ratio(result: Result, versus: tuple[str, str] | None = None) -> Q:
     return (a / b).as_("x", f"model aggregate tok/s {label} / {b_name}")
 
 
-def deciding_pair(scenario: Scenario) -> tuple[str, str]:
-    """The pair whose comparison decided the base scenario's verdict (DeepEP against the
+def deciding_pair(r: Resolved) -> tuple[str, str]:
+    """The pair whose comparison decided the base question's verdict (DeepEP against the
     alternative when no pair decided: nothing fits, or DeepEP is the only arm)."""
-    result = compute(resolve_files(scenario))
+    result = compute(r)
     d = decide(result).deciding
     return d.arms if d is not None else ("deepep", result.alternative)
 
 
-def _run(
-    scenario: Scenario, versus: tuple[str, str], values: dict[str, float] | None = None
-) -> tuple[str, Q]:
-    """The verdict and deciding ratio with `values` changed: the assumptions, the table fitted
-    under them (and the scenario's calibration, if any), then the same compute and verdict."""
-    assumptions = CATALOG.with_values(values or {})
-    r = resolve_files(scenario, assumptions=assumptions)
-    result = compute(r, table=table_for(r))
+def _run(r: Resolved, versus: tuple[str, str], values: dict[str, float] | None = None) -> tuple[str, Q]:
+    """The verdict and deciding ratio with `values` changed from the catalog's: the question
+    under those assumptions, the table fitted under them (and the question's calibration
+    profile, if any), then the same compute and verdict."""
+    case = r.assume(CATALOG.with_values(values or {}))
+    result = compute(case, table=table_for(case))
     code, _ = classify(result)
     return code, model_ratio(result, versus)
 
 
-def sensitivity(scenario: Scenario | None = None, /, **fields: Any) -> list[Row]:
-    """The tornado, largest swing of the ratio first; the ratio is the deciding pair's."""
-    if scenario is None:
-        scenario = Scenario(**fields)
-    elif fields:
-        scenario = scenario.copy(**fields)
-    versus = deciding_pair(scenario)
-    base_code, base_ratio = _run(scenario, versus)
+def sensitivity(
+    question: Resolved | Scenario | None = None, /, *, resolve: Resolver = resolve, **fields: Any
+) -> list[Row]:
+    """The tornado, largest swing of the ratio first; the ratio is the deciding pair's.
+
+    `question`: what the face resolved (`evaluate`'s `result.resolved`), or a scenario and
+    `resolve`, the face's way of resolving it (`io.inputs.resolve_files` reads the config.json
+    and the profile it names; the default reads no file). Either way the question is resolved
+    once and every case reuses its models and profile.
+    """
+    asked, r = question_of(question, fields, resolve)
+    versus = deciding_pair(r)
+    base_code, base_ratio = _run(r, versus)
     rows = []
-    for case in cases(scenario):
-        code_lo, ratio_lo = _run(scenario, versus, {case.key: case.low})
-        code_hi, ratio_hi = _run(scenario, versus, {case.key: case.high})
+    for case in cases(r, asked):
+        code_lo, ratio_lo = _run(r, versus, {case.key: case.low})
+        code_hi, ratio_hi = _run(r, versus, {case.key: case.high})
         rows.append(Row(case, base_code, base_ratio, ratio_lo, ratio_hi, code_lo, code_hi, versus))
     rows.sort(key=lambda row: (row.survives, -row.swing))
     return rows

@@ -140,7 +140,12 @@ def sweep_cmd(
 
     Example: --nodes 1,2,4,8 --concurrency 1:512:x2 --transport efa-proxy,efa-gda -o out.csv
     """
+    from functools import partial
+
     from ...io import safe_write
+    from ...io.hf_config import load_hf_config
+    from ...io.profile import load_profile
+    from ...question.scenario import resolve
     from ...report.sweep_maps import draw
     from ...whatif.sweep.grid import plan_sweep
     from ...whatif.sweep.run import check_precision, run_sweep
@@ -150,7 +155,13 @@ def sweep_cmd(
     if to_stdout and as_json:
         raise click.UsageError("-o - / --map - write to stdout; drop --json or name a file")
     check_precision(precision)
-    plan = plan_sweep({k: v for k, v in fields.items() if v is not None})
+    # how the grid's files are read, handed in: a config.json as its combination is resolved, a
+    # profile as its rows are first computed (after the targets are checked, as it always was)
+    plan = plan_sweep(
+        {k: v for k, v in fields.items() if v is not None},
+        resolve=partial(resolve, read_model=load_hf_config),
+        read_profile=load_profile,
+    )
     with Bar("sweep", delay=1.0, eta=True) as bar:
         summary = run_sweep(
             plan,
@@ -184,10 +195,11 @@ def sweep_cmd(
 @click.option("--json", "as_json", is_flag=True, help="print the answers as JSON")
 def breakeven_cmd(as_json: bool, **kwargs: Any) -> None:
     """Where this scenario's verdict would change: each answer solved, as a sentence with units and tags."""
+    from ...io.inputs import resolve_files
     from ...report.breakeven_view import print_breakeven
     from ...whatif.breakeven import breakeven
 
-    answers = breakeven(scenario_from(kwargs))
+    answers = breakeven(scenario_from(kwargs), resolve=resolve_files)
     if as_json:
         emit_json({"answers": [a.to_json() for a in answers]})
         return
@@ -199,9 +211,10 @@ def breakeven_cmd(as_json: bool, **kwargs: Any) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print the tornado as JSON")
 def sensitivity_cmd(as_json: bool, **kwargs: Any) -> None:
     """Which assumed constants move the verdict (each at ± its stated spread)."""
+    from ...io.inputs import resolve_files
     from ...whatif.sensitivity import fragility, sensitivity
 
-    rows = sensitivity(scenario_from(kwargs))
+    rows = sensitivity(scenario_from(kwargs), resolve=resolve_files)
     if as_json:
         emit_json({"robustness": fragility(rows), "rows": [r.to_json() for r in rows]})
         return

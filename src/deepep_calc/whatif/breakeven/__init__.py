@@ -43,11 +43,11 @@ the same limit the card prints.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ...estimate.passes import first_true, model
-from ...io.inputs import resolve_files
-from ...question.scenario import Scenario
+from ...question.scenario import Resolved, Scenario, resolve
 from .capacity import capacity_field, capacity_nodes, ep_nodes
 from .concurrency import concurrency_cross, held_concurrency
 from .kernel import kernel_shifted, kernel_tie
@@ -73,13 +73,26 @@ __all__ = [
 ]
 
 
-def breakeven(scenario: Scenario | None = None, /, **fields: Any) -> list[Answer]:
-    """Every break-even answer for a scenario (keyword fields on top of the defaults)."""
-    if scenario is None:
-        scenario = Scenario(**fields)
-    elif fields:
-        scenario = scenario.copy(**fields)
-    r = resolve_files(scenario)
+# how the face turns a scenario into a question: the catalog only (`resolve`, the default), or
+# with the config.json and the profile it names read (`io.inputs.resolve_files`)
+Resolver = Callable[[Scenario], Resolved]
+
+
+def breakeven(
+    question: Resolved | Scenario | None = None, /, *, resolve: Resolver = resolve, **fields: Any
+) -> list[Answer]:
+    """Every break-even answer for a question (keyword fields on top of it, or of the defaults).
+
+    `question`: what the face resolved, or a scenario and `resolve`, the face's way of
+    resolving it (`io.inputs.resolve_files` reads the config.json and the profile it names; the
+    default reads no file), so every answer is solved on one question and no file is read here.
+    """
+    if isinstance(question, Resolved):
+        r = question.change(**fields) if fields else question
+    elif question is None:
+        r = resolve(Scenario(**fields))
+    else:
+        r = resolve(question.copy(**fields) if fields else question)
     return [
         kernel_tie(r),
         concurrency_cross(r, win=False),

@@ -46,7 +46,6 @@ from ...decide.verdict import classify_indices
 from ...estimate.arms import check_splittable
 from ...estimate.disagg import compute_with_disagg
 from ...estimate.result import table_for
-from ...io.inputs import resolve_files
 from ...physics.disagg import LIMITS as LIMIT_NAMES
 from ...question.fields import DEFAULTS
 from ...question.scenario import (
@@ -58,6 +57,7 @@ from ...question.scenario import (
     Resolved,
     Scenario,
     check_array,
+    resolve,
 )
 
 CHUNK_ROWS = 50_000  # rows per vectorised pass: as fast as 200k rows at a third of the peak RSS
@@ -199,6 +199,9 @@ class SweepPlan:
     categorical: tuple[str, ...]  # fields resolved per combination
     combinations: list[Combination] = field(default_factory=list)  # the valid ones
     skipped: list[Combination] = field(default_factory=list)  # invalid by construction
+    # how a combination's calibration profile is read, when its rows are first computed (None:
+    # its resolver read it already, or there is none)
+    read_profile: Callable[[str], Any] | None = None
 
     @property
     def numeric_shape(self) -> tuple[int, ...]:
@@ -223,6 +226,14 @@ class SweepPlan:
         for comb in self.skipped:
             out[str(comb.skipped)] = out.get(str(comb.skipped), 0) + 1
         return out
+
+    def calibrated(self, r: Resolved | None) -> Resolved | None:
+        """A combination's question with the profile it names read by `read_profile`: only as
+        its rows are computed, after every value and both targets are checked, so a bad profile
+        is reported where it always was and never makes a combination look invalid."""
+        if r is None or self.read_profile is None or r.profile is not None or r.scenario.calibration is None:
+            return r
+        return replace(r, profile=self.read_profile(r.scenario.calibration))
 
     def every_combination(self) -> list[Combination]:
         """Valid and skipped combinations in grid order (for --keep-invalid)."""
@@ -288,11 +299,28 @@ def _reason(exc: CalcError) -> str:
     return exc.message
 
 
-def plan_sweep(raw: Mapping[str, str | None]) -> SweepPlan:
+# how one combination's scenario is resolved: the catalog only (`resolve`), or with the
+# config.json and the profile it names read by the face (`io.inputs.resolve_files`)
+Resolver = Callable[[Scenario], Resolved]
+
+
+def plan_sweep(
+    raw: Mapping[str, str | None],
+    resolve: Resolver = resolve,
+    read_profile: Callable[[str], Any] | None = None,
+) -> SweepPlan:
     """Parse every flag, check every value and resolve every combination, before any work.
 
     A combination invalid by construction is skipped (and counted); a value is refused only
     when no combination that uses it is valid, with the error of its first combination.
+    `resolve` turns each combination into a `Resolved` and `read_profile` reads the profile
+    it names when its rows are computed (`SweepPlan.calibrated`): the only ways a file enters
+    the plan. The defaults read none: a config.json path is an unknown model, and a profile is
+    never loaded (the run then stops, `fit.profile.profile_of`). The CLI passes `resolve` with
+    `io.hf_config.load_hf_config` as its `read_model`, which reads a config.json where the
+    model is checked, and `io.profile.load_profile`, so a bad file among other bad values is
+    refused in the same order as ever. (`io.inputs.resolve_files` as `resolve` reads the
+    profile at once instead: a bad one makes its combinations invalid.)
     """
     raw = _disagg_split(_graph_modes(raw))
     unknown = [k for k in raw if k not in FIELDS]
@@ -318,14 +346,14 @@ def plan_sweep(raw: Mapping[str, str | None]) -> SweepPlan:
         raise InputError(
             "sweep", f"{n_comb:,} combinations", f"at most {MAX_COMBINATIONS:,} categorical combinations"
         )
-    plan = SweepPlan(axes, numeric, categorical)
+    plan = SweepPlan(axes, numeric, categorical, read_profile=read_profile)
     first_numeric = {f: axes[f][0] for f in numeric}
 
     errors: list[tuple[tuple[int, ...], CalcError]] = []
     for index in itertools.product(*(range(n) for n in cat_sizes)):
         fields = {f: axes[f][i] for f, i in zip(categorical, index, strict=True)}
         try:
-            resolved = resolve_files(Scenario(**{**fields, **first_numeric}))  # a wrong type: InputError
+            resolved = resolve(Scenario(**{**fields, **first_numeric}))  # a wrong type: InputError
             check_splittable(resolved)  # a layout no arm can split, as `evaluate` refuses it
         except CalcError as exc:
             errors.append((index, exc))
@@ -541,9 +569,10 @@ def iter_chunks(
     run = evaluator or evaluate_chunk
     shape = plan.numeric_shape
     for comb in plan.every_combination() if keep_invalid else plan.combinations:
+        resolved = plan.calibrated(comb.resolved)  # its profile read now, as its rows are computed
         for block in grid_blocks(shape, chunk_rows):
             cols = numeric_columns(plan, block)
-            metrics = {} if comb.resolved is None else run(comb.resolved, cols)
+            metrics = {} if resolved is None else run(resolved, cols)
             yield Chunk(comb, block, cols, metrics)
 
 

@@ -22,7 +22,16 @@ import numpy as np
 from ...base.errors import InputError
 from ...base.vocabulary import VERDICT_CODES
 from ...decide.verdict import ARM_NAMES
-from .grid import Chunk, SweepPlan, blocks_per_combination, evaluate_chunk, iter_chunks, plan_sweep
+from ...question.scenario import resolve
+from .grid import (
+    Chunk,
+    Resolver,
+    SweepPlan,
+    blocks_per_combination,
+    evaluate_chunk,
+    iter_chunks,
+    plan_sweep,
+)
 from .maps import BoundMapGrid, MapGrid, check_map_target
 from .output import check_table_target, default_chunk_rows, open_table_writer
 from .writer import TableWriter
@@ -115,7 +124,7 @@ def run_sweep(
 
     Both targets are checked before the first row is computed (format, directory, permissions,
     not an input of the sweep, not one file twice); both files are committed together at the
-    end, or neither (`deepep_calc.io.safe_write`). `bounds` adds each arm's bound columns to
+    end, or neither (`io.safe_write`). `bounds` adds each arm's bound columns to
     the table; `bound_map_path` draws what bounds `bound_arm`'s step over the same axes (and
     computes the bounds, whether the table shows them or not). CSV floats carry `precision` significant digits
     (Parquet keeps full doubles). `keep_invalid` writes the skipped combinations' rows too,
@@ -123,13 +132,13 @@ def run_sweep(
     not results), by default `output.default_chunk_rows` of the output's format. `draw` renders
     a map's grid to the file's bytes (`report.sweep_maps.draw`); a map needs one. `progress` is
     called with (rows done, rows in all) before the first chunk and after each. `files` checks,
-    stages and commits the targets (`deepep_calc.io.safe_write`, which the CLI passes); a table
+    stages and commits the targets (`io.safe_write`, which the CLI passes); a table
     or a map needs it.
     """
     maps = map_path is not None or bound_map_path is not None
     _check_options(draw, chunk_rows, precision, maps)
     if files is None and (maps or output is not None):
-        raise TypeError("run_sweep: an output needs files= (deepep_calc.io.safe_write)")
+        raise TypeError("run_sweep: an output needs files= (io.safe_write)")
     inputs = files.scenario_inputs(plan.axes["model"], plan.axes["calibration"]) if files is not None else []
     table_out, fmt = _table_target(output, inputs, files)
     chunk_rows = chunk_rows or default_chunk_rows(fmt)  # a given one was checked to be > 0
@@ -268,6 +277,12 @@ class _Tally:
         )
 
 
-def sweep(raw: Mapping[str, str | None], **kwargs: Any) -> SweepSummary:
-    """Plan and run in one call (the Python twin of `deepep-calc sweep`)."""
-    return run_sweep(plan_sweep(raw), **kwargs)
+def sweep(
+    raw: Mapping[str, str | None],
+    resolve: Resolver = resolve,
+    read_profile: Callable[[str], Any] | None = None,
+    **kwargs: Any,
+) -> SweepSummary:
+    """Plan and run in one call (the Python twin of `deepep-calc sweep`): `resolve` and
+    `read_profile` are `plan_sweep`'s (the defaults read no file), the keywords `run_sweep`'s."""
+    return run_sweep(plan_sweep(raw, resolve, read_profile), **kwargs)
