@@ -8,8 +8,9 @@ question with the files it names read (`resolve_files`). Writers: the profile's 
 (`profile.py`) and the safe-write rules every output obeys (`safe_write.py`). The guards every
 reader shares (size caps, FIFOs, symlinks, UTF-8, one-line errors) are `textfile.py`.
 
-Where it sits: above the model (question, physics, fit, estimate, decide read no file) and below
-the what-ifs, calibration and accuracy, which still open files through it (README, Layout).
+Where it sits: just under the faces and the Python API, which read through it and pass values
+down; nothing below opens a file but the two generators of package data (`accuracy/ship_fit.py`,
+`disagg_refs.py`), the one exception the layer contract names (README, Layout).
 
 Why a package of its own: what touches the disk is kept apart from what the numbers mean, so
 one set of rules (bounded reads, atomic writes, one-line errors naming the file) holds for all
