@@ -51,7 +51,7 @@ def baseline_s() -> float:
 
 def run_mode(mode: str, repeat: int) -> dict[str, object]:
     """Child: plan once, then `repeat` timed sweeps, each followed by one baseline."""
-    from deepep_calc.io import safe_write
+    from deepep_calc.io import safe_write, sweep_table
     from deepep_calc.whatif.sweep.grid import plan_sweep
     from deepep_calc.whatif.sweep.run import run_sweep
 
@@ -63,7 +63,7 @@ def run_mode(mode: str, repeat: int) -> dict[str, object]:
         for i in range(repeat):
             out = None if mode == "model" else str(Path(tmp) / f"rows{i}.{mode}")
             t1, c1 = time.perf_counter(), time.process_time()
-            summary = run_sweep(plan, output=out, files=safe_write)
+            summary = run_sweep(plan, output=out, files=safe_write, tables=sweep_table)
             times.append(time.perf_counter() - t1)
             cpus.append(time.process_time() - c1)
             if out:

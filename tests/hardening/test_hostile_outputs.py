@@ -645,7 +645,7 @@ def test_created_files_get_the_mode_of_a_plain_open(name, args, umask_027, tmp_p
 
 
 def test_stdlib_csv_writer_mode_and_replacement_mode(umask_027, tmp_path, capsys, monkeypatch):
-    from deepep_calc.whatif.sweep import output as sweep_output
+    from deepep_calc.io import sweep_table as sweep_output
 
     monkeypatch.setattr(sweep_output, "have_pyarrow", lambda: False)
     target = tmp_path / "rows.csv"

@@ -19,17 +19,17 @@ from deepep_calc.base.vocabulary import VERDICT_CODES
 from deepep_calc.cli import main
 from deepep_calc.estimate.compute import compute
 from deepep_calc.io import safe_write
+from deepep_calc.io import sweep_table as sweep_output
+from deepep_calc.io.sweep_table import chunk_values, columns
+from deepep_calc.io.sweep_table import writer as sweep_writer
 from deepep_calc.question.scenario import Scenario, resolve
 from deepep_calc.report.sweep_maps import draw
 from deepep_calc.whatif.sweep import grid as sweep_mod
-from deepep_calc.whatif.sweep import output as sweep_output
-from deepep_calc.whatif.sweep import writer as sweep_writer
 from deepep_calc.whatif.sweep.grid import FIELDS, iter_chunks, parse_values, plan_sweep
-from deepep_calc.whatif.sweep.output import chunk_values, columns
 from deepep_calc.whatif.sweep.run import run_sweep as run_sweep_given
 
 # The CLI hands the sweep its file rules (check, stage, commit); so do these tests.
-run_sweep = partial(run_sweep_given, files=safe_write)
+run_sweep = partial(run_sweep_given, files=safe_write, tables=sweep_output)
 
 SPEC = {
     "model": "qwen3-30b-a3b-fp8,deepseek-v3",
@@ -507,10 +507,13 @@ def test_a_map_needs_a_drawer_from_the_caller(tmp_path: Path) -> None:
 
 
 def test_an_output_needs_the_file_rules_from_the_caller(tmp_path: Path) -> None:
-    """The runner opens no file itself: a table or a map without `files` is a programming error."""
+    """The runner opens no file itself: a table or a map without `files` is a programming error,
+    and so is a table without `tables` (its format and writer are io's)."""
     plan = plan_sweep({"nodes": "1,2"})
     with pytest.raises(TypeError, match="files="):
         run_sweep_given(plan, output=str(tmp_path / "rows.csv"))
+    with pytest.raises(TypeError, match="tables="):
+        run_sweep_given(plan, output=str(tmp_path / "rows.csv"), files=safe_write)
     with pytest.raises(TypeError, match="files="):
         run_sweep_given(plan, map_path=str(tmp_path / "map.html"), draw=draw)
     assert list(tmp_path.iterdir()) == []

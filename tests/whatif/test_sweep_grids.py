@@ -23,21 +23,21 @@ import pytest
 from deepep_calc.base.errors import CalcError, InputError
 from deepep_calc.cli import main
 from deepep_calc.io import safe_write
+from deepep_calc.io import sweep_table as sweep_output
 from deepep_calc.io.inputs import resolve_files
 from deepep_calc.io.profile import load_profile
+from deepep_calc.io.sweep_table import columns, round_significant
+from deepep_calc.io.sweep_table import formats as sweep_formats
 from deepep_calc.question.scenario import Resolved, Scenario, resolve
 from deepep_calc.report.sweep_maps import draw
-from deepep_calc.whatif.sweep import formats as sweep_formats
 from deepep_calc.whatif.sweep import grid as sweep_mod
-from deepep_calc.whatif.sweep import output as sweep_output
 from deepep_calc.whatif.sweep.grid import plan_sweep
-from deepep_calc.whatif.sweep.output import columns, round_significant
 from deepep_calc.whatif.sweep.run import run_sweep as run_sweep_given
 from deepep_calc.whatif.sweep.run import sweep
 from paths import FIXTURES
 
 # The CLI hands the sweep its file rules (check, stage, commit); so do these tests.
-run_sweep = partial(run_sweep_given, files=safe_write)
+run_sweep = partial(run_sweep_given, files=safe_write, tables=sweep_output)
 
 # efa-gda does not run on p5: 2 of the 6 (instance, transport) pairs are invalid, per model
 MIXED = {

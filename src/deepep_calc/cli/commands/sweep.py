@@ -142,7 +142,7 @@ def sweep_cmd(
     """
     from functools import partial
 
-    from ...io import safe_write
+    from ...io import safe_write, sweep_table
     from ...io.hf_config import load_hf_config
     from ...io.profile import load_profile
     from ...question.scenario import resolve
@@ -178,6 +178,7 @@ def sweep_cmd(
             draw=draw,
             progress=bar.update,
             files=safe_write,
+            tables=sweep_table,
         )
     line = summary.skipped_line()
     if line:

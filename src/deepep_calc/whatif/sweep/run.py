@@ -24,6 +24,7 @@ from ...base.vocabulary import VERDICT_CODES
 from ...decide.verdict import ARM_NAMES
 from ...question.scenario import resolve
 from .grid import (
+    CHUNK_ROWS,
     Chunk,
     Resolver,
     SweepPlan,
@@ -33,11 +34,10 @@ from .grid import (
     plan_sweep,
 )
 from .maps import BoundMapGrid, MapGrid, check_map_target
-from .output import check_table_target, default_chunk_rows, open_table_writer
-from .writer import TableWriter
 
 if TYPE_CHECKING:
     from ...io.safe_write import Output
+    from ...io.sweep_table.writer import TableWriter
 
 Draw = Callable[[MapGrid, str], bytes]  # a grid and "html" / "png" -> the file's bytes
 Progress = Callable[[int, int], None]  # rows done, rows in all
@@ -119,6 +119,7 @@ def run_sweep(
     bound_arm: str = "deepep",
     draw: Draw | None = None,
     files: Any = None,
+    tables: Any = None,
 ) -> SweepSummary:
     """Evaluate every row; stream them to `output` and fill the verdict map; all-or-nothing files.
 
@@ -129,19 +130,23 @@ def run_sweep(
     computes the bounds, whether the table shows them or not). CSV floats carry `precision` significant digits
     (Parquet keeps full doubles). `keep_invalid` writes the skipped combinations' rows too,
     with a `skipped_reason` and null metrics. `chunk_rows`: rows per vectorised pass (memory,
-    not results), by default `output.default_chunk_rows` of the output's format. `draw` renders
+    not results), by default `tables.default_chunk_rows` of the output's format. `draw` renders
     a map's grid to the file's bytes (`report.sweep_maps.draw`); a map needs one. `progress` is
     called with (rows done, rows in all) before the first chunk and after each. `files` checks,
     stages and commits the targets (`io.safe_write`, which the CLI passes); a table
-    or a map needs it.
+    or a map needs it. `tables` checks a table's format and opens its writer (`io.sweep_table`,
+    which the CLI passes); a table needs it.
     """
     maps = map_path is not None or bound_map_path is not None
     _check_options(draw, chunk_rows, precision, maps)
     if files is None and (maps or output is not None):
         raise TypeError("run_sweep: an output needs files= (io.safe_write)")
+    if tables is None and output is not None:
+        raise TypeError("run_sweep: a table needs tables= (io.sweep_table)")
     inputs = files.scenario_inputs(plan.axes["model"], plan.axes["calibration"]) if files is not None else []
-    table_out, fmt = _table_target(output, inputs, files)
-    chunk_rows = chunk_rows or default_chunk_rows(fmt)  # a given one was checked to be > 0
+    table_out, fmt = _table_target(output, inputs, files, tables)
+    default = tables.default_chunk_rows(fmt) if tables is not None else CHUNK_ROWS
+    chunk_rows = chunk_rows or default  # a given one was checked to be > 0
     x, y = x or "nodes", y or "concurrency"
     verdict_map = _map_target(map_path, "--map", inputs, lambda: MapGrid(plan, x, y), files)
     bound_map = _map_target(
@@ -155,7 +160,9 @@ def run_sweep(
     writer = None
     try:
         if table_out is not None:
-            writer = open_table_writer(table_out, plan, precision=precision, keep_invalid=keep, bounds=bounds)
+            writer = tables.open_table_writer(
+                table_out, plan, precision=precision, keep_invalid=keep, bounds=bounds
+            )
         chunks = iter_chunks(plan, chunk_rows, evaluator=evaluator, keep_invalid=keep)
         tally.stream(chunks, writer, (verdict_map, bound_map), progress, total)
         if writer is not None:
@@ -184,11 +191,13 @@ def _check_options(draw: Draw | None, chunk_rows: int | None, precision: int, ma
     check_precision(precision)
 
 
-def _table_target(output: str | None, inputs: Any, files: Any) -> tuple[Output | None, str | None]:
+def _table_target(
+    output: str | None, inputs: Any, files: Any, tables: Any
+) -> tuple[Output | None, str | None]:
     """The table's checked output and format (None, None: no table)."""
     if output is None:
         return None, None
-    fmt = check_table_target(output)
+    fmt = tables.check_table_target(output)
     return files.check_output(output, "-o", inputs=inputs), fmt
 
 

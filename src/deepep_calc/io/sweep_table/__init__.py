@@ -1,11 +1,11 @@
-"""Sweep table targets: the format a `-o` names, whether this install can write it, and the
-writer that will.
+"""The sweep's table as a file: the format a `-o` names, whether this install can write it, and
+the writer that will (`run_sweep(..., tables=io.sweep_table)`, which the CLI passes).
 
 CSV and Parquet are written by pyarrow's C++ writers (a default dependency); if pyarrow cannot
 be imported the standard library writes the same CSV columns and values, more slowly, and
 Parquet is refused before any work. The columns and their text are `formats.py`'s, the
 writers and the threads that feed them `writer.py`'s; their public names are importable from
-here too, where the sweep and its callers have always found them.
+here too. The rows are the sweep's (`whatif/sweep/grid.py`); the file is io's.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...base.errors import CalcError
+from ...whatif.sweep.grid import CHUNK_ROWS, SweepPlan
 from .formats import chunk_values, columns, round_significant, value_columns
-from .grid import CHUNK_ROWS, SweepPlan
 from .writer import ArrowWriter, StdlibCsvWriter, TableWriter
 
-if TYPE_CHECKING:  # the table's output is checked and opened by `run.py`
-    from ...io.safe_write import Output
+if TYPE_CHECKING:  # the table's output is checked and opened through `safe_write`
+    from ..safe_write import Output
 
 __all__ = [
     "CSV_CHUNK_ROWS",

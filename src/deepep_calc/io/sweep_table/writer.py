@@ -25,11 +25,11 @@ import numpy as np
 from ...base.vocabulary import VERDICT_CODES
 from ...decide.verdict import ARM_NAMES
 from ...physics.bounds import BOUNDS, EXCHANGE_BOUNDS
+from ...whatif.sweep.grid import FIELDS, Chunk, SweepPlan
 from .formats import _is_column, _rounded, _text, _text_list, chunk_values, columns
-from .grid import FIELDS, Chunk, SweepPlan
 
 if TYPE_CHECKING:  # an output checked and opened by the caller (`run.py`) is handed in
-    from ...io.safe_write import Output
+    from ..safe_write import Output
 
 _MAX_REPEATS = 256  # one-value text columns a CSV writer keeps, each a chunk long (~0.3 MB)
 _datasync = getattr(os, "fdatasync", os.fsync)  # data without the inode's times, where there is one

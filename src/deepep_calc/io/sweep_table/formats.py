@@ -17,7 +17,7 @@ import numpy as np
 from ...base.vocabulary import VERDICT_CODES
 from ...decide.verdict import ARM_NAMES
 from ...physics.bounds import BOUNDS, EXCHANGE_BOUNDS
-from .grid import (
+from ...whatif.sweep.grid import (
     ARM_KEYS,
     ARM_METRICS,
     BOOL_FIELDS,
