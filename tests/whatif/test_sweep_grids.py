@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import os
 import re
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from deepep_calc.base.errors import CalcError, InputError
@@ -26,8 +24,7 @@ from deepep_calc.io import safe_write
 from deepep_calc.io import sweep_table as sweep_output
 from deepep_calc.io.inputs import resolve_files
 from deepep_calc.io.profile import load_profile
-from deepep_calc.io.sweep_table import columns, round_significant
-from deepep_calc.io.sweep_table import formats as sweep_formats
+from deepep_calc.io.sweep_table import columns
 from deepep_calc.question.scenario import Resolved, Scenario, resolve
 from deepep_calc.report.sweep_maps import draw
 from deepep_calc.whatif.sweep import grid as sweep_mod
@@ -226,38 +223,6 @@ def test_eager_and_cuda_graphs_lists_fold(monkeypatch: pytest.MonkeyPatch) -> No
 # Precision -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("digits", [1, 3, 6, 10, 16])
-def test_round_significant_matches_printf(digits: int) -> None:
-    """The rounded double is printf's `%.{digits-1}e` value (a tie may land one unit away)."""
-    rng = np.random.default_rng(digits)
-    x = rng.random(20_000) * 10.0 ** rng.integers(-12, 15, 20_000) * rng.choice([-1, 1], 20_000)
-    got = round_significant(x, digits)
-    exact = 0
-    for v, r in zip(x.tolist(), got.tolist(), strict=True):
-        ref = float(f"{v:.{digits - 1}e}")
-        unit = 10.0 ** (math.floor(math.log10(abs(ref))) - digits + 1)
-        assert abs(r - ref) <= unit * (1 + 1e-9), (v, r, ref)
-        exact += r == ref
-        assert len(repr(r).lstrip("-").split("e")[0].replace(".", "").strip("0")) <= digits, (v, r)
-    assert exact >= 0.999 * len(x)
-
-
-def test_decimal_exponent_shortcut_is_exact_for_every_binary_exponent() -> None:
-    """round_significant takes floor(n * log10 2) as an integer multiply and shift; a double's
-    binary exponents (frexp's, minus one) run from -1075 to 1023."""
-    n = np.arange(-1100, 1101, dtype=np.int32)
-    shortcut = (n * sweep_formats._LOG10_2_NUM) >> sweep_formats._LOG10_2_SHIFT
-    exact = [math.floor(int(k) * math.log10(2)) for k in n]
-    assert shortcut.tolist() == exact
-
-
-def test_round_significant_keeps_specials() -> None:
-    x = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 5e-324, 1.7e308, 999999.5, 9.9999996])
-    got = round_significant(x, 6)
-    assert got[0] == 0 and np.isnan(got[2]) and got[3] == np.inf and got[4] == -np.inf
-    assert got[6] == 1.7e308 and got[7] == 1e6 and got[8] == 10.0
-
-
 @pytest.mark.parametrize("bad", ["0", "18", "-1", "six"])
 def test_precision_is_checked_before_work(
     bad: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -294,30 +259,6 @@ def test_fallback_writer_writes_the_same_text(
     rows = (tmp_path / "arrow.csv").read_text().split("\n", 1)[1]  # Arrow always quotes the header
     assert ('"' in rows) == keep  # quoting only where a value needs it
     assert re.search(r'"-?[0-9]', rows) is None  # no number is ever quoted
-
-
-def _arrow_text(values: np.ndarray) -> list[str]:
-    pa = pytest.importorskip("pyarrow")
-    import pyarrow.compute as pc
-
-    return pc.cast(pa.array(values), pa.string()).to_pylist()
-
-
-def test_fallback_float_text_is_arrows_on_every_kind_of_double() -> None:
-    """Arrow writes plain decimals for decimal exponents -6..9 and d.dde+N beyond; Python's repr
-    switches at -4 and 16. Random bit patterns (subnormals, NaN payloads, huge and tiny values),
-    values near the switches and values rounded as the CSV rounds them must all print alike."""
-    rng = np.random.default_rng(7)
-    bits = rng.integers(0, 2**64, 20_000, dtype=np.uint64).view(np.float64)
-    spread = 10.0 ** rng.uniform(-12, 24, 20_000) * rng.choice([-1.0, 1.0], 20_000)
-    edges = np.array([1e-7, 9.99e-7, 1e-6, 1e-5, 1.5e-5, 1e-4, 1e9, 9.99999e9, 1e10, 1.2e10, 1e16, 1.2e17])
-    special = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 5e-324, 2.2250738585072014e-308, 1.8e308 / 1.1])
-    rounded = [round_significant(spread, d) for d in (1, 2, 6, 10, 14)]
-    values = np.concatenate([bits, spread, edges, -edges, special, *rounded])
-    expected = _arrow_text(values)
-    got = [sweep_formats._float_text(v) for v in values.tolist()]
-    wrong = [(v, e, g) for v, e, g in zip(values.tolist(), expected, got, strict=True) if e != g]
-    assert not wrong, wrong[:5]
 
 
 # File modes ----------------------------------------------------------------------------------
