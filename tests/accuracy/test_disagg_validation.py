@@ -21,7 +21,7 @@ def report():
 
 
 def test_the_shipped_band_is_what_the_references_give_today():
-    """catalog/data/disagg_bands.toml: regenerate with `python -m deepep_calc.accuracy.disagg_refs`
+    """catalog/data/disagg_bands.toml: regenerate with `python tools/regenerate.py disagg-bands`
     when a disaggregated reference or the model changes."""
     fresh = tomllib.loads(disagg_refs.fresh_text())
     shipped = tomllib.loads((DATA / BANDS_FILE).read_text(encoding="utf-8"))

@@ -48,7 +48,7 @@ def _close(a: object, b: object, path: str = "") -> None:
 @pytest.mark.slow
 def test_shipped_fit_is_what_a_fresh_fit_gives() -> None:
     """catalog/data/fitted.toml is the fit of today's catalogs: regenerate it with
-    `python -m deepep_calc.accuracy.ship_fit` whenever a reference or an equation changes."""
+    `python tools/regenerate.py fitted` whenever a reference or an equation changes."""
     import tomllib
 
     from deepep_calc.accuracy.ship_fit import fresh_text

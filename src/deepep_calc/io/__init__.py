@@ -9,8 +9,8 @@ question with the files it names read (`resolve_files`). Writers: the profile's 
 reader shares (size caps, FIFOs, symlinks, UTF-8, one-line errors) are `textfile.py`.
 
 Where it sits: just under the faces and the Python API, which read through it and pass values
-down; nothing below opens a file but the two generators of package data (`accuracy/ship_fit.py`,
-`disagg_refs.py`), the one exception the layer contract names (README, Layout).
+down; nothing below it opens a file (the package data the model derives from its catalogs is
+written by `tools/regenerate.py`, from texts `accuracy/` makes).
 
 Why a package of its own: what touches the disk is kept apart from what the numbers mean, so
 one set of rules (bounded reads, atomic writes, one-line errors naming the file) holds for all
