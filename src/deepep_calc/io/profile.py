@@ -3,7 +3,8 @@
 A profile is a TOML file written by `deepep-calc calibrate` and read by `--calibration FILE`.
 This module holds what touches the disk: reading the text (bounded, one-line errors) into a
 checked profile (`load_profile`), the sha256 fingerprint of every input file and the check that
-the inputs found again are the ones recorded, the TOML text of a document, and the atomic write.
+the inputs found again are the ones recorded, and the atomic write (the document's TOML text is
+`calibrate/profile.py`'s).
 What a profile must hold (parsing, its schema and every check on its values) is the fit's:
 `fit/profile_records.py` and `fit/profile.py`.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..base.errors import FileInputError
 from .textfile import read_text_file, stat_path
@@ -64,13 +65,6 @@ def load_profile(path: str | Path) -> Profile:
     profile = parse_profile(where.name, text, str(path))
     verify_inputs(profile, where.parent)
     return profile
-
-
-def toml_text(doc: dict[str, Any]) -> str:
-    """A document as TOML text (the profile writer's serialiser)."""
-    import tomli_w
-
-    return tomli_w.dumps(doc)
 
 
 def write_text_atomic(path: Path, text: str, force: bool) -> None:
