@@ -402,14 +402,14 @@ EXPORTS = {  # catalog cell, arm -> that run's AIPerf export
 }
 
 
-@pytest.mark.parametrize(("cell", "arm"), list(EXPORTS), ids=lambda x: str(x))
-def test_a_catalog_steady_state_aggregate_is_its_exports(cell: str, arm: str) -> None:
+@pytest.mark.parametrize(("cell", "leg"), list(EXPORTS), ids=lambda x: str(x))
+def test_a_catalog_steady_state_aggregate_is_its_exports(cell: str, leg: str) -> None:
     """The catalog carries a steady-state aggregate exactly where the run's own export shows a
     first-wave cold start (io/aiperf/cold_start.py, the rule `calibrate` applies to a
     user's runs), with the value that rule derives from it."""
-    run = load_aiperf(AIPERF / EXPORTS[cell, arm])
+    run = load_aiperf(AIPERF / EXPORTS[cell, leg])
     c = load_cells()[cell]
-    m = c.arm(arm)
+    m = c.leg(leg)
     assert m is not None and run.aggregate_tok_s is not None and m.aggregate_tok_s is not None
     assert math.isclose(m.aggregate_tok_s, run.aggregate_tok_s.scalar, rel_tol=0.01)  # the same run
     if run.steady_aggregate_tok_s is None:

@@ -49,8 +49,8 @@ def test_an_aiperf_artifact_folder_reads_its_summary_and_says_what_it_skipped(tm
     artifact_folder(tmp_path / "deepep", TRT_DEEPEP)
     found = discover([tmp_path / "dense"], [tmp_path / "deepep"])
     assert [u.path.name for u in found.used] == ["profile_export_aiperf.json"] * 2
-    assert [u.arm for u in found.used] == ["dense", "deepep"]
-    reasons = {s.path.name: s.reason for s in found.skipped if s.arm == "dense"}
+    assert [u.leg for u in found.used] == ["dense", "deepep"]
+    reasons = {s.path.name: s.reason for s in found.skipped if s.leg == "dense"}
     assert set(reasons) == {
         "profile_export_aiperf.csv",
         "profile_export.jsonl",
@@ -154,14 +154,14 @@ def test_csv_only_run_takes_concurrency_from_aiperfs_folder_name(tmp_path: Path)
     (folder / "profile_export_aiperf.csv").write_bytes(TRT_DENSE_CSV.read_bytes())
     (found,) = discover([tmp_path / "trtllm_dense"], [TRT_DEEPEP]).used[:1]
     assert found.run.export_format == "csv"
-    assert found.run.concurrency == 4 and found.run.engine == "trtllm" and found.run.arm == "dense"
+    assert found.run.concurrency == 4 and found.run.engine == "trtllm" and found.run.leg == "dense"
 
 
 def test_one_mixed_folder_under_both_flags_reads_each_run_once(tmp_path: Path) -> None:
     for src in (TRT_DENSE, TRT_DEEPEP):
         (tmp_path / src.name).write_bytes(src.read_bytes())
     found = discover([tmp_path], [tmp_path])
-    assert [(u.arm, u.path.name) for u in found.used] == [
+    assert [(u.leg, u.path.name) for u in found.used] == [
         ("dense", TRT_DENSE.name),
         ("deepep", TRT_DEEPEP.name),
     ]
@@ -242,7 +242,7 @@ def test_names_that_are_never_summaries(name: str, skipped: bool) -> None:
     [
         ("c32", "concurrency", 32),
         ("deepep-epnc8", "comms", 8),
-        ("dense", "arm", "dense"),
+        ("dense", "leg", "dense"),
         ("vllm", "engine", "vllm"),
         ("Qwen_Qwen3-30B-A3B-FP8-openai-chat-concurrency64", "concurrency", 64),
     ],

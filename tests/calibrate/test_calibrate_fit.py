@@ -22,7 +22,7 @@ from deepep_calc.calibrate.fit import fit_engine, fit_kernel
 from deepep_calc.calibrate.profile import build_profile, input_files, input_records, to_toml
 from deepep_calc.calibrate.runs import assemble, build_cells
 from deepep_calc.catalog.hardware import get_instance
-from deepep_calc.catalog.measured import ArmMetrics, Cell
+from deepep_calc.catalog.measured import Cell, LegMetrics
 from deepep_calc.catalog.transports import get_transport
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.fit.kernels import fit_transport
@@ -101,8 +101,8 @@ def _synthetic_cells(
                     isl=120,
                     osl=128,
                     source="synthetic",
-                    deepep=ArmMetrics(itl_ms=d.scalar * deepep_scale),
-                    allgather=ArmMetrics(itl_ms=a.scalar) if with_dense else None,
+                    deepep=LegMetrics(itl_ms=d.scalar * deepep_scale),
+                    allgather=LegMetrics(itl_ms=a.scalar) if with_dense else None,
                 )
             )
     return cells
@@ -169,7 +169,7 @@ def test_negative_solution_is_pinned_at_zero_and_reported() -> None:
     fixed = fit.constants["proxy_fixed_us"]
     assert fixed.q.scalar == 0.0
     assert "pinned at 0" in fixed.q.source
-    assert any(abs(r.residual) > 1.0 for r in fit.residuals if r.arm == "deepep" and r.quantity == "step_ms")
+    assert any(abs(r.residual) > 1.0 for r in fit.residuals if r.leg == "deepep" and r.quantity == "step_ms")
 
 
 # --------------------------------------------------------------------------------------------
@@ -221,7 +221,7 @@ def test_vllm_multicomm_set_imports_and_fits_the_lane() -> None:
     assert fit.constants["launch_us"].q.tag is Tag.ASSUMED
     # both lane counts reproduced: at 1 comm the proxy sets the step, at 8 it hides under the
     # CPU path, so the fitted ITL halves like the runs (measured 1.8-2.1x above)
-    steps = {r.cell: r for r in fit.residuals if r.arm == "deepep" and r.quantity == "step_ms"}
+    steps = {r.cell: r for r in fit.residuals if r.leg == "deepep" and r.quantity == "step_ms"}
     assert len(steps) == 6
     for conc in (4, 8, 32):
         k1, k8 = steps[f"your-c{conc}-k1"], steps[f"your-c{conc}-k8"]

@@ -14,7 +14,7 @@ import pytest
 
 from deepep_calc import Scenario, evaluate
 from deepep_calc.base.quantity import Q, Tag
-from deepep_calc.catalog.measured import ArmMetrics, Cell, load_cells
+from deepep_calc.catalog.measured import Cell, LegMetrics, load_cells
 from deepep_calc.estimate.cells import (
     _is_cell_scenario,
     _native_dtype,
@@ -91,7 +91,7 @@ MODEL = {
 
 
 def _applied(**metrics: float) -> tuple[Q, Q, Q, Q]:
-    cell = _cell(deepep=ArmMetrics(**metrics))
+    cell = _cell(deepep=LegMetrics(**metrics))
     return apply_cell(cell, "deepep", MODEL["step"], MODEL["per_user"], MODEL["aggregate"], MODEL["ttft"])
 
 

@@ -82,7 +82,7 @@ def test_every_real_export_imports(path: Path) -> None:
 
 def test_file_name_hints() -> None:
     run = load_aiperf(vllm(8, 4))
-    assert (run.engine, run.engine_version, run.arm, run.arm_label, run.comms) == (
+    assert (run.engine, run.engine_version, run.leg, run.leg_label, run.comms) == (
         "vllm",
         "0.24",
         "deepep",
@@ -90,7 +90,7 @@ def test_file_name_hints() -> None:
         8,
     )
     dense = load_aiperf(TRT_DENSE)
-    assert (dense.engine, dense.arm, dense.comms) == ("trtllm", "dense", None)
+    assert (dense.engine, dense.leg, dense.comms) == ("trtllm", "dense", None)
 
 
 def test_trt_conc4_pair_numbers_and_provenance() -> None:
@@ -193,7 +193,7 @@ def test_vllm_csv_twin_matches_json() -> None:
 def test_hand_made_csv_matches_trt_dense_json() -> None:
     from_csv = load_aiperf(EXTRA / TRT_DENSE.with_suffix(".csv").name)
     from_json = load_aiperf(TRT_DENSE)
-    assert from_csv.concurrency == 4 and from_csv.arm == "dense"
+    assert from_csv.concurrency == 4 and from_csv.leg == "dense"
     assert from_csv.itl_ms.scalar == round(from_json.itl_ms.scalar, 2)  # type: ignore[union-attr]
     assert from_csv.per_user_tok_s.scalar == 28.06  # type: ignore[union-attr]
     assert from_csv.aggregate_tok_s.scalar == 106.36  # type: ignore[union-attr]
@@ -206,7 +206,7 @@ def test_folder_import_and_ambiguity(tmp_path: Path) -> None:
     (run_dir / "profile_export_aiperf.csv").write_text("not read: the JSON wins\n")
     run = load_aiperf(run_dir)
     assert run.path.name == "profile_export_aiperf.json"
-    assert run.arm == "dense"  # hints fall back to the folder name
+    assert run.leg == "dense"  # hints fall back to the folder name
     assert "trtllm_dense-allgather_c4/profile_export_aiperf.json" in run.itl_ms.source  # type: ignore[union-attr]
 
     only_csv = tmp_path / "csv_only"
@@ -413,7 +413,7 @@ def test_parse_export_name() -> None:
     assert (
         hints.engine,
         hints.engine_version,
-        hints.arm,
+        hints.leg,
         hints.comms,
         hints.concurrency,
         hints.isl,

@@ -7,7 +7,7 @@ Out of sample (`cross_validate`): each reference is predicted by a fit that neve
 - kernel rows: leave one row out and refit each transport from the references it has left (a
   transport left with none is *unmeasured*: it falls back to the median of its class, and the
   report counts those rows apart as well); then leave each transport and each instance out whole;
-- serving runs: leave one run out (both sides of an A/B together, so a ratio is never half
+- serving runs: leave one run out (both legs of an A/B together, so a ratio is never half
   in-sample); then leave each engine, each model and each transport out whole (a transport's
   kernel rows leave with its serving runs).
 Then each combination of engine, exchange, route, model family and graph mode the references
@@ -20,7 +20,7 @@ checked the same way: each held-out miss against the band made from the others.
 
 Serving references are compared with the model itself, never with the measured substitution
 `evaluate()` applies at a cell. A/B verdicts use the verdict's noise band: above 1 + band the
-DeepEP side wins, below 1 - band the other side does, between is a tie, which the verdict
+DeepEP leg wins, below 1 - band the other leg does, between is a tie, which the verdict
 counts against DeepEP. The report is deterministic: docs/model.md embeds its tables
 (`report/accuracy_md.py`).
 
@@ -110,12 +110,12 @@ class Row:
 class ABRow:
     pair: str
     engine: str
-    labels: tuple[str, str]  # (DeepEP side, other side)
+    labels: tuple[str, str]  # (DeepEP leg, other leg); the JSON key is `sides`
     basis: str  # "aggregate" or "per-user"
     measured_ratio: float
     predicted_ratio: float
     held_out_ratio: float | None
-    far_ratio: float | None = None  # both sides' combinations left out of the fit
+    far_ratio: float | None = None  # both legs' combinations left out of the fit
     # Both runs' aggregates less a cold start their exports show (derived; the cell says how).
     # Shown beside the measured ratio, which stays the one the accuracy figures compare with.
     steady_ratio: float | None = None
@@ -141,7 +141,7 @@ class ABRow:
 
     @property
     def agree(self) -> bool:
-        """Out of sample, the verdicts agree: a tie goes to the other side, as the verdict rules."""
+        """Out of sample, the verdicts agree: a tie goes to the other leg, as the verdict rules."""
         return (self.measured_call == self.labels[0]) == (self.predicted_call == self.labels[0])
 
     @property
@@ -385,10 +385,10 @@ def _serving_measured(o: Obs) -> list[tuple[str, str, float]]:
     return out
 
 
-def _ratio(sides: dict[str, Obs], values: dict[str, dict[str, float]]) -> tuple[str, float, float, str]:
-    """(basis, measured ratio, model ratio, other side) of one A/B pair."""
-    other = "versus" if "versus" in sides else "allgather"
-    dee, alt = sides["deepep"], sides[other]
+def _ratio(legs: dict[str, Obs], values: dict[str, dict[str, float]]) -> tuple[str, float, float, str]:
+    """(basis, measured ratio, model ratio, other leg) of one A/B pair."""
+    other = "versus" if "versus" in legs else "allgather"
+    dee, alt = legs["deepep"], legs[other]
     if dee.aggregate_tok_s is not None and alt.aggregate_tok_s is not None:
         measured = dee.aggregate_tok_s / alt.aggregate_tok_s
         model = values[dee.id]["aggregate"] / values[alt.id]["aggregate"]
@@ -493,21 +493,21 @@ def _ab_rows(
     far_serving: dict[str, dict[str, float]],
     cross_validated: bool,
 ) -> list[ABRow]:
-    """Each A/B pair's measured and predicted ratio (held out when both sides were), with the
+    """Each A/B pair's measured and predicted ratio (held out when both legs were), with the
     steady-state ratio where a run waited for a cold start."""
     out = []
-    for key, sides in sorted(pairs(obs).items()):
-        basis, measured, model, other = _ratio(sides, values)
+    for key, legs in sorted(pairs(obs).items()):
+        basis, measured, model, other = _ratio(legs, values)
         held = None
-        if cross_validated and all(s.id in held_serving for s in sides.values()):
-            _, _, held, _ = _ratio(sides, held_serving)
+        if cross_validated and all(s.id in held_serving for s in legs.values()):
+            _, _, held, _ = _ratio(legs, held_serving)
         far = None
-        if cross_validated and all(s.id in far_serving for s in sides.values()):
-            _, _, far, _ = _ratio(sides, far_serving)
-        dee = sides["deepep"]
-        labels = ("deepep", "dense") if other == "allgather" else (dee.transport, sides[other].transport)
+        if cross_validated and all(s.id in far_serving for s in legs.values()):
+            _, _, far, _ = _ratio(legs, far_serving)
+        dee = legs["deepep"]
+        labels = ("deepep", "dense") if other == "allgather" else (dee.transport, legs[other].transport)
         row = ABRow(key, dee.engine, labels, basis, measured, model, held, far)
-        alt = sides[other]
+        alt = legs[other]
         if basis == "aggregate" and dee.steady_aggregate_tok_s and alt.steady_aggregate_tok_s:
             row.steady_ratio = dee.steady_aggregate_tok_s / alt.steady_aggregate_tok_s
             row.note = dee.cold_start
@@ -561,11 +561,11 @@ def _loo_serving(krows: list[KernelRow], obs: Sequence[Obs]) -> dict[str, dict[s
 
 def _lco_serving(krows: list[KernelRow], obs: Sequence[Obs]) -> dict[str, dict[str, float]]:
     """Every observation predicted by a fit without its whole combination (fit/evidence.py);
-    an A/B pair's two sides leave together, so its ratio is predicted from neither."""
+    an A/B pair's two legs leave together, so its ratio is predicted from neither."""
     keys = {o.id: obs_key(o) for o in obs}
     folds: list[set[str]] = []
-    for sides in pairs(obs).values():  # a pair's combinations leave as one fold
-        mine = {keys[o.id] for o in sides.values()}
+    for legs in pairs(obs).values():  # a pair's combinations leave as one fold
+        mine = {keys[o.id] for o in legs.values()}
         joined = [f for f in folds if f & mine]
         for f in joined:
             folds.remove(f)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 # The ways to lay one MoE model out: DeepEP all-to-all, allgather (dense EP), tensor
-# parallelism, single-node replicas. (An AIPerf export's "dense" / "deepep" side is not an arm:
+# parallelism, single-node replicas. (An AIPerf export's "dense" / "deepep" leg is not an arm:
 # see `io/discover.py`.)
 Arm = Literal["deepep", "allgather", "tp", "replica"]
 ARMS: tuple[Arm, ...] = get_args(Arm)

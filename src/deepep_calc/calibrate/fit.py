@@ -52,7 +52,7 @@ class FittedConstant:
 @dataclass(frozen=True)
 class Residual:
     cell: str
-    arm: str
+    leg: str
     quantity: str  # "step_ms", "tax_ms" or "ttft_ms"
     measured: float
     model: float
@@ -266,16 +266,16 @@ def _residuals(obs: Sequence[Obs], table: Table) -> list[Residual]:
         # the arm as every face sees it, on the model's own figures (no run stands in for itself)
         arm = model_arm(replace(o.resolved(), measured=False), o.arm, table)
         step = arm.model_step_ms.scalar
-        steps[(o.run, o.side)] = step
+        steps[(o.run, o.leg)] = step
         if o.step_ms is not None:
-            out.append(Residual(o.run, o.side, "step_ms", o.step_ms, step))
+            out.append(Residual(o.run, o.leg, "step_ms", o.step_ms, step))
         if o.ttft_ms is not None:
-            out.append(Residual(o.run, o.side, "ttft_ms", o.ttft_ms, arm.ttft_ms.scalar))
+            out.append(Residual(o.run, o.leg, "ttft_ms", o.ttft_ms, arm.ttft_ms.scalar))
     by_run: dict[str, dict[str, Obs]] = {}
     for o in obs:
-        by_run.setdefault(o.run, {})[o.side] = o
-    for run, sides in by_run.items():
-        dee, dense = sides.get("deepep"), sides.get("allgather")
+        by_run.setdefault(o.run, {})[o.leg] = o
+    for run, legs in by_run.items():
+        dee, dense = legs.get("deepep"), legs.get("allgather")
         if dee is None or dense is None or dee.step_ms is None or dense.step_ms is None:
             continue
         out.append(

@@ -141,7 +141,13 @@ def build_profile(
     """Assemble the profile; `name` (the output file name) labels its sources."""
     from ..base.version import __version__
 
-    residuals = [ResidualRecord.model_validate({**vars(x), "residual": x.residual}) for x in calib.residuals]
+    residuals = [  # the record keeps schema 3's key `arm` for the leg
+        ResidualRecord.model_validate(
+            {"cell": x.cell, "arm": x.leg, "quantity": x.quantity}
+            | {"measured": x.measured, "model": x.model, "residual": x.residual}
+        )
+        for x in calib.residuals
+    ]
     warnings = list(rs.warnings) + (kernel_fit.warnings if kernel_fit is not None else [])
     profile = Profile(
         kind=KIND,

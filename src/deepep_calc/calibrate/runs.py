@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.errors import FileInputError, InputError
 from ..base.quantity import Q
-from ..catalog.measured import ArmMetrics, Cell
+from ..catalog.measured import Cell, LegMetrics
 from ..catalog.model_catalog import load_models
 from ..fit.pairs import OSL_TOLERANCE, ABPair, check_pair, derive_pair, group_by_concurrency, workload_length
 from ..question.scenario import ModelReader, Resolved, Scenario, resolve
@@ -402,11 +402,11 @@ def _shared_fields(
     return shared
 
 
-def _metrics(run: AIPerfRun) -> ArmMetrics:
+def _metrics(run: AIPerfRun) -> LegMetrics:
     def positive(q: Q | None) -> float | None:
         return q.scalar if q is not None and q.scalar > 0 else None
 
-    return ArmMetrics(
+    return LegMetrics(
         aggregate_tok_s=positive(run.aggregate_tok_s),
         per_user_tok_s=positive(run.per_user_tok_s),
         itl_ms=positive(run.itl_ms),

@@ -47,21 +47,21 @@ def _fitted(c: Any, label: str) -> dict[str, Any]:
 
 
 def _measured_rows(profile: Any) -> list[dict[str, Any]]:
-    """One row per measured run: each DeepEP arm, and the dense arm once per concurrency (the
+    """One row per measured run: each DeepEP leg, and the allgather leg once per concurrency (the
     cells at one concurrency share their dense run)."""
     measured = []
     seen_dense: set[int] = set()
     for cell in profile.cells():
-        for arm in ("deepep", "allgather"):
-            if cell.arm(arm) is None or (arm == "allgather" and cell.concurrency in seen_dense):
+        for leg in ("deepep", "allgather"):
+            if cell.leg(leg) is None or (leg == "allgather" and cell.concurrency in seen_dense):
                 continue
-            if arm == "allgather":
+            if leg == "allgather":
                 seen_dense.add(cell.concurrency)
             row: dict[str, Any] = {
                 "cell": cell.id,
-                "arm": "DeepEP" if arm == "deepep" else "dense",
+                "arm": "DeepEP" if leg == "deepep" else "dense",
                 "concurrency": cell.concurrency,
-                "comms": cell.comms if arm == "deepep" else None,
+                "comms": cell.comms if leg == "deepep" else None,
             }
             for metric, unit in (
                 ("per_user_tok_s", "tok/s"),
@@ -69,7 +69,7 @@ def _measured_rows(profile: Any) -> list[dict[str, Any]]:
                 ("ttft_p50_ms", "ms"),
                 ("aggregate_tok_s", "tok/s"),
             ):
-                q = cell.q(arm, metric, unit)
+                q = cell.q(leg, metric, unit)
                 row[metric] = q.to_json() if q is not None else None
             measured.append(row)
     return measured

@@ -18,7 +18,7 @@ CALIBRATION_NODES = 2
 
 
 @row
-class ArmMetrics(Record):
+class LegMetrics(Record):
     aggregate_tok_s: Annotated[float, Gt(0)] | None = None
     per_user_tok_s: Annotated[float, Gt(0)] | None = None
     itl_ms: Annotated[float, Gt(0)] | None = None
@@ -28,7 +28,8 @@ class ArmMetrics(Record):
     steady_aggregate_tok_s: Annotated[float, Gt(0)] | None = None
 
 
-_ARM_FIELDS = frozenset(("deepep", "allgather", "versus"))
+LEGS = ("deepep", "allgather", "versus")
+"""A cell's legs: the DeepEP run, the allgather run and a second DeepEP transport's run."""
 
 
 @row
@@ -53,20 +54,20 @@ class Cell(Record):
     max_batch: Annotated[int, Gt(0)] | None = None  # the run's batch limit per rank, when it set one
     source: str
     cold_start: str = ""  # how a steady-state aggregate was derived from the run's export
-    deepep: ArmMetrics
-    allgather: ArmMetrics | None = None
-    versus: ArmMetrics | None = None
+    deepep: LegMetrics
+    allgather: LegMetrics | None = None
+    versus: LegMetrics | None = None
 
     model: str = CALIBRATION_MODEL
     instance: str = CALIBRATION_INSTANCE
     nodes: int = CALIBRATION_NODES
 
-    def arm(self, name: str) -> ArmMetrics | None:
-        return getattr(self, name) if name in _ARM_FIELDS else None
+    def leg(self, name: str) -> LegMetrics | None:
+        return getattr(self, name) if name in LEGS else None
 
-    def step_ms(self, arm: str) -> float | None:
-        """Decode step of an arm: the exported ITL, else 1000 / per-user tok/s."""
-        m = self.arm(arm)
+    def step_ms(self, leg: str) -> float | None:
+        """Decode step of a leg: the exported ITL, else 1000 / per-user tok/s."""
+        m = self.leg(leg)
         if m is None:
             return None
         if m.itl_ms is not None:
@@ -75,8 +76,8 @@ class Cell(Record):
             return 1000.0 / m.per_user_tok_s
         return None
 
-    def q(self, arm: str, metric: str, unit: str) -> Q | None:
-        m = self.arm(arm)
+    def q(self, leg: str, metric: str, unit: str) -> Q | None:
+        m = self.leg(leg)
         value = getattr(m, metric) if m is not None else None
         if value is None:
             return None

@@ -109,7 +109,7 @@ def measured_cell_for(r: Resolved, arm: str) -> Cell | None:
     profile = profile_of(r)
     user_cells = list(profile.cells()) if profile is not None else []
     for cell in [*user_cells, *_catalog_candidates(r)]:
-        if cell.role not in ROLE_PRIORITY or cell.arm(arm) is None:
+        if cell.role not in ROLE_PRIORITY or cell.leg(arm) is None:
             continue
         if want is not None and (cell.transport != want or cell.comms_assumed):
             continue

@@ -1,4 +1,4 @@
-"""Serving observations: every measured cell side and every serving reference, as one record.
+"""Serving observations: every measured cell leg and every serving reference, as one record.
 
 The fit (`fit/engines.py`) and the accuracy report (`accuracy/validate.py`) work from these, so a
 cell of measured.toml and a DeepSeek-scale row of references.toml are handled the same way:
@@ -27,11 +27,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Obs:
-    """One arm of one measured run."""
+    """One leg of one measured run."""
 
     id: str  # "trt-ab-k8-c4:deepep"
     run: str  # the cell or reference id
-    side: str  # "deepep", "allgather" or "versus" (the second DeepEP transport of a cell)
+    leg: str  # "deepep", "allgather" or "versus" (the second DeepEP transport of a cell)
     arm: str  # the model arm that reproduces it
     scenario: Scenario
     attention_tp: int
@@ -43,7 +43,7 @@ class Obs:
     trust: str  # "measured" or "assumed"
     use: str  # "fit" (may pin a constant) or "check" (only predicted)
     source: str
-    pair: str = ""  # A/B key: both sides share it
+    pair: str = ""  # A/B key: both legs share it
     steady_aggregate_tok_s: float | None = None  # derived: the run less a cold start (Cell.cold_start)
     cold_start: str = ""
     # specs known only in memory that the scenario's model may name: a user's config.json, read
@@ -99,12 +99,12 @@ class Obs:
 
 def _cell_obs(cell: Cell) -> list[Obs]:
     out = []
-    sides = (("deepep", "deepep", cell.transport), ("allgather", "allgather", cell.transport))
+    legs = (("deepep", "deepep", cell.transport), ("allgather", "allgather", cell.transport))
     if cell.versus is not None and cell.versus_transport:
-        sides = (*sides, ("versus", "deepep", cell.versus_transport))
+        legs = (*legs, ("versus", "deepep", cell.versus_transport))
     pair = cell.id if (cell.allgather is not None or cell.versus is not None) else ""
-    for side, arm, transport in sides:
-        m = cell.arm(side)
+    for leg, arm, transport in legs:
+        m = cell.leg(leg)
         if m is None:
             continue
         scenario = Scenario(
@@ -122,15 +122,15 @@ def _cell_obs(cell: Cell) -> list[Obs]:
         )
         out.append(
             Obs(
-                id=f"{cell.id}:{side}",
+                id=f"{cell.id}:{leg}",
                 run=cell.id,
-                side=side,
+                leg=leg,
                 arm=arm,
                 scenario=scenario,
                 attention_tp=1,
                 disaggregated=False,
                 max_batch=cell.max_batch,
-                step_ms=cell.step_ms(side),
+                step_ms=cell.step_ms(leg),
                 aggregate_tok_s=m.aggregate_tok_s,
                 ttft_ms=m.ttft_p50_ms,
                 trust="measured",
@@ -158,11 +158,11 @@ def _ref_obs(ref: ServingRef) -> Obs:
         isl=ref.isl,
         osl=ref.osl,
     )
-    side = "deepep" if ref.arm == "deepep" else "allgather"
+    leg = "deepep" if ref.arm == "deepep" else "allgather"
     return Obs(
         id=ref.id,
         run=ref.id,
-        side=side,
+        leg=leg,
         arm=ref.arm,
         scenario=scenario,
         attention_tp=ref.attention_tp,
@@ -198,16 +198,16 @@ def cell_observations(cells: list[Cell]) -> list[Obs]:
 
 
 def pairs(obs: tuple[Obs, ...] | list[Obs]) -> dict[str, dict[str, Obs]]:
-    """A/B pairs: pair key -> side -> observation (only complete pairs)."""
+    """A/B pairs: pair key -> leg -> observation (only complete pairs)."""
     grouped: dict[str, dict[str, Obs]] = {}
     for o in obs:
         if o.pair:
-            grouped.setdefault(o.pair, {})[o.side] = o
+            grouped.setdefault(o.pair, {})[o.leg] = o
     return {k: v for k, v in grouped.items() if "deepep" in v and len(v) >= 2}
 
 
 def cell_scenario(cell: Cell) -> Scenario:
-    """The scenario a measured cell ran (its DeepEP side)."""
+    """The scenario a measured cell ran (its DeepEP leg)."""
     return _cell_obs(cell)[0].scenario
 
 

@@ -143,10 +143,10 @@ def _setup_doubts(dense: AIPerfRun, deepep: AIPerfRun) -> list[str]:
             f"the arms ran on different engines ({dense.engine} vs {deepep.engine}); "
             "the tax then includes engine differences"
         )
-    if dense.arm == "deepep":
-        warnings.append(f"the run given as the dense arm is named {dense.arm_label!r}")
-    if deepep.arm == "dense":
-        warnings.append(f"the run given as the DeepEP arm is named {deepep.arm_label!r}")
+    if dense.leg == "deepep":
+        warnings.append(f"the run given as the dense arm is named {dense.leg_label!r}")
+    if deepep.leg == "dense":
+        warnings.append(f"the run given as the DeepEP arm is named {deepep.leg_label!r}")
     if dense.aiperf_version and deepep.aiperf_version and dense.aiperf_version != deepep.aiperf_version:
         warnings.append(
             f"different AIPerf versions ({dense.aiperf_version} vs "

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.errors import FileInputError, InputError, printable
 from ..base.quantity import MIN_POSITIVE
+from ..catalog.measured import LEGS
 
 if TYPE_CHECKING:
     from ..question.scenario import Resolved, Scenario
@@ -131,13 +132,13 @@ def validate_document(doc: dict[str, Any], shown: str) -> Profile:
         raise FileInputError(shown, f"not a valid calibration profile: {loc}: {err['msg']}") from None
     _check_scenario(profile.scenario, shown)
     for i, cell in enumerate(profile.measured):
-        for arm in ("deepep", "allgather", "versus"):
-            metrics = cell.arm(arm)
+        for leg in LEGS:
+            metrics = cell.leg(leg)
             for key, value in (metrics.as_dict() if metrics is not None else {}).items():
                 if value is not None and value < MIN_POSITIVE:  # 1000 / 5e-324 is inf
                     raise FileInputError(
                         shown,
-                        f"not a valid calibration profile: cells.{i}.{arm}.{key} = {value:g}; "
+                        f"not a valid calibration profile: cells.{i}.{leg}.{key} = {value:g}; "
                         f"expected at least {MIN_POSITIVE:g}",
                     )
     return profile

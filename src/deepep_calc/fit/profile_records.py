@@ -179,7 +179,7 @@ class ResidualRecord(BaseModel):
     model_config = _STRICT
 
     cell: str
-    arm: str
+    arm: str  # the leg; schema 3 names the key `arm`
     quantity: Literal["step_ms", "tax_ms", "ttft_ms"]
     measured: float
     model: float

@@ -3,7 +3,7 @@
 Why a separate step: people hand over their benchmark folders as AIPerf left them. One AIPerf
 run writes a folder of files (the summary `profile_export_aiperf.json` and its `.csv` twin,
 per-request `profile_export.jsonl`, `inputs.json`, logs, sometimes time slices, telemetry or
-plots), and a sweep is a folder of such folders, one per concurrency, often nested by arm or
+plots), and a sweep is a folder of such folders, one per concurrency, often nested by leg or
 EP_NUM_COMMS. Files named by our own convention (`trtllm-0.21_..._deepep-epnc8_c32_isl120.json`)
 may also sit side by side in one folder. This module walks a folder, keeps one summary export
 per run (the JSON over its CSV twin), and records every other file with the reason it was not
@@ -11,7 +11,7 @@ read, so the user sees exactly what the calibration rests on.
 
 Folder names count as file names do: `runs/vllm/deepep-epnc8/c32/profile_export_aiperf.json`
 is a vLLM DeepEP run at EP_NUM_COMMS=8 and concurrency 32 (the export itself still wins where
-it states a value). A file named or filed as the other arm is skipped, so `--dense runs/
+it states a value). A file named or filed as the other leg is skipped, so `--dense runs/
 --deepep runs/` on one mixed folder reads each run once.
 
 A file that claims to be a summary (AIPerf's own name, or our convention) and cannot be read
@@ -38,7 +38,7 @@ from .aiperf import (
     stat_path,
 )
 
-Arm = Literal["dense", "deepep"]
+Leg = Literal["dense", "deepep"]
 
 MAX_DEPTH = 8
 """Folder levels below the one given; a sweep is two or three deep."""
@@ -72,7 +72,7 @@ class Used:
     """A run that goes into the calibration, and the argument it was found under."""
 
     path: Path
-    arm: Arm
+    leg: Leg
     run: AIPerfRun
     note: str = ""
 
@@ -82,34 +82,34 @@ class Skipped:
     """A file that was looked at and not read as a run, with the reason in words."""
 
     path: Path
-    arm: Arm
+    leg: Leg
     reason: str
 
 
 @dataclass
 class Discovery:
-    """Every run found for both arms, and every file passed over."""
+    """Every run found for both legs, and every file passed over."""
 
     used: list[Used] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
 
-    def runs(self, arm: Arm) -> list[AIPerfRun]:
-        return [u.run for u in self.used if u.arm == arm]
+    def runs(self, leg: Leg) -> list[AIPerfRun]:
+        return [u.run for u in self.used if u.leg == leg]
 
     def to_json(self) -> dict[str, Any]:
         return {
             "used": [
                 {
                     "path": str(u.path),
-                    "arm": u.arm,
+                    "arm": u.leg,  # the JSON key keeps its name
                     "format": u.run.export_format,
                     "concurrency": u.run.concurrency,
-                    "comms": u.run.comms if u.arm == "deepep" else None,
+                    "comms": u.run.comms if u.leg == "deepep" else None,
                     **({"note": u.note} if u.note else {}),
                 }
                 for u in self.used
             ],
-            "skipped": [{"path": str(s.path), "arm": s.arm, "reason": s.reason} for s in self.skipped],
+            "skipped": [{"path": str(s.path), "arm": s.leg, "reason": s.reason} for s in self.skipped],
         }
 
 
@@ -141,7 +141,7 @@ def _claims_to_be_a_summary(path: Path) -> bool:
     if path.name.lower() in (EXPORT_JSON, EXPORT_CSV):
         return True
     hints = parse_export_name(path.name)
-    return hints.concurrency is not None and (hints.arm is not None or hints.engine is not None)
+    return hints.concurrency is not None and (hints.leg is not None or hints.engine is not None)
 
 
 def _folder_hints(path: Path, root: Path) -> list[NameHints]:
@@ -164,8 +164,8 @@ def _with_folder_hints(run: AIPerfRun, hints: list[NameHints]) -> AIPerfRun:
         for key in ("engine", "engine_version", "comms"):
             if getattr(run, key) is None and key not in update and getattr(h, key) is not None:
                 update[key] = getattr(h, key)
-        if run.arm is None and "arm" not in update and h.arm is not None:
-            update["arm"], update["arm_label"] = h.arm, h.arm_label
+        if run.leg is None and "leg" not in update and h.leg is not None:
+            update["leg"], update["leg_label"] = h.leg, h.leg_label
         if run.concurrency is None and "concurrency" not in update and h.concurrency is not None:
             update["concurrency"] = h.concurrency
             warnings.append(
@@ -201,10 +201,10 @@ def _walk(root: Path) -> list[Path]:
     return files
 
 
-def _one_argument(given: Path, arm: Arm, out: Discovery) -> None:
+def _one_argument(given: Path, leg: Leg, out: Discovery) -> None:
     mode = stat_path(given).st_mode
     if not stat.S_ISDIR(mode):
-        out.used.append(_explicit_file(given, arm))
+        out.used.append(_explicit_file(given, leg))
         return
     found_before = len(out.used)
     skipped_before = len(out.skipped)
@@ -215,19 +215,19 @@ def _one_argument(given: Path, arm: Arm, out: Discovery) -> None:
         if reason is None:
             candidates.append(path)
         else:
-            out.skipped.append(Skipped(path, arm, reason))
+            out.skipped.append(Skipped(path, leg, reason))
     json_stems = {(p.parent, p.stem.lower()) for p in candidates if p.suffix.lower() == ".json"}
     for path in candidates:
         if path.suffix.lower() == ".csv" and (path.parent, path.stem.lower()) in json_stems:
             twin = path.with_suffix(".json").name
             reason = f"the CSV twin of {twin}; the JSON is read (it has the configuration)"
-            out.skipped.append(Skipped(path, arm, reason))
+            out.skipped.append(Skipped(path, leg, reason))
             continue
         hints = [parse_export_name(path.name), *_folder_hints(path, given)]
-        other = next((h.arm for h in hints if h.arm is not None), None)
-        if other is not None and other != arm:
+        other = next((h.leg for h in hints if h.leg is not None), None)
+        if other is not None and other != leg:
             label = "DeepEP" if other == "deepep" else "dense"
-            out.skipped.append(Skipped(path, arm, f"named as a {label} run; not read under --{arm}"))
+            out.skipped.append(Skipped(path, leg, f"named as a {label} run; not read under --{leg}"))
             continue
         try:
             run = load_aiperf(path)
@@ -235,9 +235,9 @@ def _one_argument(given: Path, arm: Arm, out: Discovery) -> None:
             if _claims_to_be_a_summary(path):
                 raise
             problem = err.message.removeprefix(f"{err.path}: ")
-            out.skipped.append(Skipped(path, arm, f"not an AIPerf summary export ({problem})"))
+            out.skipped.append(Skipped(path, leg, f"not an AIPerf summary export ({problem})"))
             continue
-        out.used.append(Used(path, arm, _with_folder_hints(run, hints[1:])))
+        out.used.append(Used(path, leg, _with_folder_hints(run, hints[1:])))
     if len(out.used) == found_before:
         passed = out.skipped[skipped_before:]
         why = "; ".join(f"{s.path.name}: {s.reason}" for s in passed[:3])
@@ -246,7 +246,7 @@ def _one_argument(given: Path, arm: Arm, out: Discovery) -> None:
         raise FileInputError(given, f"no AIPerf export in this folder or below it{detail}")
 
 
-def _explicit_file(path: Path, arm: Arm) -> Used:
+def _explicit_file(path: Path, leg: Leg) -> Used:
     """A file named on the command line is read as a run, or refused with a pointer."""
     reason = skip_reason(path)
     if reason is not None and path.suffix.lower() in (*_RECORDS, ".json"):
@@ -254,18 +254,18 @@ def _explicit_file(path: Path, arm: Arm) -> Used:
             summary = path.with_name(name)
             if summary != path and summary.is_file():
                 note = f"{path.name} is {reason.split(';')[0]}; read {name} beside it"
-                return Used(summary, arm, load_aiperf(summary), note)
+                return Used(summary, leg, load_aiperf(summary), note)
     if reason is not None:
         raise FileInputError(path, f"{reason.split(';')[0]}; pass the run's {EXPORT_JSON} (or its folder)")
-    return Used(path, arm, load_aiperf(path))
+    return Used(path, leg, load_aiperf(path))
 
 
 def discover(dense: list[str | Path], deepep: list[str | Path]) -> Discovery:
     """Every run under the `--dense` and `--deepep` arguments (files or folders), in order."""
     out = Discovery()
-    for arm, given in (("dense", dense), ("deepep", deepep)):
+    for leg, given in (("dense", dense), ("deepep", deepep)):
         for item in given:
-            _one_argument(Path(item), arm, out)  # type: ignore[arg-type]
+            _one_argument(Path(item), leg, out)  # type: ignore[arg-type]
     if not out.runs("deepep"):
         raise InputError("--deepep", None, "at least one DeepEP run (an AIPerf export file or folder)")
     return out

@@ -29,9 +29,9 @@ def print_files(found: Any) -> None:
         title_justify="left",
     )
     for u in found.used:
-        comms = str(u.run.comms) if u.arm == "deepep" and u.run.comms is not None else ""
+        comms = str(u.run.comms) if u.leg == "deepep" and u.run.comms is not None else ""
         conc = "" if u.run.concurrency is None else str(u.run.concurrency)
-        arm = "DeepEP" if u.arm == "deepep" else "dense"
+        arm = "DeepEP" if u.leg == "deepep" else "dense"
         table.add_row(str(u.path), arm, conc, comms, u.run.export_format)
     console.print(table)
     for u in found.used:

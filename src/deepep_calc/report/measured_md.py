@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from ..catalog.measured import load_cells, load_facts
+from ..catalog.measured import LEGS, load_cells, load_facts
 
 
 def _fmt(v: float | None) -> str:
@@ -45,21 +45,21 @@ def render_measured_markdown() -> str:
 
 
 def _cell_rows() -> list[str]:
-    """One table row per measured arm of every cell; a `*` marks what the source did not state."""
+    """One table row per measured leg of every cell; a `*` marks what the source did not state."""
     lines = []
     for cell in load_cells().values():
-        for arm_name in ("deepep", "allgather", "versus"):
-            m = cell.arm(arm_name)
+        for leg in LEGS:
+            m = cell.leg(leg)
             if m is None:
                 continue
-            transport = cell.versus_transport if arm_name == "versus" else cell.transport
-            if arm_name == "allgather":
+            transport = cell.versus_transport if leg == "versus" else cell.transport
+            if leg == "allgather":
                 transport = "allgather"
             comms = f"{cell.comms}{'*' if cell.comms_assumed else ''}"
             osl = f"{cell.osl}{'*' if cell.osl_assumed or cell.shape_assumed else ''}"
             lines.append(
                 f"| {cell.id} | {cell.role} | {cell.engine} | {transport} | {comms} "
-                f"| {cell.concurrency} | {cell.isl} | {osl} | {arm_name} "
+                f"| {cell.concurrency} | {cell.isl} | {osl} | {leg} "
                 f"| {_fmt(m.aggregate_tok_s)} | {_fmt(m.per_user_tok_s)} | {_fmt(m.itl_ms)} "
                 f"| {_fmt(m.ttft_p50_ms)} | {cell.source} |"
             )
@@ -82,11 +82,11 @@ def _cold_start_section() -> list[str]:
         "|---|---|---:|---:|---|",
     ]
     for c in cold:
-        for arm_name in ("deepep", "allgather", "versus"):
-            m = c.arm(arm_name)
+        for leg in LEGS:
+            m = c.leg(leg)
             if m is not None and m.steady_aggregate_tok_s is not None:
                 lines.append(
-                    f"| {c.id} | {arm_name} | {_fmt(m.aggregate_tok_s)} "
+                    f"| {c.id} | {leg} | {_fmt(m.aggregate_tok_s)} "
                     f"| {_fmt(m.steady_aggregate_tok_s)} | {c.cold_start} |"
                 )
     lines.append("")

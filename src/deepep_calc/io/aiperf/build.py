@@ -124,8 +124,8 @@ def build_run(export: Export) -> AIPerfRun:
         steady_aggregate_tok_s=steady,
         engine=hints.engine,
         engine_version=hints.engine_version,
-        arm=hints.arm,
-        arm_label=hints.arm_label,
+        leg=hints.leg,
+        leg_label=hints.leg_label,
         comms=hints.comms,
         metrics=dict(metrics),
     )
@@ -142,7 +142,7 @@ def _require_metrics(export: Export) -> None:
 
 
 def _name_hints(export: Export) -> NameHints:
-    """Engine, arm and load read from the file's name, or its folder's when the file says nothing."""
+    """Engine, leg and load read from the file's name, or its folder's when the file says nothing."""
     path = export.path
     hints = parse_export_name(path.name)
     if hints == NameHints() and path.parent.name:

@@ -28,15 +28,15 @@ _CONCURRENCY_WORD_RE = re.compile(r"(?:^|[-_.])(?:concurrency|conc)[-_]?(\d+)(?=
 class NameHints:
     """What the shared file-name convention says about a run.
 
-    `<engine>_<model>_<layout>_<instances>_<arm>_c<concurrency>_isl<ISL>.json`. The CSV export
+    `<engine>_<model>_<layout>_<instances>_<leg>_c<concurrency>_isl<ISL>.json`. The CSV export
     carries no configuration at all, so for it the name is the only record of the workload;
     for JSON it is a cross-check. Every field is optional: users name files as they like.
     """
 
     engine: str | None = None
     engine_version: str | None = None
-    arm: str | None = None  # "dense" or "deepep"
-    arm_label: str | None = None  # the token as written, e.g. "deepep-epnc8"
+    leg: str | None = None  # "dense" or "deepep"
+    leg_label: str | None = None  # the token as written, e.g. "deepep-epnc8"
     comms: int | None = None  # EP_NUM_COMMS from "epnc<K>"
     concurrency: int | None = None
     isl: int | None = None
@@ -47,7 +47,7 @@ _INSTANCES_RE = re.compile(r"\d+x[a-z][a-z0-9-]*", re.I)  # "2xp5en", "1xp6-b200
 
 
 def parse_export_name(name: str) -> NameHints:
-    """Read engine, arm, comms, concurrency and ISL from a file or folder name, if it follows
+    """Read engine, leg, comms, concurrency and ISL from a file or folder name, if it follows
     the convention; unknown tokens are ignored."""
     stem = name
     for suffix in (".json", ".csv", ".log", ".txt"):
@@ -55,7 +55,7 @@ def parse_export_name(name: str) -> NameHints:
             stem = stem[: -len(suffix)]
             break
     parts = stem.split("_")
-    engine = engine_version = arm = arm_label = instances = None
+    engine = engine_version = leg = leg_label = instances = None
     comms = concurrency = isl = None
     m = _ENGINE_RE.match(parts[0]) if parts else None
     if m:
@@ -70,18 +70,18 @@ def parse_export_name(name: str) -> NameHints:
         elif _INSTANCES_RE.fullmatch(low):
             instances = low
         elif low.startswith(("dense", "allgather")):
-            arm, arm_label = "dense", token
+            leg, leg_label = "dense", token
         elif low.startswith("deepep"):
-            arm, arm_label = "deepep", token
+            leg, leg_label = "deepep", token
             if (k := re.search(r"epnc(\d+)", low)) is not None:
                 comms = int(k.group(1))
     if concurrency is None and (c := _CONCURRENCY_WORD_RE.search(stem)) is not None:
         concurrency = int(c.group(1))  # AIPerf's own artifact folders: ...-concurrency32
-    return NameHints(engine, engine_version, arm, arm_label, comms, concurrency, isl, instances)
+    return NameHints(engine, engine_version, leg, leg_label, comms, concurrency, isl, instances)
 
 
 def normalise_model(name: str | None, tokenizer: str | None = None) -> str | None:
-    """Reduce the many spellings of one checkpoint to `org/name` so two arms can be compared.
+    """Reduce the many spellings of one checkpoint to `org/name` so two legs can be compared.
 
     Engines are launched with a hub id, an HF-cache path or a bare snapshot hash; the same
     weights must not look like different models to the A/B check.

@@ -73,8 +73,8 @@ class AIPerfRun:
     steady_aggregate_tok_s: Q | None = None
     engine: str | None = None
     engine_version: str | None = None
-    arm: str | None = None
-    arm_label: str | None = None
+    leg: str | None = None
+    leg_label: str | None = None
     comms: int | None = None
     metrics: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, repr=False, compare=False)
 
