@@ -374,7 +374,7 @@ def _failure_modes(
     r: Resolved, spec: DisaggSpec, out: DisaggResult, pf: dict[str, Any], df: dict[str, Any]
 ) -> None:
     """The figures the failure-mode advisories quote: this deployment over TCP (what an RDMA
-    transport silently falls back to) and the prompt tokens in flight against a known limit."""
+    KV transport silently falls back to) and the prompt tokens in flight against a known limit."""
     s = r.scenario
     if spec.kv.rdma:
         tcp = get_kv_transport("tcp")

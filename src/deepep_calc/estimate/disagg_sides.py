@@ -224,7 +224,7 @@ def decode_figures(d: DecodeArm) -> dict[str, Any]:
     }
 
 
-# size: it takes pairing's inputs as they come (scenario, engine KV, transport, node counts, figures)
+# size: it takes pairing's inputs as they come (scenario, engine KV, KV transport, node counts, figures)
 def transfer_figures(
     r: Resolved,
     ekv: Any,
@@ -234,7 +234,7 @@ def transfer_figures(
     pf: dict[str, Any],
     df: dict[str, Any],
 ) -> dict[str, Any]:
-    """The KV transfer between a prefill arm and a decode arm over transport `t`."""
+    """The KV transfer between a prefill arm and a decode arm over KV transport `t`."""
     m, s = r.model, r.scenario
     request = kv.kv_bytes_per_request(m, s.isl)
     block = kv.block_bytes(m, ekv.block_q(m.attention.kind == "mla"), df["kv_shard"])

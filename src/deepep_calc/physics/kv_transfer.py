@@ -6,10 +6,11 @@
     block              = the engine's KV block: block tokens x KV bytes of one token in one layer
                          / the shard (each layer's cache is its own tensor: one block of one layer
                          is one transfer)
-    node pair GB/s     = the transport's curve at that block (log-log between measured points;
-                         below the first, in proportion to the block: the per-transfer latency
-                         bounds it, one-point curves too, unless the transport is slow whatever
-                         the block; above the last, flat), scaled by the instance's line rate
+    node pair GB/s     = the KV transport's curve at that block (log-log between measured
+                         points; below the first, in proportion to the block: the per-transfer
+                         latency bounds it, one-point curves too, unless the KV transport is
+                         slow whatever the block; above the last, flat), scaled by the
+                         instance's line rate
     per GPU pair       = node pair GB/s / GPUs per node (the curves were taken with every GPU of
                          both nodes moving at once: assumed to split evenly)
     transfer           = bytes x copies over the GPU pairs that move one request in parallel
@@ -107,7 +108,7 @@ def line_rate_gb_s(instance: Instance) -> float:
 
 
 def node_pair_gb_s(t: KvTransport, block: Q, instance: Instance) -> Q:
-    """The transport's bandwidth between two nodes at this block size, on this instance."""
+    """The KV transport's bandwidth between two nodes at this block size, on this instance."""
     x = block.value
     raw = _interpolate([(float(p.block_bytes), p.gb_s) for p in t.point], x, t.small_blocks == "flat")
     tag = min(_neighbour_tag(t, x), block.tag)
