@@ -50,20 +50,20 @@ def baseline_s() -> float:
 
 
 def run_mode(mode: str, repeat: int) -> dict[str, object]:
-    """Child: plan once, then `repeat` timed sweeps, each followed by one baseline."""
+    """Child: grid once, then `repeat` timed sweeps, each followed by one baseline."""
     from deepep_calc.io import safe_write, sweep_table
-    from deepep_calc.whatif.sweep.grid import plan_sweep
+    from deepep_calc.whatif.sweep.grid import sweep_grid
     from deepep_calc.whatif.sweep.run import run_sweep
 
     t0 = time.perf_counter()
-    plan = plan_sweep(SPEC)
+    grid = sweep_grid(SPEC)
     planned = time.perf_counter() - t0
     times, cpus, bases, size = [], [], [], 0
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(repeat):
             out = None if mode == "model" else str(Path(tmp) / f"rows{i}.{mode}")
             t1, c1 = time.perf_counter(), time.process_time()
-            summary = run_sweep(plan, output=out, files=safe_write, tables=sweep_table)
+            summary = run_sweep(grid, output=out, files=safe_write, tables=sweep_table)
             times.append(time.perf_counter() - t1)
             cpus.append(time.process_time() - c1)
             if out:

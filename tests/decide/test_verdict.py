@@ -182,13 +182,13 @@ def test_an_unsplittable_layout_is_an_input_error_not_capacity(
 
 
 def test_a_sweep_refuses_an_unsplittable_combination_as_evaluate_does() -> None:
-    from deepep_calc.whatif.sweep.grid import plan_sweep
+    from deepep_calc.whatif.sweep.grid import sweep_grid
 
     with pytest.raises(InputError, match="--gpus-per-node: 3 is not allowed"):
-        plan_sweep({"gpus_per_node": "3,8", "nodes": "1,2"})
+        sweep_grid({"gpus_per_node": "3,8", "nodes": "1,2"})
     with pytest.raises(InputError, match="--experts: 100 is not allowed"):
-        plan_sweep({"experts": "100", "nodes": "1:4"})
-    assert plan_sweep({"experts": "100", "nodes": "1:4", "alternative": "tp"}).rows == 4
+        sweep_grid({"experts": "100", "nodes": "1:4"})
+    assert sweep_grid({"experts": "100", "nodes": "1:4", "alternative": "tp"}).rows == 4
 
 
 def test_one_expert_config_is_refused_naming_the_model(tmp_path: Path) -> None:

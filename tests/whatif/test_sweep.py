@@ -25,7 +25,7 @@ from deepep_calc.io.sweep_table import writer as sweep_writer
 from deepep_calc.question.scenario import Scenario, resolve
 from deepep_calc.report.sweep_maps import draw
 from deepep_calc.whatif.sweep import grid as sweep_mod
-from deepep_calc.whatif.sweep.grid import FIELDS, iter_chunks, parse_values, plan_sweep
+from deepep_calc.whatif.sweep.grid import FIELDS, iter_chunks, parse_values, sweep_grid
 from deepep_calc.whatif.sweep.run import run_sweep as run_sweep_given
 
 # The CLI hands the sweep its file rules (check, stage, commit); so do these tests.
@@ -42,10 +42,10 @@ SPEC = {
 }
 
 
-def _rows(plan: Any, chunk_rows: int = 10_000) -> list[dict[str, Any]]:
+def _rows(grid: Any, chunk_rows: int = 10_000) -> list[dict[str, Any]]:
     """Every row of a sweep as plain Python values (codes decoded), in sweep order."""
     out: list[dict[str, Any]] = []
-    for chunk in iter_chunks(plan, chunk_rows):
+    for chunk in iter_chunks(grid, chunk_rows):
         values = chunk_values(chunk)
         cols = {}
         for name, _kind in columns():
@@ -78,17 +78,17 @@ def _close(a: float, b: float) -> bool:
 
 
 @pytest.fixture(scope="module")
-def plan() -> Any:
-    return plan_sweep(SPEC)
+def grid() -> Any:
+    return sweep_grid(SPEC)
 
 
 @pytest.fixture(scope="module")
-def rows(plan: Any) -> list[dict[str, Any]]:
-    return _rows(plan)
+def rows(grid: Any) -> list[dict[str, Any]]:
+    return _rows(grid)
 
 
-def test_plan_counts_every_combination(plan: Any, rows: list[dict[str, Any]]) -> None:
-    assert plan.rows == 2 * 2 * 3 * 6 * 2 * 2 * 2 == len(rows)
+def test_the_grid_counts_every_combination(grid: Any, rows: list[dict[str, Any]]) -> None:
+    assert grid.rows == 2 * 2 * 3 * 6 * 2 * 2 * 2 == len(rows)
     assert parse_values("concurrency", SPEC["concurrency"]) == [1, 4, 16, 64, 256, 32]
     assert {r["model"] for r in rows} == {"qwen3-30b-a3b-fp8", "deepseek-v3"}
 
@@ -135,8 +135,8 @@ def test_random_rows_equal_scalar_evaluate(rows: list[dict[str, Any]]) -> None:
     assert checked_cell
 
 
-def test_chunk_size_does_not_change_results(plan: Any, rows: list[dict[str, Any]]) -> None:
-    small = _rows(plan, chunk_rows=7)
+def test_chunk_size_does_not_change_results(grid: Any, rows: list[dict[str, Any]]) -> None:
+    small = _rows(grid, chunk_rows=7)
     assert len(small) == len(rows)
     for a, b in zip(small[::37], rows[::37], strict=True):
         for k, v in a.items():
@@ -167,21 +167,21 @@ def test_grid_blocks_cover_the_rows_in_order(shape: tuple[int, ...], chunk_rows:
         assert b.stop - b.start == math.prod(b.shape) <= max(chunk_rows, 1)
         rows = np.arange(math.prod(shape)).reshape(shape)[b.slices].reshape(-1)
         np.testing.assert_array_equal(rows, np.arange(b.start, b.stop))
-    plan = plan_sweep({"nodes": "1,2", "concurrency": "1:4", "comms": "1,8"})
-    for chunk in iter_chunks(plan, 3):
-        want = np.unravel_index(np.arange(chunk.start, chunk.stop), plan.numeric_shape)
+    grid = sweep_grid({"nodes": "1,2", "concurrency": "1:4", "comms": "1,8"})
+    for chunk in iter_chunks(grid, 3):
+        want = np.unravel_index(np.arange(chunk.start, chunk.stop), grid.numeric_shape)
         for got, expected in zip(chunk.numeric_index, want, strict=True):
             np.testing.assert_array_equal(got, expected)
 
 
-def test_a_block_pass_equals_the_flattened_pass_bit_for_bit(plan: Any) -> None:
+def test_a_block_pass_equals_the_flattened_pass_bit_for_bit(grid: Any) -> None:
     """The model over a block's broadcast axes gives every figure of the row-by-row pass
     exactly: the same operations on the same numbers, only fewer of them."""
-    for chunk in iter_chunks(plan, 40):
-        idx = np.unravel_index(np.arange(chunk.start, chunk.stop), plan.numeric_shape)
+    for chunk in iter_chunks(grid, 40):
+        idx = np.unravel_index(np.arange(chunk.start, chunk.stop), grid.numeric_shape)
         flat = {
-            name: np.asarray(plan.axes[name], dtype=bool if name == "cuda_graphs" else float)[ix]
-            for name, ix in zip(plan.numeric, idx, strict=True)
+            name: np.asarray(grid.axes[name], dtype=bool if name == "cuda_graphs" else float)[ix]
+            for name, ix in zip(grid.numeric, idx, strict=True)
         }
         rows = sweep_mod.evaluate_chunk(chunk.combination.resolved, flat)
         assert set(rows) == set(chunk.metrics)
@@ -234,7 +234,7 @@ def test_parse_other_kinds() -> None:
 )
 def test_parse_errors_name_the_flag(name: str, text: str, flag: str) -> None:
     with pytest.raises(InputError) as err:
-        plan_sweep({name: text})
+        sweep_grid({name: text})
     assert err.value.field == flag
 
 
@@ -272,16 +272,16 @@ def test_invalid_list_fails_before_any_work(
 
 def test_bad_targets_fail_before_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sweep_mod, "evaluate_chunk", _no_work)
-    plan = plan_sweep({"nodes": "1,2"})
+    grid = sweep_grid({"nodes": "1,2"})
     with pytest.raises(CalcError, match=r"\.csv or \.parquet"):
-        run_sweep(plan, output=str(tmp_path / "rows.txt"))
+        run_sweep(grid, output=str(tmp_path / "rows.txt"))
     with pytest.raises(CalcError, match="directory does not exist"):
-        run_sweep(plan, output=str(tmp_path / "missing" / "rows.csv"))
+        run_sweep(grid, output=str(tmp_path / "missing" / "rows.csv"))
     with pytest.raises(CalcError, match=r"\.html or \.png"):
-        run_sweep(plan, map_path=str(tmp_path / "map.svg"), draw=draw)
+        run_sweep(grid, map_path=str(tmp_path / "map.svg"), draw=draw)
     with pytest.raises(InputError, match="--x"):
-        run_sweep(plan, map_path=str(tmp_path / "map.html"), x="speed", draw=draw)
-    many = plan_sweep({"model": "qwen3-30b-a3b-fp8,deepseek-v3", "isl": "1:13", "osl": "1,2"})
+        run_sweep(grid, map_path=str(tmp_path / "map.html"), x="speed", draw=draw)
+    many = sweep_grid({"model": "qwen3-30b-a3b-fp8,deepseek-v3", "isl": "1:13", "osl": "1,2"})
     with pytest.raises(InputError, match="panels"):
         run_sweep(many, map_path=str(tmp_path / "map.html"), draw=draw)
     assert list(tmp_path.iterdir()) == []
@@ -291,7 +291,7 @@ def test_parquet_without_pyarrow_is_a_clear_error(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(sweep_output, "have_pyarrow", lambda: False)
     monkeypatch.setattr(sweep_mod, "evaluate_chunk", _no_work)
     with pytest.raises(CalcError, match=r"Parquet needs pyarrow.*pip install pyarrow"):
-        run_sweep(plan_sweep({}), output=str(tmp_path / "rows.parquet"))
+        run_sweep(sweep_grid({}), output=str(tmp_path / "rows.parquet"))
     assert list(tmp_path.iterdir()) == []
 
 
@@ -315,7 +315,7 @@ def test_interrupted_sweep_leaves_no_partial_file(
     monkeypatch.setattr(sweep_mod, "evaluate_chunk", _interrupt_after(2))
     target = tmp_path / f"rows{suffix}"
     with pytest.raises(KeyboardInterrupt):
-        run_sweep(plan_sweep({"concurrency": "1:100"}), output=str(target), chunk_rows=10)
+        run_sweep(sweep_grid({"concurrency": "1:100"}), output=str(target), chunk_rows=10)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -350,7 +350,7 @@ def test_a_failed_flush_behind_fails_the_sweep_and_keeps_the_old_file(
 
     monkeypatch.setattr(sweep_writer, "_datasync", failing)
     with pytest.raises(CalcError, match=r"rows.*Input/output error"):
-        run_sweep(plan_sweep({"concurrency": "1:100"}), output=str(target), chunk_rows=10)
+        run_sweep(sweep_grid({"concurrency": "1:100"}), output=str(target), chunk_rows=10)
     assert flushed  # the flush ran, behind the writer
     assert target.read_bytes() == b"previous results\n"
     assert [p.name for p in tmp_path.iterdir()] == [target.name]
@@ -393,11 +393,11 @@ def test_csv_round_trip(arrow: bool, precision: int, tmp_path: Path, monkeypatch
         "concurrency": "1:64:x4",
         "slo_tok_s": "5",
     }
-    plan = plan_sweep(spec)
+    grid = sweep_grid(spec)
     target = tmp_path / "rows.csv"
-    summary = run_sweep(plan, output=str(target), chunk_rows=5, precision=precision)
-    assert summary.rows == plan.rows == 2 * 2 * 4
-    expected = _rows(plan)
+    summary = run_sweep(grid, output=str(target), chunk_rows=5, precision=precision)
+    assert summary.rows == grid.rows == 2 * 2 * 4
+    expected = _rows(grid)
     kinds = dict(columns())
     with open(target, newline="") as fh:
         reader = csv.reader(fh)
@@ -416,21 +416,21 @@ def test_csv_round_trip(arrow: bool, precision: int, tmp_path: Path, monkeypatch
         texts = [line[i] for line in lines for i in floats if line[i] not in ("", "nan", "inf", "-inf")]
         assert texts
         assert all(_digits(t) <= precision for t in texts), [t for t in texts if _digits(t) > precision]
-    assert sum(summary.verdicts.values()) == plan.rows
+    assert sum(summary.verdicts.values()) == grid.rows
 
 
 def test_parquet_round_trip(tmp_path: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
-    plan = plan_sweep(
+    grid = sweep_grid(
         {"transport": "efa-proxy,efa-gda", "concurrency": "1:64:x2", "cuda_graphs": "false,true"}
     )
     target = tmp_path / "rows.parquet"
-    run_sweep(plan, output=str(target), chunk_rows=6)
+    run_sweep(grid, output=str(target), chunk_rows=6)
     table = pq.read_table(target)
     assert table.column_names == [name for name, _ in columns()]
     got = table.to_pylist()
-    expected = _rows(plan)
-    assert len(got) == len(expected) == plan.rows
+    expected = _rows(grid)
+    assert len(got) == len(expected) == grid.rows
     for g, e in zip(got, expected, strict=True):
         for k, v in e.items():
             assert _same(g[k], v), k
@@ -443,16 +443,16 @@ def test_verdict_maps(tmp_path: Path) -> None:
         "nodes": "1,2,4,8",
         "concurrency": "1:4096:x4",
     }
-    plan = plan_sweep(spec)
+    grid = sweep_grid(spec)
     html = tmp_path / "map.html"
-    summary = run_sweep(plan, map_path=str(html), draw=draw)
+    summary = run_sweep(grid, map_path=str(html), draw=draw)
     text = html.read_text(encoding="utf-8")
     assert "plotly" in text.lower() and "transport=efa-gda" in text
     for code in summary.verdicts:
         assert code in text
     pytest.importorskip("matplotlib")
     png = tmp_path / "map.png"
-    run_sweep(plan, map_path=str(png), draw=draw)
+    run_sweep(grid, map_path=str(png), draw=draw)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["map.html", "map.png"]
 
@@ -460,15 +460,15 @@ def test_verdict_maps(tmp_path: Path) -> None:
 def test_map_grid_holds_every_verdict() -> None:
     from deepep_calc.whatif.sweep.maps import MapGrid
 
-    plan = plan_sweep({"transport": "efa-proxy,efa-gda", "nodes": "1,2,4", "concurrency": "1:64:x2"})
-    grid = MapGrid(plan, "nodes", "concurrency")
-    for chunk in iter_chunks(plan, 5):
-        grid.add(chunk)
-    assert grid.code.shape == (2, 7, 3)
-    assert (grid.code >= 0).all()
-    rows = _rows(plan)
+    grid = sweep_grid({"transport": "efa-proxy,efa-gda", "nodes": "1,2,4", "concurrency": "1:64:x2"})
+    cells = MapGrid(grid, "nodes", "concurrency")
+    for chunk in iter_chunks(grid, 5):
+        cells.add(chunk)
+    assert cells.code.shape == (2, 7, 3)
+    assert (cells.code >= 0).all()
+    rows = _rows(grid)
     first = rows[0]
-    assert VERDICT_CODES[grid.code[0, 0, 0]] == first["verdict"]
+    assert VERDICT_CODES[cells.code[0, 0, 0]] == first["verdict"]
 
 
 def test_cli_sweep_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -500,29 +500,29 @@ def test_a_one_value_csv_column_is_built_once_and_sliced() -> None:
 
 def test_a_map_needs_a_drawer_from_the_caller(tmp_path: Path) -> None:
     """The runner draws nothing itself: a map without `draw` is a programming error, and no file."""
-    plan = plan_sweep({"nodes": "1,2"})
+    grid = sweep_grid({"nodes": "1,2"})
     with pytest.raises(TypeError, match="draw="):
-        run_sweep(plan, map_path=str(tmp_path / "map.html"))
+        run_sweep(grid, map_path=str(tmp_path / "map.html"))
     assert list(tmp_path.iterdir()) == []
 
 
 def test_an_output_needs_the_file_rules_from_the_caller(tmp_path: Path) -> None:
     """The runner opens no file itself: a table or a map without `files` is a programming error,
     and so is a table without `tables` (its format and writer are io's)."""
-    plan = plan_sweep({"nodes": "1,2"})
+    grid = sweep_grid({"nodes": "1,2"})
     with pytest.raises(TypeError, match="files="):
-        run_sweep_given(plan, output=str(tmp_path / "rows.csv"))
+        run_sweep_given(grid, output=str(tmp_path / "rows.csv"))
     with pytest.raises(TypeError, match="tables="):
-        run_sweep_given(plan, output=str(tmp_path / "rows.csv"), files=safe_write)
+        run_sweep_given(grid, output=str(tmp_path / "rows.csv"), files=safe_write)
     with pytest.raises(TypeError, match="files="):
-        run_sweep_given(plan, map_path=str(tmp_path / "map.html"), draw=draw)
+        run_sweep_given(grid, map_path=str(tmp_path / "map.html"), draw=draw)
     assert list(tmp_path.iterdir()) == []
-    assert run_sweep_given(plan).rows == run_sweep(plan).rows  # no target: nothing to check
+    assert run_sweep_given(grid).rows == run_sweep(grid).rows  # no target: nothing to check
 
 
 def test_progress_is_reported_from_nothing_to_every_row() -> None:
     seen: list[tuple[int, int]] = []
-    plan = plan_sweep({"nodes": "1,2,4", "concurrency": "1:64:x2"})
-    summary = run_sweep(plan, chunk_rows=5, progress=lambda done, total: seen.append((done, total)))
+    grid = sweep_grid({"nodes": "1,2,4", "concurrency": "1:64:x2"})
+    summary = run_sweep(grid, chunk_rows=5, progress=lambda done, total: seen.append((done, total)))
     assert seen[0] == (0, summary.rows) and seen[-1] == (summary.rows, summary.rows)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen) and len(seen) == summary.chunks + 1

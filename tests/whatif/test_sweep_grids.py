@@ -28,7 +28,7 @@ from deepep_calc.io.sweep_table import columns
 from deepep_calc.question.scenario import Resolved, Scenario, resolve
 from deepep_calc.report.sweep_maps import draw
 from deepep_calc.whatif.sweep import grid as sweep_mod
-from deepep_calc.whatif.sweep.grid import plan_sweep
+from deepep_calc.whatif.sweep.grid import sweep_grid
 from deepep_calc.whatif.sweep.run import run_sweep as run_sweep_given
 from deepep_calc.whatif.sweep.run import sweep
 from paths import FIXTURES
@@ -52,7 +52,7 @@ def _no_work(*_: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def mixed() -> Any:
-    return plan_sweep(MIXED)
+    return sweep_grid(MIXED)
 
 
 def test_mixed_grid_skips_what_cannot_run(mixed: Any) -> None:
@@ -136,18 +136,18 @@ def test_values_invalid_everywhere_are_refused(
 ) -> None:
     monkeypatch.setattr(sweep_mod, "evaluate_chunk", _no_work)
     with pytest.raises(InputError) as exc:
-        plan_sweep(spec)
+        sweep_grid(spec)
     assert exc.value.field == flag
 
 
-def test_files_enter_a_plan_only_through_the_resolver_it_is_given() -> None:
-    """The plan reads no file: a config.json path is an unknown model to the catalog alone;
+def test_files_enter_a_grid_only_through_the_resolver_it_is_given() -> None:
+    """The grid reads no file: a config.json path is an unknown model to the catalog alone;
     the face's resolver (`io.inputs.resolve_files`) reads it per combination, where `resolve`
     checks the model, so a bad instance beside a missing file is still the error."""
     path = str(FIXTURES / "hf" / "dbrx" / "config.json")
     spec = {"model": f"qwen3-30b-a3b-fp8,{path}", "nodes": "1,2"}
     with pytest.raises(InputError) as refused:
-        plan_sweep(spec)
+        sweep_grid(spec)
     assert refused.value.field == "--model" and refused.value.value == path
     asked: list[str] = []
 
@@ -155,16 +155,16 @@ def test_files_enter_a_plan_only_through_the_resolver_it_is_given() -> None:
         asked.append(s.model)
         return resolve_files(s)
 
-    plan = plan_sweep(spec, resolve=reading)
+    grid = sweep_grid(spec, resolve=reading)
     assert asked == ["qwen3-30b-a3b-fp8", path]  # once per combination
-    assert [c.resolved.model.name for c in plan.combinations] == [
+    assert [c.resolved.model.name for c in grid.combinations] == [
         resolve(Scenario(model="qwen3-30b-a3b-fp8")).model.name,
         resolve_files(Scenario(model=path)).model.name,
     ]
-    assert sweep(spec, resolve=resolve_files).rows == plan.rows == 4  # plan and run in one call
+    assert sweep(spec, resolve=resolve_files).rows == grid.rows == 4  # grid and run in one call
     missing = str(FIXTURES / "hf" / "nope" / "config.json")
     with pytest.raises(InputError) as refused:
-        plan_sweep({"model": missing, "instance": "bogus"}, resolve=resolve_files)
+        sweep_grid({"model": missing, "instance": "bogus"}, resolve=resolve_files)
     assert refused.value.field == "--instance"
 
 
@@ -174,7 +174,7 @@ def test_a_profile_is_read_as_its_rows_are_computed(tmp_path: Path) -> None:
     and is reported after the output target is checked, as it always was."""
     missing = str(tmp_path / "missing.toml")
     with pytest.raises(InputError) as refused:
-        plan_sweep(
+        sweep_grid(
             {"calibration": missing, "instance": "p5,p5en", "transport": "efa-gda"}, read_profile=load_profile
         )
     assert refused.value.field == "--transport"
@@ -184,13 +184,13 @@ def test_a_profile_is_read_as_its_rows_are_computed(tmp_path: Path) -> None:
         read.append(path)
         return load_profile(path)
 
-    plan = plan_sweep({"calibration": missing, "nodes": "1,2"}, read_profile=reading)
-    assert len(plan.combinations) == 1 and read == []  # planned, nothing read
+    grid = sweep_grid({"calibration": missing, "nodes": "1,2"}, read_profile=reading)
+    assert len(grid.combinations) == 1 and read == []  # parsed, nothing read
     with pytest.raises(CalcError, match="directory does not exist"):
-        run_sweep(plan, output=str(tmp_path / "no" / "rows.csv"))
+        run_sweep(grid, output=str(tmp_path / "no" / "rows.csv"))
     assert read == []
     with pytest.raises(CalcError, match="no such file"):
-        run_sweep(plan, output=str(tmp_path / "rows.csv"))
+        run_sweep(grid, output=str(tmp_path / "rows.csv"))
     assert read == [missing] and list(tmp_path.iterdir()) == []  # read once; nothing written
 
 
@@ -207,17 +207,17 @@ def test_cli_refusal_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_row_limit_counts_valid_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     spec = {"instance": "p5,p5en", "transport": "efa-proxy,efa-gda", "concurrency": "1:4"}
     monkeypatch.setattr(sweep_mod, "MAX_ROWS", 12)  # 3 valid combinations x 4 rows; 16 with p5 + efa-gda
-    assert plan_sweep(spec).rows == 12
+    assert sweep_grid(spec).rows == 12
     monkeypatch.setattr(sweep_mod, "MAX_ROWS", 11)
     with pytest.raises(InputError, match="12 rows"):
-        plan_sweep(spec)
+        sweep_grid(spec)
 
 
 def test_eager_and_cuda_graphs_lists_fold(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert plan_sweep({"eager": "true"}).axes["cuda_graphs"] == [False]
-    assert plan_sweep({"eager": "false,true"}).axes["cuda_graphs"] == [True, False]
+    assert sweep_grid({"eager": "true"}).axes["cuda_graphs"] == [False]
+    assert sweep_grid({"eager": "false,true"}).axes["cuda_graphs"] == [True, False]
     with pytest.raises(InputError, match="--eager"):
-        plan_sweep({"eager": "true", "cuda_graphs": "true"})
+        sweep_grid({"eager": "true", "cuda_graphs": "true"})
 
 
 # Precision -----------------------------------------------------------------------------------
@@ -237,7 +237,7 @@ def test_precision_is_checked_before_work(
 
 
 @pytest.mark.parametrize(
-    ("grid", "keep"),
+    ("spec", "keep"),
     [
         ({"model": "deepseek-v3", "nodes": "1,2,4", "concurrency": "1:512:x8", "slo_tok_s": "9"}, False),
         # a skipped combination's reason has commas: Arrow then quotes its text columns, and the
@@ -246,12 +246,12 @@ def test_precision_is_checked_before_work(
     ],
 )
 def test_fallback_writer_writes_the_same_text(
-    grid: dict[str, str], keep: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spec: dict[str, str], keep: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    plan = plan_sweep(grid)
-    run_sweep(plan, output=str(tmp_path / "arrow.csv"), keep_invalid=keep, chunk_rows=3)
+    grid = sweep_grid(spec)
+    run_sweep(grid, output=str(tmp_path / "arrow.csv"), keep_invalid=keep, chunk_rows=3)
     monkeypatch.setattr(sweep_output, "have_pyarrow", lambda: False)
-    run_sweep(plan, output=str(tmp_path / "stdlib.csv"), keep_invalid=keep, chunk_rows=3)
+    run_sweep(grid, output=str(tmp_path / "stdlib.csv"), keep_invalid=keep, chunk_rows=3)
     with open(tmp_path / "arrow.csv", newline="") as a, open(tmp_path / "stdlib.csv", newline="") as b:
         ra, rb = list(csv.reader(a)), list(csv.reader(b))
     assert ra[0] == [n for n, _ in columns(keep)]
@@ -269,9 +269,9 @@ def test_outputs_follow_the_umask(umask: int, tmp_path: Path) -> None:
     pytest.importorskip("pyarrow.parquet")
     old = os.umask(umask)
     try:
-        plan = plan_sweep({"nodes": "1,2", "concurrency": "4,8"})
+        grid = sweep_grid({"nodes": "1,2", "concurrency": "4,8"})
         for name in ("rows.csv", "rows.parquet"):
-            run_sweep(plan, output=str(tmp_path / name), map_path=str(tmp_path / f"{name}.html"), draw=draw)
+            run_sweep(grid, output=str(tmp_path / name), map_path=str(tmp_path / f"{name}.html"), draw=draw)
     finally:
         os.umask(old)
     files = sorted(tmp_path.iterdir())

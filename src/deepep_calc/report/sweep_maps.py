@@ -72,7 +72,7 @@ def _label(value: Any) -> str:
 
 
 def _labels(grid: MapGrid, name: str) -> list[str]:
-    return [_label(v) for v in grid.plan.axes[name]]
+    return [_label(v) for v in grid.sweep.axes[name]]
 
 
 def _panel_titles(grid: MapGrid) -> list[str]:
@@ -80,7 +80,7 @@ def _panel_titles(grid: MapGrid) -> list[str]:
         return [""]
     import numpy as np
 
-    axes = grid.plan.axes
+    axes = grid.sweep.axes
     return [
         ", ".join(f"{f}={_label(axes[f][i])}" for f, i in zip(grid.panels, idx, strict=True))
         for idx in np.ndindex(*grid.panel_shape)
@@ -89,9 +89,9 @@ def _panel_titles(grid: MapGrid) -> list[str]:
 
 def _title(grid: MapGrid) -> str:
     fixed = [
-        f"{f}={_label(grid.plan.axes[f][0])}"
+        f"{f}={_label(grid.sweep.axes[f][0])}"
         for f in ("model", "instance", "engine", "transport", "alternative")
-        if len(grid.plan.axes[f]) == 1
+        if len(grid.sweep.axes[f]) == 1
     ]
     title = f"Verdict map: {grid.y} against {grid.x} ({', '.join(fixed)})"
     if isinstance(grid, BoundMapGrid):

@@ -147,7 +147,7 @@ def sweep_cmd(
     from ...io.profile import load_profile
     from ...question.scenario import resolve
     from ...report.sweep_maps import draw
-    from ...whatif.sweep.grid import plan_sweep
+    from ...whatif.sweep.grid import sweep_grid
     from ...whatif.sweep.run import check_precision, run_sweep
     from ..progress import Bar
 
@@ -157,14 +157,14 @@ def sweep_cmd(
     check_precision(precision)
     # how the grid's files are read, handed in: a config.json as its combination is resolved, a
     # profile as its rows are first computed (after the targets are checked, as it always was)
-    plan = plan_sweep(
+    grid = sweep_grid(
         {k: v for k, v in fields.items() if v is not None},
         resolve=partial(resolve, read_model=load_hf_config),
         read_profile=load_profile,
     )
     with Bar("sweep", delay=1.0, eta=True) as bar:
         summary = run_sweep(
-            plan,
+            grid,
             output,
             map_path,
             x_axis,

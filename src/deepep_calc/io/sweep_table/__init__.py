@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...base.errors import CalcError
-from ...whatif.sweep.grid import CHUNK_ROWS, SweepPlan
+from ...whatif.sweep.grid import CHUNK_ROWS, SweepGrid
 from .formats import chunk_values, columns, round_significant, value_columns
 from .writer import ArrowWriter, StdlibCsvWriter, TableWriter
 
@@ -82,11 +82,11 @@ def check_table_target(target: str) -> str:
 
 
 def open_table_writer(
-    out: Output, plan: SweepPlan, precision: int = 6, keep_invalid: bool = False, bounds: bool = False
+    out: Output, grid: SweepGrid, precision: int = 6, keep_invalid: bool = False, bounds: bool = False
 ) -> TableWriter:
     """The writer for this checked output (its format was checked before any row was computed)."""
     fmt = check_table_target(out.given)
     kwargs = {"precision": precision, "keep_invalid": keep_invalid, "bounds": bounds}
     if have_pyarrow():
-        return ArrowWriter(out, plan, fmt, **kwargs)
-    return StdlibCsvWriter(out, plan, **kwargs)
+        return ArrowWriter(out, grid, fmt, **kwargs)
+    return StdlibCsvWriter(out, grid, **kwargs)

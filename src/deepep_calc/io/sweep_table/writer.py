@@ -25,7 +25,7 @@ import numpy as np
 from ...base.vocabulary import VERDICT_CODES
 from ...decide.verdict import ARM_NAMES
 from ...physics.bounds import BOUNDS, EXCHANGE_BOUNDS
-from ...whatif.sweep.grid import FIELDS, Chunk, SweepPlan
+from ...whatif.sweep.grid import FIELDS, Chunk, SweepGrid
 from .formats import _is_column, _rounded, _text, _text_list, chunk_values, columns
 
 if TYPE_CHECKING:  # an output checked and opened by the caller (`run.py`) is handed in
@@ -57,17 +57,17 @@ class TableWriter:
     def __init__(
         self,
         out: Output,
-        plan: SweepPlan,
+        grid: SweepGrid,
         precision: int | None = None,
         keep_invalid: bool = False,
         bounds: bool = False,
     ) -> None:
         self.out = out
-        self.plan = plan
+        self.grid = grid
         self.precision = precision  # significant digits of floats (None: every bit)
         self.keep_invalid = keep_invalid
         self.bounds = bounds  # each arm's bound columns (--bounds)
-        self.disagg = plan.disaggregated
+        self.disagg = grid.disaggregated
         self.columns = columns(keep_invalid, bounds, self.disagg)
         self.pool: Any = None
         self.pending: Any = None
@@ -197,9 +197,9 @@ class _Unclosed(io.RawIOBase):
 class ArrowWriter(TableWriter):
     """CSV or Parquet through pyarrow; string columns are dictionary-encoded (cheap repeats)."""
 
-    def __init__(self, out: Output, plan: SweepPlan, fmt: str, **kwargs: Any) -> None:
+    def __init__(self, out: Output, grid: SweepGrid, fmt: str, **kwargs: Any) -> None:
         self.fmt = fmt
-        super().__init__(out, plan, **kwargs)
+        super().__init__(out, grid, **kwargs)
 
     def _open(self) -> None:
         """The Arrow schema of the table's columns, and the file's Parquet or CSV writer."""
@@ -277,10 +277,10 @@ class ArrowWriter(TableWriter):
     def _quoting(self) -> str:
         """ "none" (no quotes: smaller, faster) unless some string value needs quoting."""
         texts = [name for name, _ in self.columns]
-        texts += [str(v) for name in FIELDS if name not in self.plan.numeric for v in self.plan.axes[name]]
+        texts += [str(v) for name in FIELDS if name not in self.grid.numeric for v in self.grid.axes[name]]
         texts += [*VERDICT_CODES, *ARM_NAMES, *BOUNDS, *EXCHANGE_BOUNDS]
-        texts += [str(c.skipped) for c in self.plan.skipped]
-        texts += [r.model.weight_dtype for c in self.plan.combinations if (r := c.resolved) is not None]
+        texts += [str(c.skipped) for c in self.grid.skipped]
+        texts += [r.model.weight_dtype for c in self.grid.combinations if (r := c.resolved) is not None]
         special = (",", '"', "\n", "\r")
         return "needed" if any(ch in t for t in texts for ch in special) else "none"
 

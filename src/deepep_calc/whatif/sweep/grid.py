@@ -175,7 +175,7 @@ def parse_values(name: str, text: str | None) -> list[Any]:
     return list(dict.fromkeys(out))
 
 
-# The plan: parsed, checked, resolved -----------------------------------------------------------
+# The grid: parsed, checked, resolved -----------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -193,7 +193,10 @@ class Combination:
 
 
 @dataclass
-class SweepPlan:
+class SweepGrid:
+    """A sweep's grid: every field's values, parsed and checked, and each categorical
+    combination resolved once (the numeric axes are evaluated as arrays per combination)."""
+
     axes: dict[str, list[Any]]  # every scenario field -> its values, in field order
     numeric: tuple[str, ...]  # fields evaluated as arrays (scenario.VARIABLE)
     categorical: tuple[str, ...]  # fields resolved per combination
@@ -240,7 +243,8 @@ class SweepPlan:
         return sorted([*self.combinations, *self.skipped], key=lambda c: c.index)
 
     @property
-    def varied(self) -> tuple[str, ...]:
+    def swept(self) -> tuple[str, ...]:
+        """The fields given more than one value."""
         return tuple(f for f in FIELDS if len(self.axes[f]) > 1)
 
     @property
@@ -304,18 +308,18 @@ def _reason(exc: CalcError) -> str:
 Resolver = Callable[[Scenario], Resolved]
 
 
-def plan_sweep(
+def sweep_grid(
     raw: Mapping[str, str | None],
     resolve: Resolver = resolve,
     read_profile: Callable[[str], Any] | None = None,
-) -> SweepPlan:
+) -> SweepGrid:
     """Parse every flag, check every value and resolve every combination, before any work.
 
     A combination invalid by construction is skipped (and counted); a value is refused only
     when no combination that uses it is valid, with the error of its first combination.
     `resolve` turns each combination into a `Resolved` and `read_profile` reads the profile
-    it names when its rows are computed (`SweepPlan.calibrated`): the only ways a file enters
-    the plan. The defaults read none: a config.json path is an unknown model, and a profile is
+    it names when its rows are computed (`SweepGrid.calibrated`): the only ways a file enters
+    the grid. The defaults read none: a config.json path is an unknown model, and a profile is
     never loaded (the run then stops, `fit.profile.profile_of`). The CLI passes `resolve` with
     `io.hf_config.load_hf_config` as its `read_model`, which reads a config.json where the
     model is checked, and `io.profile.load_profile`, so a bad file among other bad values is
@@ -346,7 +350,7 @@ def plan_sweep(
         raise InputError(
             "sweep", f"{n_comb:,} combinations", f"at most {MAX_COMBINATIONS:,} categorical combinations"
         )
-    plan = SweepPlan(axes, numeric, categorical, read_profile=read_profile)
+    grid = SweepGrid(axes, numeric, categorical, read_profile=read_profile)
     first_numeric = {f: axes[f][0] for f in numeric}
 
     errors: list[tuple[tuple[int, ...], CalcError]] = []
@@ -357,26 +361,26 @@ def plan_sweep(
             check_splittable(resolved)  # a layout no arm can split, as `evaluate` refuses it
         except CalcError as exc:
             errors.append((index, exc))
-            plan.skipped.append(Combination(index, None, fields, _reason(exc)))
+            grid.skipped.append(Combination(index, None, fields, _reason(exc)))
             continue
-        plan.combinations.append(Combination(index, resolved, fields))
-    _refuse_values_invalid_everywhere(plan, errors)
-    if plan.rows > MAX_ROWS:
-        raise InputError("sweep", f"{plan.rows:,} rows", f"at most {MAX_ROWS:,} rows")
-    return plan
+        grid.combinations.append(Combination(index, resolved, fields))
+    _refuse_values_invalid_everywhere(grid, errors)
+    if grid.rows > MAX_ROWS:
+        raise InputError("sweep", f"{grid.rows:,} rows", f"at most {MAX_ROWS:,} rows")
+    return grid
 
 
 def _refuse_values_invalid_everywhere(
-    plan: SweepPlan, errors: list[tuple[tuple[int, ...], CalcError]]
+    grid: SweepGrid, errors: list[tuple[tuple[int, ...], CalcError]]
 ) -> None:
     """Raise the first error of a categorical value that no valid combination uses."""
     if not errors:
         return
-    if not plan.combinations:
+    if not grid.combinations:
         raise errors[0][1]
-    for pos, name in enumerate(plan.categorical):
-        used = {c.index[pos] for c in plan.combinations}
-        for i in range(len(plan.axes[name])):
+    for pos, name in enumerate(grid.categorical):
+        used = {c.index[pos] for c in grid.combinations}
+        for i in range(len(grid.axes[name])):
             if i not in used:
                 raise next(exc for index, exc in errors if index[pos] == i)
 
@@ -433,7 +437,7 @@ def blocks_per_combination(shape: tuple[int, ...], chunk_rows: int) -> int:
     return 1 if j == 0 else math.prod(shape[: j - 1]) * math.ceil(shape[j - 1] / step)
 
 
-def numeric_columns(plan: SweepPlan, block: Block) -> dict[str, Any]:
+def numeric_columns(grid: SweepGrid, block: Block) -> dict[str, Any]:
     """Each numeric field over a block, shaped to broadcast over it (its values on its own axis,
     ones elsewhere).
 
@@ -442,8 +446,8 @@ def numeric_columns(plan: SweepPlan, block: Block) -> dict[str, Any]:
     """
     d = len(block.shape)
     cols: dict[str, Any] = {}
-    for axis, (name, sl) in enumerate(zip(plan.numeric, block.slices, strict=True)):
-        values = np.asarray(plan.axes[name], dtype=bool if name in BOOL_FIELDS else float)[sl]
+    for axis, (name, sl) in enumerate(zip(grid.numeric, block.slices, strict=True)):
+        values = np.asarray(grid.axes[name], dtype=bool if name in BOOL_FIELDS else float)[sl]
         if values.size == 1:
             cols[name] = values[0]
         else:
@@ -556,22 +560,22 @@ class Chunk:
 
 
 def iter_chunks(
-    plan: SweepPlan,
+    grid: SweepGrid,
     chunk_rows: int = CHUNK_ROWS,
     evaluator: Callable[..., dict[str, Any]] | None = None,
     keep_invalid: bool = False,
 ) -> Iterator[Chunk]:
-    """Evaluate the plan combination by combination, a block of at most `chunk_rows` grid rows
+    """Evaluate the grid combination by combination, a block of at most `chunk_rows` grid rows
     at a time (`grid_blocks`), in row order.
 
     With `keep_invalid`, skipped combinations yield chunks too (in grid order), with no metrics.
     """
     run = evaluator or evaluate_chunk
-    shape = plan.numeric_shape
-    for comb in plan.every_combination() if keep_invalid else plan.combinations:
-        resolved = plan.calibrated(comb.resolved)  # its profile read now, as its rows are computed
+    shape = grid.numeric_shape
+    for comb in grid.every_combination() if keep_invalid else grid.combinations:
+        resolved = grid.calibrated(comb.resolved)  # its profile read now, as its rows are computed
         for block in grid_blocks(shape, chunk_rows):
-            cols = numeric_columns(plan, block)
+            cols = numeric_columns(grid, block)
             metrics = {} if resolved is None else run(resolved, cols)
             yield Chunk(comb, block, cols, metrics)
 

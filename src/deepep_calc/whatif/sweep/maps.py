@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...base.errors import CalcError, InputError
-from .grid import ARM_KEYS, FIELDS, Chunk, SweepPlan
+from .grid import ARM_KEYS, FIELDS, Chunk, SweepGrid
 
 MAX_PANELS = 24
 MAX_CELLS = 250_000
@@ -46,15 +46,15 @@ def check_map_target(path: str, flag: str = "--map") -> str:
 class MapGrid:
     """Verdict, ratio and recommended arm per (panel, y, x) cell, filled chunk by chunk."""
 
-    def __init__(self, plan: SweepPlan, x: str, y: str) -> None:
+    def __init__(self, grid: SweepGrid, x: str, y: str) -> None:
         for axis, name in (("--x", x), ("--y", y)):
             if name not in FIELDS:
                 raise InputError(axis, name, f"a scenario field ({', '.join(FIELDS)})")
         if x == y:
             raise InputError("--y", y, "a field other than --x")
-        self.plan, self.x, self.y = plan, x, y
-        self.panels = tuple(f for f in plan.varied if f not in (x, y))
-        self.panel_shape = tuple(len(plan.axes[f]) for f in self.panels)
+        self.sweep, self.x, self.y = grid, x, y
+        self.panels = tuple(f for f in grid.swept if f not in (x, y))
+        self.panel_shape = tuple(len(grid.axes[f]) for f in self.panels)
         n_panels = math.prod(self.panel_shape)
         if n_panels > MAX_PANELS:
             raise InputError(
@@ -63,7 +63,7 @@ class MapGrid:
                 f"at most {MAX_PANELS} panels: the fields {', '.join(self.panels)} vary besides "
                 f"--x {x} and --y {y}; pin some of them or choose them as axes",
             )
-        nx, ny = len(plan.axes[x]), len(plan.axes[y])
+        nx, ny = len(grid.axes[x]), len(grid.axes[y])
         if n_panels * nx * ny > MAX_CELLS:
             raise InputError("--map", f"{n_panels * nx * ny:,} cells", f"at most {MAX_CELLS:,} map cells")
         shape = (n_panels, ny, nx)
@@ -72,10 +72,10 @@ class MapGrid:
         self.ratio = np.full(shape, np.nan)
 
     def _axis_index(self, chunk: Chunk, name: str) -> Any:
-        plan = self.plan
-        if name in plan.numeric:
-            return chunk.numeric_index[plan.numeric.index(name)]
-        return chunk.combination.index[plan.categorical.index(name)]
+        grid = self.sweep
+        if name in grid.numeric:
+            return chunk.numeric_index[grid.numeric.index(name)]
+        return chunk.combination.index[grid.categorical.index(name)]
 
     def _cells(self, chunk: Chunk) -> tuple[Any, Any, Any]:
         """(panel, y, x) indices of each row of the chunk."""
@@ -99,10 +99,10 @@ class MapGrid:
 class BoundMapGrid(MapGrid):
     """One arm's bound per (panel, y, x) cell besides the verdict grid's."""
 
-    def __init__(self, plan: SweepPlan, x: str, y: str, arm: str = "deepep") -> None:
+    def __init__(self, grid: SweepGrid, x: str, y: str, arm: str = "deepep") -> None:
         if arm not in ARM_KEYS:
             raise InputError("--bound-arm", arm, " or ".join(ARM_KEYS))
-        super().__init__(plan, x, y)
+        super().__init__(grid, x, y)
         self.arm_key = arm
         self.bound = np.full(self.code.shape, -1, dtype=np.int8)
 

@@ -1,6 +1,6 @@
 """Running a planned sweep: every chunk through the model, to the table and the maps, or nothing.
 
-`grid.py` turns the flags into a plan and the plan into chunks of rows; this module drives
+`grid.py` turns the flags into a grid and the grid into chunks of rows; this module drives
 them, counts the verdicts, reports progress through a callback, and commits the outputs together
 at the end (`output.py` writes the table, `maps.py` fills the maps' grids). Drawing a map and
 showing progress are the caller's: it passes `draw` and `progress`, so no face library loads here.
@@ -27,11 +27,11 @@ from .grid import (
     CHUNK_ROWS,
     Chunk,
     Resolver,
-    SweepPlan,
+    SweepGrid,
     blocks_per_combination,
     evaluate_chunk,
     iter_chunks,
-    plan_sweep,
+    sweep_grid,
 )
 from .maps import BoundMapGrid, MapGrid, check_map_target
 
@@ -53,7 +53,7 @@ class SweepSummary:
     recommended: dict[str, int]
     output: str | None
     map: str | None
-    varied: dict[str, list[Any]]
+    swept: dict[str, list[Any]]  # the JSON key is `varied`
     skipped_combinations: int = 0
     skipped_rows: int = 0
     skipped_reasons: dict[str, int] = field(default_factory=dict)  # reason -> combinations
@@ -72,7 +72,7 @@ class SweepSummary:
             "output": self.output,
             "map": self.map,
             **({"bound_map": self.bound_map} if self.bound_map is not None else {}),
-            "varied": self.varied,
+            "varied": self.swept,
             "skipped": {
                 "combinations": self.skipped_combinations,
                 "rows": self.skipped_rows,
@@ -105,7 +105,7 @@ def check_precision(precision: int) -> int:
 
 # size: the public sweep entry point: each keyword is one of the sweep command's flags, passed by name
 def run_sweep(
-    plan: SweepPlan,
+    grid: SweepGrid,
     output: str | None = None,
     map_path: str | None = None,
     x: str | None = None,
@@ -143,27 +143,27 @@ def run_sweep(
         raise TypeError("run_sweep: an output needs files= (io.safe_write)")
     if tables is None and output is not None:
         raise TypeError("run_sweep: a table needs tables= (io.sweep_table)")
-    inputs = files.scenario_inputs(plan.axes["model"], plan.axes["calibration"]) if files is not None else []
+    inputs = files.scenario_inputs(grid.axes["model"], grid.axes["calibration"]) if files is not None else []
     table_out, fmt = _table_target(output, inputs, files, tables)
     default = tables.default_chunk_rows(fmt) if tables is not None else CHUNK_ROWS
     chunk_rows = chunk_rows or default  # a given one was checked to be > 0
     x, y = x or "nodes", y or "concurrency"
-    verdict_map = _map_target(map_path, "--map", inputs, lambda: MapGrid(plan, x, y), files)
+    verdict_map = _map_target(map_path, "--map", inputs, lambda: MapGrid(grid, x, y), files)
     bound_map = _map_target(
-        bound_map_path, "--bound-map", inputs, lambda: BoundMapGrid(plan, x, y, bound_arm), files
+        bound_map_path, "--bound-map", inputs, lambda: BoundMapGrid(grid, x, y, bound_arm), files
     )
     outputs = files.check_distinct([table_out, verdict_map.out, bound_map.out]) if files is not None else []
     evaluator = partial(evaluate_chunk, bounds=True) if bounds or bound_map.grid is not None else None
     keep = keep_invalid and table_out is not None
-    total = plan.rows + (plan.skipped_rows if keep else 0)
+    total = grid.rows + (grid.skipped_rows if keep else 0)
     tally = _Tally(output, map_path, bound_map_path)
     writer = None
     try:
         if table_out is not None:
             writer = tables.open_table_writer(
-                table_out, plan, precision=precision, keep_invalid=keep, bounds=bounds
+                table_out, grid, precision=precision, keep_invalid=keep, bounds=bounds
             )
-        chunks = iter_chunks(plan, chunk_rows, evaluator=evaluator, keep_invalid=keep)
+        chunks = iter_chunks(grid, chunk_rows, evaluator=evaluator, keep_invalid=keep)
         tally.stream(chunks, writer, (verdict_map, bound_map), progress, total)
         if writer is not None:
             writer.close()
@@ -177,7 +177,7 @@ def run_sweep(
         for out in outputs:
             out.discard()
         raise
-    return tally.summary(plan, blocks_per_combination(plan.numeric_shape, chunk_rows), keep)
+    return tally.summary(grid, blocks_per_combination(grid.numeric_shape, chunk_rows), keep)
 
 
 def _check_options(draw: Draw | None, chunk_rows: int | None, precision: int, maps: bool) -> None:
@@ -266,21 +266,21 @@ class _Tally:
             if progress is not None:
                 progress(done, total)
 
-    def summary(self, plan: SweepPlan, blocks: int, keep: bool) -> SweepSummary:
+    def summary(self, grid: SweepGrid, blocks: int, keep: bool) -> SweepSummary:
         """What the sweep did, for stderr and `--json`; its time runs from the tally's making."""
         return SweepSummary(
-            plan.rows,
-            len(plan.combinations),
-            len(plan.combinations) * blocks,
+            grid.rows,
+            len(grid.combinations),
+            len(grid.combinations) * blocks,
             time.perf_counter() - self.started,
             {k: int(v) for k, v in zip(VERDICT_CODES, self.verdicts, strict=True) if v},
             {k: int(v) for k, v in zip(ARM_NAMES, self.recommended, strict=True) if v},
             self.output,
             self.map,
-            {f: plan.axes[f] for f in plan.varied},
-            len(plan.skipped),
-            plan.skipped_rows,
-            plan.skipped_reasons(),
+            {f: grid.axes[f] for f in grid.swept},
+            len(grid.skipped),
+            grid.skipped_rows,
+            grid.skipped_reasons(),
             keep,
             self.bound_map,
         )
@@ -293,5 +293,5 @@ def sweep(
     **kwargs: Any,
 ) -> SweepSummary:
     """Plan and run in one call (the Python twin of `deepep-calc sweep`): `resolve` and
-    `read_profile` are `plan_sweep`'s (the defaults read no file), the keywords `run_sweep`'s."""
-    return run_sweep(plan_sweep(raw, resolve, read_profile), **kwargs)
+    `read_profile` are `sweep_grid`'s (the defaults read no file), the keywords `run_sweep`'s."""
+    return run_sweep(sweep_grid(raw, resolve, read_profile), **kwargs)
