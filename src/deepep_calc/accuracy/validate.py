@@ -123,10 +123,10 @@ class ABRow:
 
     @staticmethod
     def call(ratio: float, labels: tuple[str, str]) -> str:
-        band = const("noise_band").scalar
-        if ratio > 1.0 + band:
+        noise_band = const("noise_band").scalar
+        if ratio > 1.0 + noise_band:
             return labels[0]
-        if ratio < 1.0 - band:
+        if ratio < 1.0 - noise_band:
             return labels[1]
         return "tie"
 

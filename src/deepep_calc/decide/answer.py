@@ -28,7 +28,7 @@ def decide_resolved(r: Resolved) -> Result:
 
 
 def note_assumed_mode(result: Result) -> Result:
-    """Say on the result (its `notes`, shown by the card and the reports) which decode mode was
+    """Say on the result (its `notes`, shown by the card and the reports) which graph mode was
     assumed, for a face whose user left the mode unset (neither --eager nor --cuda-graphs)."""
     note = assumed_mode_note(result)
     if note and note not in result.notes:

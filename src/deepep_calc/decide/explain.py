@@ -338,7 +338,7 @@ def launch_bound_reason(result: Any, v: Verdict) -> str:
 
 
 def assumed_mode_note(result: Any) -> str:
-    """The one line a card shows when the question left the decode mode unset: which mode is
+    """The one line a card shows when the question left the graph mode unset: which mode is
     assumed, and why (the calibration cells ran eager; vLLM and SGLang capture CUDA graphs
     unless told not to, so for them the flag is usually the honest one)."""
     e = result.resolved.engine

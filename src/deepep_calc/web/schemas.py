@@ -2,7 +2,7 @@
 
 The `/api/evaluate` body is the CLI's scenario (`Scenario`, flag names in snake_case,
 omitted = CLI default) plus two things only a web client needs: `eager` as the CLI spells the
-decode mode, and `config_json`, a model's config.json sent inline instead of a path the server
+graph mode, and `config_json`, a model's config.json sent inline instead of a path the server
 would have to read. The response is exactly `Result.to_json()`, the object `evaluate --json`
 prints; `EvaluateResponse` documents it, and a test checks that real responses validate.
 
