@@ -1,12 +1,10 @@
-"""Sweeps: the vectorised path equals the scalar one, bad input stops before work, files are atomic."""
+"""Sweeps: the vectorised path equals the scalar one, bad input stops before work, maps and the
+summary hold every row (the output files' tests are in tests/io/test_sweep_table.py)."""
 
 from __future__ import annotations
 
-import csv
-import errno
 import math
 import random
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +17,12 @@ from deepep_calc.base.vocabulary import VERDICT_CODES
 from deepep_calc.cli import main
 from deepep_calc.estimate.compute import compute
 from deepep_calc.io import safe_write
-from deepep_calc.io import sweep_table as sweep_output
-from deepep_calc.io.sweep_table import chunk_values, columns
-from deepep_calc.io.sweep_table import writer as sweep_writer
 from deepep_calc.question.scenario import Scenario, resolve
 from deepep_calc.report.sweep_maps import draw
 from deepep_calc.whatif.sweep import grid as sweep_mod
 from deepep_calc.whatif.sweep.grid import FIELDS, iter_chunks, parse_values, sweep_grid
 from deepep_calc.whatif.sweep.run import run_sweep as run_sweep_given
-
-# The CLI hands the sweep its file rules (check, stage, commit); so do these tests.
-run_sweep = partial(run_sweep_given, files=safe_write, tables=sweep_output)
+from sweep_rows import no_work, run_sweep, sweep_rows
 
 SPEC = {
     "model": "qwen3-30b-a3b-fp8,deepseek-v3",
@@ -40,26 +33,6 @@ SPEC = {
     "comms": "1,8",
     "cuda_graphs": "false,true",
 }
-
-
-def _rows(grid: Any, chunk_rows: int = 10_000) -> list[dict[str, Any]]:
-    """Every row of a sweep as plain Python values (codes decoded), in sweep order."""
-    out: list[dict[str, Any]] = []
-    for chunk in iter_chunks(grid, chunk_rows):
-        values = chunk_values(chunk)
-        cols = {}
-        for name, _kind in columns():
-            v = values[name]
-            if isinstance(v, tuple):
-                idx, names = v
-                cols[name] = [names[i] for i in idx]
-            elif isinstance(v, np.ndarray) and v.ndim == 1:
-                cols[name] = v.tolist()
-            else:
-                item = v.item() if isinstance(v, np.ndarray) else v
-                cols[name] = [item] * chunk.rows
-        out += [dict(zip(cols, vals, strict=True)) for vals in zip(*cols.values(), strict=True)]
-    return out
 
 
 def _scenario(row: dict[str, Any]) -> Scenario:
@@ -84,7 +57,7 @@ def grid() -> Any:
 
 @pytest.fixture(scope="module")
 def rows(grid: Any) -> list[dict[str, Any]]:
-    return _rows(grid)
+    return sweep_rows(grid)
 
 
 def test_the_grid_counts_every_combination(grid: Any, rows: list[dict[str, Any]]) -> None:
@@ -136,7 +109,7 @@ def test_random_rows_equal_scalar_evaluate(rows: list[dict[str, Any]]) -> None:
 
 
 def test_chunk_size_does_not_change_results(grid: Any, rows: list[dict[str, Any]]) -> None:
-    small = _rows(grid, chunk_rows=7)
+    small = sweep_rows(grid, chunk_rows=7)
     assert len(small) == len(rows)
     for a, b in zip(small[::37], rows[::37], strict=True):
         for k, v in a.items():
@@ -238,10 +211,6 @@ def test_parse_errors_name_the_flag(name: str, text: str, flag: str) -> None:
     assert err.value.field == flag
 
 
-def _no_work(*_: Any) -> Any:
-    raise AssertionError("the sweep started evaluating before validating")
-
-
 @pytest.mark.parametrize(
     "args",
     [
@@ -257,7 +226,7 @@ def _no_work(*_: Any) -> Any:
 def test_invalid_list_fails_before_any_work(
     args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(sweep_mod, "evaluate_chunk", _no_work)
+    monkeypatch.setattr(sweep_mod, "evaluate_chunk", no_work)
     out = tmp_path / "rows.csv"
     with pytest.raises(SystemExit) as exc:
         main(["sweep", *args, "-o", str(out), "--map", str(tmp_path / "map.html")])
@@ -271,7 +240,7 @@ def test_invalid_list_fails_before_any_work(
 
 
 def test_bad_targets_fail_before_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sweep_mod, "evaluate_chunk", _no_work)
+    monkeypatch.setattr(sweep_mod, "evaluate_chunk", no_work)
     grid = sweep_grid({"nodes": "1,2"})
     with pytest.raises(CalcError, match=r"\.csv or \.parquet"):
         run_sweep(grid, output=str(tmp_path / "rows.txt"))
@@ -285,155 +254,6 @@ def test_bad_targets_fail_before_work(tmp_path: Path, monkeypatch: pytest.Monkey
     with pytest.raises(InputError, match="panels"):
         run_sweep(many, map_path=str(tmp_path / "map.html"), draw=draw)
     assert list(tmp_path.iterdir()) == []
-
-
-def test_parquet_without_pyarrow_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sweep_output, "have_pyarrow", lambda: False)
-    monkeypatch.setattr(sweep_mod, "evaluate_chunk", _no_work)
-    with pytest.raises(CalcError, match=r"Parquet needs pyarrow.*pip install pyarrow"):
-        run_sweep(sweep_grid({}), output=str(tmp_path / "rows.parquet"))
-    assert list(tmp_path.iterdir()) == []
-
-
-def _interrupt_after(n: int) -> Any:
-    real = sweep_mod.evaluate_chunk
-    calls = {"n": 0}
-
-    def evaluator(resolved: Any, cols: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] > n:
-            raise KeyboardInterrupt
-        return real(resolved, cols)
-
-    return evaluator
-
-
-@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
-def test_interrupted_sweep_leaves_no_partial_file(
-    suffix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(sweep_mod, "evaluate_chunk", _interrupt_after(2))
-    target = tmp_path / f"rows{suffix}"
-    with pytest.raises(KeyboardInterrupt):
-        run_sweep(sweep_grid({"concurrency": "1:100"}), output=str(target), chunk_rows=10)
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_interrupt_keeps_an_existing_file_intact(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    target = tmp_path / "rows.csv"
-    target.write_text("previous results\n")
-    monkeypatch.setattr(sweep_mod, "evaluate_chunk", _interrupt_after(1))
-    with pytest.raises(SystemExit) as exc:
-        main(["sweep", "--concurrency", "1:50", "--chunk-rows", "10", "-o", str(target)])
-    assert exc.value.code == 130
-    assert "interrupted" in capsys.readouterr().err
-    assert target.read_text() == "previous results\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["rows.csv"]
-
-
-@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
-def test_a_failed_flush_behind_fails_the_sweep_and_keeps_the_old_file(
-    suffix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The written chunks go to the disk on a background thread while the sweep runs; a disk
-    error there fails the sweep in one line naming the file, like a failed write, and the
-    file it would have replaced stays as it was."""
-    target = tmp_path / f"rows{suffix}"
-    target.write_bytes(b"previous results\n")
-    flushed: list[int] = []
-
-    def failing(fd: int) -> None:
-        flushed.append(fd)
-        raise OSError(errno.EIO, "Input/output error")
-
-    monkeypatch.setattr(sweep_writer, "_datasync", failing)
-    with pytest.raises(CalcError, match=r"rows.*Input/output error"):
-        run_sweep(sweep_grid({"concurrency": "1:100"}), output=str(target), chunk_rows=10)
-    assert flushed  # the flush ran, behind the writer
-    assert target.read_bytes() == b"previous results\n"
-    assert [p.name for p in tmp_path.iterdir()] == [target.name]
-
-
-def _parse_csv_value(text: str, kind: str) -> Any:
-    if text == "":
-        return None
-    if kind == "int":
-        return int(text)
-    if kind == "float":
-        return float(text)
-    if kind == "bool":
-        return text == "true"
-    return text
-
-
-def _same(a: Any, b: Any, digits: int = 17) -> bool:
-    """Equal, floats to `digits` significant digits (half a unit in the last digit kept)."""
-    if isinstance(a, float) and isinstance(b, float):
-        if math.isnan(a) or math.isnan(b) or math.isinf(a) or math.isinf(b) or digits >= 17:
-            return a == b or (math.isnan(a) and math.isnan(b))
-        return abs(a - b) <= 0.5 * 10.0 ** (1 - digits) * abs(b) * (1 + 1e-9)
-    return a == b
-
-
-def _digits(text: str) -> int:
-    """Significant digits of a float as written: 0.00123 -> 3, 1234570 -> 6, 1.5e+20 -> 2."""
-    return len(text.lstrip("-").split("e")[0].replace(".", "").strip("0"))
-
-
-@pytest.mark.parametrize(("arrow", "precision"), [(True, 6), (False, 6), (True, 3), (False, 17), (True, 17)])
-def test_csv_round_trip(arrow: bool, precision: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every CSV cell equals the model's value to the stated precision, with either writer."""
-    if not arrow:
-        monkeypatch.setattr(sweep_output, "have_pyarrow", lambda: False)
-    spec = {
-        "model": "qwen3-30b-a3b-fp8,deepseek-v3",
-        "nodes": "1,2",
-        "concurrency": "1:64:x4",
-        "slo_tok_s": "5",
-    }
-    grid = sweep_grid(spec)
-    target = tmp_path / "rows.csv"
-    summary = run_sweep(grid, output=str(target), chunk_rows=5, precision=precision)
-    assert summary.rows == grid.rows == 2 * 2 * 4
-    expected = _rows(grid)
-    kinds = dict(columns())
-    with open(target, newline="") as fh:
-        reader = csv.reader(fh)
-        header = next(reader)
-        assert header == [name for name, _ in columns()]
-        lines = list(reader)
-        got = [
-            {h: _parse_csv_value(v, kinds[h]) for h, v in zip(header, line, strict=True)} for line in lines
-        ]
-    assert len(got) == len(expected)
-    for g, e in zip(got, expected, strict=True):
-        for k in header:
-            assert _same(g[k], e[k], precision), (k, g[k], e[k])
-    if precision < 17:  # no float is written with more digits than asked
-        floats = [i for i, h in enumerate(header) if kinds[h] == "float"]
-        texts = [line[i] for line in lines for i in floats if line[i] not in ("", "nan", "inf", "-inf")]
-        assert texts
-        assert all(_digits(t) <= precision for t in texts), [t for t in texts if _digits(t) > precision]
-    assert sum(summary.verdicts.values()) == grid.rows
-
-
-def test_parquet_round_trip(tmp_path: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
-    grid = sweep_grid(
-        {"transport": "efa-proxy,efa-gda", "concurrency": "1:64:x2", "cuda_graphs": "false,true"}
-    )
-    target = tmp_path / "rows.parquet"
-    run_sweep(grid, output=str(target), chunk_rows=6)
-    table = pq.read_table(target)
-    assert table.column_names == [name for name, _ in columns()]
-    got = table.to_pylist()
-    expected = _rows(grid)
-    assert len(got) == len(expected) == grid.rows
-    for g, e in zip(got, expected, strict=True):
-        for k, v in e.items():
-            assert _same(g[k], v), k
 
 
 def test_verdict_maps(tmp_path: Path) -> None:
@@ -466,7 +286,7 @@ def test_map_grid_holds_every_verdict() -> None:
         cells.add(chunk)
     assert cells.code.shape == (2, 7, 3)
     assert (cells.code >= 0).all()
-    rows = _rows(grid)
+    rows = sweep_rows(grid)
     first = rows[0]
     assert VERDICT_CODES[cells.code[0, 0, 0]] == first["verdict"]
 
@@ -479,23 +299,6 @@ def test_cli_sweep_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert out["rows"] == 4 and out["combinations"] == 1
     assert sum(out["verdicts"].values()) == 4
     assert out["varied"] == {"nodes": [1, 2], "concurrency": [4, 32]}
-
-
-def test_a_one_value_csv_column_is_built_once_and_sliced() -> None:
-    """A column holding one value in a chunk is a shared text array: as long as the longest
-    chunk so far, sliced for shorter ones, rebuilt for a longer one, the text Arrow prints."""
-    pa = pytest.importorskip("pyarrow")
-    w = sweep_writer.ArrowWriter.__new__(sweep_writer.ArrowWriter)  # no file: this part writes none
-    w.pa, w.repeats = pa, {}
-    assert w._repeated("efa-gda", "str", 3).to_pylist() == ["efa-gda"] * 3
-    longer = w._repeated("efa-gda", "str", 5)
-    assert longer.to_pylist() == ["efa-gda"] * 5
-    assert w._repeated("efa-gda", "str", 2).to_pylist() == ["efa-gda"] * 2
-    assert w._repeated("efa-gda", "str", 5) is longer  # shared, not rebuilt
-    assert w._repeated(None, "float", 4).to_pylist() == [None] * 4
-    assert w._repeated(np.float64(2.0), "float", 2).to_pylist() == ["2", "2"]
-    assert w._repeated(np.float64(1e-05), "float", 1).to_pylist() == ["0.00001"]
-    assert w._repeated(True, "bool", 1).to_pylist() == ["true"]
 
 
 def test_a_map_needs_a_drawer_from_the_caller(tmp_path: Path) -> None:

@@ -1,18 +1,15 @@
-"""Sweeps over mixed grids (issue 13, item 5), CSV precision and output modes (issue 12, item 3).
+"""Sweeps over mixed grids (issue 13, item 5) and their checks before work (issue 12, item 3).
 
 A combination invalid by construction is skipped and counted, written with its reason under
 --keep-invalid; a value no combination can use is refused before any work; the row limit counts
-valid rows. Floats are rounded, not truncated; the fallback writer gives the same columns; every
-file a sweep writes gets the mode a plain open() would (0666 less the umask).
+valid rows. The writers' own tests (the fallback writer's text, file modes) are in
+tests/io/test_sweep_table.py.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import os
-import re
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,21 +17,16 @@ import pytest
 
 from deepep_calc.base.errors import CalcError, InputError
 from deepep_calc.cli import main
-from deepep_calc.io import safe_write
 from deepep_calc.io import sweep_table as sweep_output
 from deepep_calc.io.inputs import resolve_files
 from deepep_calc.io.profile import load_profile
 from deepep_calc.io.sweep_table import columns
 from deepep_calc.question.scenario import Resolved, Scenario, resolve
-from deepep_calc.report.sweep_maps import draw
 from deepep_calc.whatif.sweep import grid as sweep_mod
 from deepep_calc.whatif.sweep.grid import sweep_grid
-from deepep_calc.whatif.sweep.run import run_sweep as run_sweep_given
 from deepep_calc.whatif.sweep.run import sweep
 from paths import FIXTURES
-
-# The CLI hands the sweep its file rules (check, stage, commit); so do these tests.
-run_sweep = partial(run_sweep_given, files=safe_write, tables=sweep_output)
+from sweep_rows import no_work, run_sweep
 
 # efa-gda does not run on p5: 2 of the 6 (instance, transport) pairs are invalid, per model
 MIXED = {
@@ -44,10 +36,6 @@ MIXED = {
     "nodes": "2,4",
     "concurrency": "8,64",
 }
-
-
-def _no_work(*_: Any) -> Any:
-    raise AssertionError("the sweep started evaluating before validating")
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +122,7 @@ def test_without_keep_invalid_no_reason_column(mixed: Any, tmp_path: Path) -> No
 def test_values_invalid_everywhere_are_refused(
     spec: dict[str, str], flag: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sweep_mod, "evaluate_chunk", _no_work)
+    monkeypatch.setattr(sweep_mod, "evaluate_chunk", no_work)
     with pytest.raises(InputError) as exc:
         sweep_grid(spec)
     assert exc.value.field == flag
@@ -227,7 +215,7 @@ def test_eager_and_cuda_graphs_lists_fold(monkeypatch: pytest.MonkeyPatch) -> No
 def test_precision_is_checked_before_work(
     bad: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(sweep_mod, "evaluate_chunk", _no_work)
+    monkeypatch.setattr(sweep_mod, "evaluate_chunk", no_work)
     with pytest.raises(SystemExit) as exc:
         main(["sweep", "--precision", bad, "-o", str(tmp_path / "rows.csv")])
     assert exc.value.code == 2
@@ -236,45 +224,4 @@ def test_precision_is_checked_before_work(
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize(
-    ("spec", "keep"),
-    [
-        ({"model": "deepseek-v3", "nodes": "1,2,4", "concurrency": "1:512:x8", "slo_tok_s": "9"}, False),
-        # a skipped combination's reason has commas: Arrow then quotes its text columns, and the
-        # floats, which it otherwise gets as text, stay numbers
-        ({"instance": "p5,p5en", "transport": "efa-proxy,efa-gda", "concurrency": "4,64"}, True),
-    ],
-)
-def test_fallback_writer_writes_the_same_text(
-    spec: dict[str, str], keep: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    grid = sweep_grid(spec)
-    run_sweep(grid, output=str(tmp_path / "arrow.csv"), keep_invalid=keep, chunk_rows=3)
-    monkeypatch.setattr(sweep_output, "have_pyarrow", lambda: False)
-    run_sweep(grid, output=str(tmp_path / "stdlib.csv"), keep_invalid=keep, chunk_rows=3)
-    with open(tmp_path / "arrow.csv", newline="") as a, open(tmp_path / "stdlib.csv", newline="") as b:
-        ra, rb = list(csv.reader(a)), list(csv.reader(b))
-    assert ra[0] == [n for n, _ in columns(keep)]
-    assert ra == rb
-    rows = (tmp_path / "arrow.csv").read_text().split("\n", 1)[1]  # Arrow always quotes the header
-    assert ('"' in rows) == keep  # quoting only where a value needs it
-    assert re.search(r'"-?[0-9]', rows) is None  # no number is ever quoted
-
-
 # File modes ----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
-def test_outputs_follow_the_umask(umask: int, tmp_path: Path) -> None:
-    pytest.importorskip("pyarrow.parquet")
-    old = os.umask(umask)
-    try:
-        grid = sweep_grid({"nodes": "1,2", "concurrency": "4,8"})
-        for name in ("rows.csv", "rows.parquet"):
-            run_sweep(grid, output=str(tmp_path / name), map_path=str(tmp_path / f"{name}.html"), draw=draw)
-    finally:
-        os.umask(old)
-    files = sorted(tmp_path.iterdir())
-    assert [p.name for p in files] == ["rows.csv", "rows.csv.html", "rows.parquet", "rows.parquet.html"]
-    for path in files:
-        assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path.name
