@@ -143,8 +143,14 @@ def build_profile(
 
     residuals = [  # the record keeps schema 3's key `arm` for the leg
         ResidualRecord.model_validate(
-            {"cell": x.cell, "arm": x.leg, "quantity": x.quantity}
-            | {"measured": x.measured, "model": x.model, "residual": x.residual}
+            {
+                "cell": x.cell,
+                "arm": x.leg,
+                "quantity": x.quantity,
+                "measured": x.measured,
+                "model": x.model,
+                "residual": x.residual,
+            }
         )
         for x in calib.residuals
     ]
