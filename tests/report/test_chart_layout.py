@@ -83,13 +83,6 @@ def test_verdict_map_says_when_one_verdict_holds_everywhere() -> None:
     assert len(legend) == 1 and "CAPACITY" in legend[0]  # only the colour on the map
 
 
-def test_comms_axis_only_where_comms_matter() -> None:
-    result = evaluate(Scenario(transport="efa-gda"))
-    assert not result.resolved.transport.comms_sensitive
-    y_field, x_field, _grid, _uniform = charts.choose_map_axes(result)
-    assert "comms" not in (y_field, x_field)
-
-
 @pytest.mark.parametrize(
     "text",
     [

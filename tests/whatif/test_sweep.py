@@ -13,7 +13,7 @@ import pytest
 
 from deepep_calc.api import evaluate
 from deepep_calc.base.errors import CalcError, InputError
-from deepep_calc.base.vocabulary import VERDICT_CODES
+from deepep_calc.base.vocabulary import SYMBOLS, VERDICT_CODES
 from deepep_calc.cli import main
 from deepep_calc.estimate.compute import compute
 from deepep_calc.io import safe_write
@@ -268,8 +268,8 @@ def test_verdict_maps(tmp_path: Path) -> None:
     summary = run_sweep(grid, map_path=str(html), draw=draw)
     text = html.read_text(encoding="utf-8")
     assert "plotly" in text.lower() and "transport=efa-gda" in text
-    for code in summary.verdicts:
-        assert code in text
+    for code in summary.verdicts:  # each verdict in its legend entry and its cells
+        assert f'"name":"{SYMBOLS[code]} ' in text
     pytest.importorskip("matplotlib")
     png = tmp_path / "map.png"
     run_sweep(grid, map_path=str(png), draw=draw)

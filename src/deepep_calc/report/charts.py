@@ -25,9 +25,8 @@ import numpy as np
 
 from ..base import palette
 from ..base.quantity import Q
-from ..base.vocabulary import SYMBOLS, VERDICTS_SHOWN
 from ..catalog.measured import Cell, load_cells
-from ..decide.verdict import ARM_LABELS, TITLES, classify_codes
+from ..decide.verdict import ARM_LABELS
 from ..estimate.compute import compute
 from ..estimate.result import Result
 from ..fit.profile import profile_of
@@ -35,12 +34,13 @@ from ..physics.bounds import BOUNDS, EXCHANGE_CLASSES
 from ..physics.bounds import LABELS as BOUND_LABELS
 from ..question.fields import LIMITS
 from ..question.scenario import Resolved
+from ..whatif.neighbourhood import Neighbourhood, neighbourhood
+from . import verdict_map as verdict_look
 from .labels import MEMORY_LABELS, arm_head
 from .labels import STEP_LABELS as BREAKDOWN_LABELS
 
 Figure = dict[str, Any]
 
-CODES = VERDICTS_SHOWN
 MEASURED_ROLES = ("calibration", "anchor", "cross-check")
 
 MODEBAR_MARGIN = 34
@@ -535,15 +535,6 @@ def _memory_part(m: Any, part: str) -> Q:
 
 # 4. verdict map ---------------------------------------------------------------------------------
 
-# (y field, x field) pairs tried in order; the first whose grid holds more than one verdict is
-# drawn. Nodes x concurrency first: it is where capacity and batch size move the verdict.
-MAP_AXES: tuple[tuple[str, str], ...] = (
-    ("nodes", "concurrency"),
-    ("isl", "concurrency"),
-    ("nodes", "isl"),
-    ("comms", "concurrency"),
-    ("osl", "concurrency"),
-)
 MAP_AXIS_TITLES = {
     "nodes": "nodes",
     "concurrency": "concurrency",
@@ -553,91 +544,22 @@ MAP_AXIS_TITLES = {
 }
 
 
-def map_values(field: str, current: int, cap: float | None = None) -> np.ndarray:
-    """The grid of one field around the scenario (its own value included), within LIMITS and
-    `cap` (for ISL / OSL: what the model's context window leaves)."""
-    base = {
-        "nodes": {1, 2, 4, 8, 16, 32},
-        "concurrency": {4**i for i in range(8)},
-        "isl": {128, 512, 2048, 8192, 32768, 131072},
-        "osl": {64, 256, 1024, 4096, 16384},
-        "comms": {1, 2, 4, 8, 16},
-    }[field]
-    top = min(LIMITS[field], cap) if cap is not None else LIMITS[field]
-    return np.array(sorted(v for v in base | {int(current)} if 1 <= v <= top), dtype=float)
-
-
-def _cap(r: Resolved, field: str) -> float | None:
-    """ISL and OSL share the context window: the other one's value leaves the rest."""
-    window = r.model.max_context
-    if not window or field not in ("isl", "osl"):
-        return None
-    other = r.scenario.osl if field == "isl" else r.scenario.isl
-    return float(window - other)
-
-
-def verdict_grid(result: Result) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and concurrency around the scenario (the first pair of axes tried)."""
-    s = result.resolved.scenario
-    return map_values("nodes", s.nodes), map_values("concurrency", s.concurrency)
-
-
-def _map_pass(result: Result, y_field: str, x_field: str) -> tuple[Any, ...]:
-    r = result.resolved
-    s = r.scenario
-    ys = map_values(y_field, getattr(s, y_field), _cap(r, y_field))
-    xs = map_values(x_field, getattr(s, x_field), _cap(r, x_field))
-    y_grid, x_grid = np.meshgrid(ys, xs, indexing="ij")
-    batch = compute(r.vary(**{y_field: y_grid, x_field: x_grid}))
-    codes, rec = classify_codes(batch)
-    return ys, xs, np.broadcast_to(codes, y_grid.shape), np.broadcast_to(rec, y_grid.shape), batch
-
-
-def choose_map_axes(result: Result) -> tuple[str, str, tuple[Any, ...], bool]:
-    """The first pair of axes along which the verdict changes, with its grid; else the first
-    pair and `uniform=True` (one verdict everywhere in range, which the chart then says)."""
-    r = result.resolved
-    first = None
-    for y_field, x_field in MAP_AXES:
-        if "comms" in (y_field, x_field) and not r.transport.comms_sensitive:
-            continue  # EP_NUM_COMMS changes nothing off the NCCL-GIN proxy
-        grid = _map_pass(result, y_field, x_field)
-        first = first or (y_field, x_field, grid)
-        if len({str(c) for c in np.asarray(grid[2]).reshape(-1)}) > 1:
-            return y_field, x_field, grid, False
-    assert first is not None
-    return first[0], first[1], first[2], True
-
-
 def verdict_map(result: Result) -> Figure:
-    """The verdict on a grid around the scenario, over two inputs chosen where it changes.
+    """The verdict on a grid around the scenario, over two inputs chosen where it changes
+    (`whatif/neighbourhood.py`), in the verdict map's one look (`report/verdict_map.py`).
 
-    One vectorised pass per pair of axes tried (a few milliseconds each). When no pair changes
-    the verdict, the chart says so instead of showing a single colour without comment.
+    When no pair of axes changes the verdict, the chart says so instead of showing a single
+    colour without comment.
     """
     s = result.resolved.scenario
-    y_field, x_field, (ys, xs, codes, rec, batch), uniform = choose_map_axes(result)
-    x_labels = [f"{int(v):,}" for v in xs]
-    y_labels = [f"{int(v):,}" for v in ys]
+    around = neighbourhood(result)
+    y_field, x_field = around.y_field, around.x_field
     y_title, x_title = MAP_AXIS_TITLES[y_field], MAP_AXIS_TITLES[x_field]
+    x_labels = [f"{int(v):,}" for v in around.xs]
+    y_labels = [f"{int(v):,}" for v in around.ys]
+    codes = around.codes.tolist()
     traces: list[dict[str, Any]] = [
-        {
-            "type": "heatmap",
-            "x": x_labels,
-            "y": y_labels,
-            "z": [[CODES.index(str(c)) for c in row] for row in codes],
-            "zmin": -0.5,
-            "zmax": 2.5,
-            "colorscale": _verdict_scale(),
-            "showscale": False,
-            "xgap": 2,
-            "ygap": 2,
-            "text": [[SYMBOLS[str(c)] for c in row] for row in codes],
-            "texttemplate": "%{text}",
-            "textfont": {"color": "#ffffff", "size": 13},
-            "customdata": _verdict_hover(result, codes, rec, batch),
-            "hovertemplate": f"{y_title} %{{y}}, {x_title} %{{x}}<br>%{{customdata}}<extra></extra>",
-        },
+        verdict_look.heatmap(x_labels, y_labels, codes, _verdict_hover(result, around), (y_title, x_title)),
         {
             "type": "scatter",
             "mode": "markers",
@@ -648,66 +570,41 @@ def verdict_map(result: Result) -> Figure:
             "hoverinfo": "skip",
         },
     ]
-    traces += _verdict_legend(codes)
-    annotations = [_uniform_note(codes)] if uniform else []
+    traces += verdict_look.legend(verdict_look.shown(codes))
+    annotations = [_uniform_note(codes)] if around.uniform else []
     layout = _layout(
         xaxis=_axis(x_title, type="category"),
         yaxis=_axis(y_title, type="category"),
         annotations=annotations,
-        meta={"axes": [y_field, x_field], "uniform": uniform},
+        meta={"axes": [y_field, x_field], "uniform": around.uniform},
     )
     return {"data": traces, "layout": layout}
 
 
-def _verdict_hover(result: Result, codes: Any, rec: Any, batch: Result) -> list[list[str]]:
-    """Each cell's hover text: the verdict, the arm to run and DeepEP's aggregate ratio there."""
+def _verdict_hover(result: Result, around: Neighbourhood) -> list[list[str]]:
+    """Each cell's hover line: the verdict, the arm to run and DeepEP's aggregate ratio there."""
+    codes, rec, batch = around.codes, around.rec, around.batch
     ratio = np.broadcast_to(np.asarray(batch.ratio_deepep_vs_alternative.value, dtype=float), codes.shape)
+    versus = ARM_LABELS[result.alternative]
+    source = f"[{batch.ratio_deepep_vs_alternative.tag}]"
     rows, cols = codes.shape
     return [
         [
-            f"{SYMBOLS[str(codes[i, j])]} {TITLES[str(codes[i, j])]}<br>run {ARM_LABELS[str(rec[i, j])]}; "
-            f"DeepEP / {ARM_LABELS[result.alternative]} aggregate {ratio[i, j]:.2f} "
-            f"[{batch.ratio_deepep_vs_alternative.tag}]"
+            verdict_look.hover_line(str(codes[i, j]), str(rec[i, j]), ratio[i, j], versus, source)
             for j in range(cols)
         ]
         for i in range(rows)
     ]
 
 
-def _verdict_scale() -> list[list[Any]]:
-    """A stepped colour scale: each verdict code one flat band of its colour."""
-    scale = []
-    for k, code in enumerate(CODES):
-        scale += [[k / 3, palette.VERDICT[code]], [(k + 1) / 3, palette.VERDICT[code]]]
-    return scale
-
-
-def _verdict_legend(codes: Any) -> list[dict[str, Any]]:
-    """Empty marker traces that give each verdict on the map a legend entry (a heatmap has none)."""
-    shown = {str(c) for c in np.asarray(codes).reshape(-1)}
-    return [
-        {
-            "type": "scatter",
-            "mode": "markers",
-            "name": f"{SYMBOLS[code]} {TITLES[code]}",
-            "x": [None],
-            "y": [None],
-            "marker": {"symbol": "square", "size": 12, "color": palette.VERDICT[code]},
-        }
-        for code in CODES
-        if code in shown
-    ]
-
-
-def _uniform_note(codes: Any) -> dict[str, Any]:
+def _uniform_note(codes: list[list[str]]) -> dict[str, Any]:
     """The note over a one-colour map: the same verdict holds everywhere in range."""
-    only = str(np.asarray(codes).reshape(-1)[0])
     return {
         "xref": "paper",
         "yref": "paper",
         "x": 0.5,
         "y": 0.5,
-        "text": f"Same verdict everywhere in this range:<br>{SYMBOLS[only]} {TITLES[only]}",
+        "text": f"Same verdict everywhere in this range:<br>{verdict_look.title(str(codes[0][0]))}",
         "showarrow": False,
         "font": {"size": 13, "color": "#212529"},
         "bgcolor": "rgba(255,255,255,0.92)",

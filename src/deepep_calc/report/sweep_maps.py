@@ -2,9 +2,11 @@
 
 HTML is a self-contained plotly page (plotly.js is inlined: the file works offline). PNG is
 drawn by matplotlib: plotly's own image export (kaleido) drives a Chrome process, which this
-tool cannot count on, so a static image does not need a browser. Colours are the web page's
-and the report's (base/palette.py), and every cell also carries its verdict symbol or its
-bound's short name, so a map reads without colour. The grids are `whatif/sweep/maps.py`'s.
+tool cannot count on, so a static image does not need a browser. The verdict map takes its
+colours, symbols, legend and hover words from the verdict map's one look
+(`report/verdict_map.py`), which the page's map also draws with; the bound map's colours are the
+page's too (base/palette.py), and each of its cells carries its bound's short name, so either
+map reads without colour. The grids are `whatif/sweep/maps.py`'s.
 """
 
 from __future__ import annotations
@@ -16,17 +18,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..base.palette import BOUND as BOUND_COLOURS
 from ..base.palette import VERDICT as COLOURS
-from ..base.palette import VERDICT_TEXT as TEXT_COLOURS
-from ..base.vocabulary import SYMBOLS, VERDICT_CODES
-from ..decide.verdict import ARM_NAMES
+from ..base.vocabulary import VERDICT_CODES
+from ..decide.verdict import ARM_LABELS, ARM_NAMES
 from ..physics.bounds import BOUNDS, LABELS
 from ..whatif.sweep.maps import BoundMapGrid, MapGrid
+from . import verdict_map as verdict_look
 
-MISSING = "#d4d4d8"  # a cell no row reached
+MISSING = verdict_look.MISSING  # a cell no row reached
 TEXT_CELLS = 900  # print the symbol in each cell up to this many cells per panel
-LEGEND_ORDER = ("deepep", "dense", "capacity")
 
 # A bound in a few letters, printed in its cell
 SHORT = {
@@ -78,8 +81,6 @@ def _labels(grid: MapGrid, name: str) -> list[str]:
 def _panel_titles(grid: MapGrid) -> list[str]:
     if not grid.panels:
         return [""]
-    import numpy as np
-
     axes = grid.sweep.axes
     return [
         ", ".join(f"{f}={_label(axes[f][i])}" for f, i in zip(grid.panels, idx, strict=True))
@@ -99,23 +100,38 @@ def _title(grid: MapGrid) -> str:
     return title
 
 
+def _value(grid: MapGrid, field: str, p: int, j: int, i: int) -> Any:
+    """A field's value at cell (p, j, i): from the x or y axis, the panel, or the one value swept."""
+    axes = grid.sweep.axes
+    if field == grid.x:
+        return axes[field][i]
+    if field == grid.y:
+        return axes[field][j]
+    if field in grid.panels:
+        idx = np.unravel_index(p, grid.panel_shape)
+        return axes[field][int(idx[grid.panels.index(field)])]
+    return axes[field][0]
+
+
+def _verdict_codes(grid: MapGrid, p: int) -> list[list[str | None]]:
+    """Panel p's verdict codes, None where no row reached."""
+    return [[VERDICT_CODES[c] if c >= 0 else None for c in row] for row in grid.code[p].tolist()]
+
+
 def _verdict_hover(grid: MapGrid, p: int) -> list[list[str]]:
-    xs, ys = _labels(grid, grid.x), _labels(grid, grid.y)
+    """Panel p's hover lines, in the verdict map's words; the ratio is the model's (no measured
+    cell stands in for a sweep's row)."""
     out = []
-    for j, yl in enumerate(ys):
-        row = []
-        for i, xl in enumerate(xs):
-            c = int(grid.code[p, j, i])
-            if c < 0:
-                row.append("not evaluated")
+    for j, row in enumerate(_verdict_codes(grid, p)):
+        line = []
+        for i, code in enumerate(row):
+            if code is None:
+                line.append(verdict_look.NOT_EVALUATED)
                 continue
-            code = VERDICT_CODES[c]
-            row.append(
-                f"{grid.x} {xl}, {grid.y} {yl}<br>{SYMBOLS[code]} {code}, run "
-                f"{ARM_NAMES[int(grid.arm[p, j, i])]}<br>DeepEP / alternative aggregate "
-                f"{grid.ratio[p, j, i]:.3f} (model)"
-            )
-        out.append(row)
+            arm = ARM_NAMES[int(grid.arm[p, j, i])]
+            versus = ARM_LABELS[_value(grid, "alternative", p, j, i)]
+            line.append(verdict_look.hover_line(code, arm, float(grid.ratio[p, j, i]), versus, "(model)"))
+        out.append(line)
     return out
 
 
@@ -136,19 +152,9 @@ def _bound_hover(grid: BoundMapGrid, p: int) -> list[list[str]]:
 # HTML (plotly) ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Cells:
-    """How one kind of map draws its codes: the text in a cell, the hover, the colours, the top code."""
-
-    text_of: Callable[[int], str]
-    hover: Callable[[Any, int], Any]
-    scale: list[Any]
-    zmax: float
-
-
-def _heatmaps(grid: MapGrid, planes: Any, cells: _Cells) -> Any:
-    """A figure with one heatmap panel per plane of `planes`, laid out three across."""
-    import plotly.graph_objects as go
+def _panels(grid: MapGrid, trace: Callable[[int, bool], Any]) -> tuple[Any, int]:
+    """A figure with one panel per map panel, laid out three across: `trace(p, small)` draws
+    panel p, `small` when its cells are few enough to print their codes."""
     from plotly.subplots import make_subplots
 
     titles = _panel_titles(grid)
@@ -156,47 +162,15 @@ def _heatmaps(grid: MapGrid, planes: Any, cells: _Cells) -> Any:
     cols = min(n, 3)
     rows = math.ceil(n / cols)
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles if grid.panels else None)
-    xs, ys = _labels(grid, grid.x), _labels(grid, grid.y)
-    small = len(xs) * len(ys) <= TEXT_CELLS
+    small = len(grid.sweep.axes[grid.x]) * len(grid.sweep.axes[grid.y]) <= TEXT_CELLS
     for p in range(n):
-        code = planes[p]
-        text = [[cells.text_of(c) if c >= 0 else "" for c in row] for row in code.tolist()]
-        fig.add_trace(
-            go.Heatmap(
-                z=code.astype(float),
-                x=xs,
-                y=ys,
-                zmin=-1.5,
-                zmax=cells.zmax,
-                colorscale=cells.scale,
-                showscale=False,
-                text=text if small else None,
-                texttemplate="%{text}" if small else None,
-                hovertext=cells.hover(grid, p),
-                hoverinfo="text",
-                xgap=1,
-                ygap=1,
-            ),
-            row=p // cols + 1,
-            col=p % cols + 1,
-        )
+        fig.add_trace(trace(p, small), row=p // cols + 1, col=p % cols + 1)
     return fig, rows
 
 
-def _legend_and_layout(fig: Any, grid: MapGrid, rows: int, entries: list[tuple[str, str]]) -> Any:
-    import plotly.graph_objects as go
-
-    for colour, name in entries:
-        fig.add_trace(
-            go.Scatter(
-                x=[None],
-                y=[None],
-                mode="markers",
-                marker={"color": colour, "size": 12, "symbol": "square"},
-                name=name,
-                showlegend=True,
-            )
-        )
+def _legend_and_layout(fig: Any, grid: MapGrid, rows: int, legend: list[Any]) -> Any:
+    for entry in legend:
+        fig.add_trace(entry)
     fig.update_xaxes(type="category", title_text=grid.x)
     fig.update_yaxes(type="category", title_text=grid.y)
     fig.update_layout(
@@ -218,19 +192,61 @@ def _steps(colours: list[str]) -> list[Any]:
 
 
 def _verdict_figure(grid: MapGrid) -> Any:
-    scale = _steps([MISSING, *(COLOURS[c] for c in VERDICT_CODES)])
-    cells = _Cells(lambda c: SYMBOLS[VERDICT_CODES[c]], _verdict_hover, scale, 2.5)
-    fig, rows = _heatmaps(grid, grid.code, cells)
-    entries = [(COLOURS[c], f"{SYMBOLS[c]} {c}") for c in LEGEND_ORDER]
-    return _legend_and_layout(fig, grid, rows, entries)
+    xs, ys = _labels(grid, grid.x), _labels(grid, grid.y)
+
+    def panel(p: int, small: bool) -> dict[str, Any]:
+        codes = _verdict_codes(grid, p)
+        return verdict_look.heatmap(xs, ys, codes, _verdict_hover(grid, p), (grid.y, grid.x), text=small)
+
+    fig, rows = _panels(grid, panel)
+    legend = [entry | {"showlegend": True} for entry in verdict_look.legend(_verdicts_shown(grid))]
+    return _legend_and_layout(fig, grid, rows, legend)
+
+
+def _verdicts_shown(grid: MapGrid) -> list[str]:
+    """The verdicts the map holds, in the legend's order."""
+    held = {VERDICT_CODES[c] for c in np.unique(grid.code).tolist() if c >= 0}
+    return [code for code in verdict_look.CODES if code in held]
 
 
 def _bound_figure(grid: BoundMapGrid) -> Any:
+    import plotly.graph_objects as go
+
     scale = _steps([MISSING, *(BOUND_COLOURS[b] for b in BOUNDS)])
-    cells = _Cells(lambda c: SHORT[BOUNDS[c]], _bound_hover, scale, len(BOUNDS) - 0.5)
-    fig, rows = _heatmaps(grid, grid.bound, cells)
-    entries = [(BOUND_COLOURS[BOUNDS[c]], f"{SHORT[BOUNDS[c]]}: {LABELS[BOUNDS[c]]}") for c in grid.shown()]
-    return _legend_and_layout(fig, grid, rows, entries)
+    xs, ys = _labels(grid, grid.x), _labels(grid, grid.y)
+
+    def panel(p: int, small: bool) -> Any:
+        code = grid.bound[p]
+        text = [[SHORT[BOUNDS[c]] if c >= 0 else "" for c in row] for row in code.tolist()]
+        return go.Heatmap(
+            z=code.astype(float),
+            x=xs,
+            y=ys,
+            zmin=-1.5,
+            zmax=len(BOUNDS) - 0.5,
+            colorscale=scale,
+            showscale=False,
+            text=text if small else None,
+            texttemplate="%{text}" if small else None,
+            hovertext=_bound_hover(grid, p),
+            hoverinfo="text",
+            xgap=1,
+            ygap=1,
+        )
+
+    fig, rows = _panels(grid, panel)
+    legend = [
+        go.Scatter(
+            x=[None],
+            y=[None],
+            mode="markers",
+            marker={"color": BOUND_COLOURS[BOUNDS[c]], "size": 12, "symbol": "square"},
+            name=f"{SHORT[BOUNDS[c]]}: {LABELS[BOUNDS[c]]}",
+            showlegend=True,
+        )
+        for c in grid.shown()
+    ]
+    return _legend_and_layout(fig, grid, rows, legend)
 
 
 # PNG (matplotlib) ------------------------------------------------------------------------------
@@ -287,7 +303,6 @@ def _png_finish(sheet: _Sheet, grid: MapGrid, bottom: float, path: Any) -> None:
 
 
 def _verdict_png(grid: MapGrid, path: Any) -> None:
-    import numpy as np
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
@@ -295,7 +310,8 @@ def _verdict_png(grid: MapGrid, path: Any) -> None:
     fig, axes, n, cols = sheet.fig, sheet.axes, sheet.panels, sheet.cols
     titles = _panel_titles(grid)
     xs, ys = _labels(grid, grid.x), _labels(grid, grid.y)
-    cmap = ListedColormap([MISSING] + [COLOURS[c] for c in VERDICT_CODES])
+    cmap = ListedColormap([verdict_look.MISSING, *verdict_look.colours()])
+    to_step = np.array([verdict_look.step(code) for code in VERDICT_CODES])
     small = len(xs) * len(ys) <= TEXT_CELLS
     for p in range(axes.size):
         ax = axes[p // cols][p % cols]
@@ -303,7 +319,8 @@ def _verdict_png(grid: MapGrid, path: Any) -> None:
             ax.axis("off")
             continue
         code = grid.code[p].astype(int)
-        _png_panel(ax, grid, code, cmap, 3)
+        steps = np.where(code >= 0, to_step[np.maximum(code, 0)], -1)
+        _png_panel(ax, grid, steps, cmap, len(verdict_look.CODES))
         ax.set_xticks(np.arange(-0.5, len(xs)), minor=True)
         ax.set_yticks(np.arange(-0.5, len(ys)), minor=True)
         ax.grid(which="minor", color="white", linewidth=1)
@@ -317,9 +334,11 @@ def _verdict_png(grid: MapGrid, path: Any) -> None:
                 for i in range(len(xs)):
                     if code[j, i] >= 0:
                         name = VERDICT_CODES[code[j, i]]
-                        ax.text(i, j, SYMBOLS[name], ha="center", va="center", color=TEXT_COLOURS[name])
-    handles = [Patch(color=COLOURS[c], label=f"{SYMBOLS[c]} {c}") for c in LEGEND_ORDER]
-    fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False)
+                        colour = verdict_look.TEXT_COLOURS[name]
+                        ax.text(i, j, verdict_look.symbol(name), ha="center", va="center", color=colour)
+    shown = _verdicts_shown(grid)
+    handles = [Patch(color=COLOURS[c], label=verdict_look.title(c)) for c in shown]
+    fig.legend(handles=handles, loc="lower center", ncol=max(1, len(shown)), frameon=False, fontsize=8)
     _png_finish(sheet, grid, 0.06, path)
 
 
