@@ -28,12 +28,12 @@ SCENARIOS = [
 
 
 def _without_terms() -> object:
-    return replace(built_in_table(), arm_terms={})
+    return replace(built_in_table(), exchange_terms={})
 
 
 def test_the_only_engine_term_is_vllms_allgather() -> None:
-    assert set(built_in_table().arm_terms) == {("vllm", "allgather")}
-    term = built_in_table().arm_terms[("vllm", "allgather")]
+    assert set(built_in_table().exchange_terms) == {("vllm", "allgather")}
+    term = built_in_table().exchange_terms[("vllm", "allgather")]
     assert term.fixed_us.scalar > 0 and "fitted to its dense graph-mode runs" in term.fixed_us.source
 
 
@@ -69,7 +69,7 @@ def test_every_fitted_constant_names_its_anchors() -> None:
         if name != "nvlink"  # one node: nothing leaves it, no such constant
         for q in (f.alpha_dispatch_us, f.beta_dispatch_us, f.signal_ratio)
     ]
-    qs += [q for a in t.arm_terms.values() for q in (a.fixed_us, a.token_us)]
+    qs += [q for a in t.exchange_terms.values() for q in (a.fixed_us, a.token_us)]
     qs += [getattr(e, f) for e in t.engines.values() for f in ("launch_us", "step_us", "ttft_steps")]
     for q in qs:
         assert re.search(

@@ -149,7 +149,7 @@ def step_constants(**changes: Any) -> StepConstants:
         "expert_efficiency": q(0.25, ""),
         "kernel": kernel_constants(),
         "collectives": collective_constants(),
-        "arm_terms": {},
+        "exchange_terms": {},
     }
     return StepConstants(**{**base, **changes})
 

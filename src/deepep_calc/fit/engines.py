@@ -3,7 +3,7 @@
 Stage G (CUDA graphs, dense arms and one-node EP): `step = step_us(engine) + device + floor x
     kernels + exchange + L x (fixed + token x group tokens)` is linear in [kernel floor and the
     expert read efficiency (hardware), step_us per engine, and per engine x exchange kind what
-    the engine adds around NCCL's collectives (`ArmTerm`, L exchange layers)], least squares
+    the engine adds around NCCL's collectives (`ExchangeTerm`, L exchange layers)], least squares
     over every such graph-mode observation. NCCL's own collectives are measured (catalog), so
     the engine term is fitted only on that engine's dense runs and never lent to another.
 Stage E (eager, dense arms): `step = max(launch_us x kernels + step_us, GPU path)`; where the
@@ -43,8 +43,8 @@ from ..physics.compute import decode_device_us
 from ..physics.layout import layout
 from ..physics.serving import running_sequences
 from ..physics.step import (
-    ArmTerm,
     EngineConstants,
+    ExchangeTerm,
     decode_step,
     exchange_kind,
     kernels_per_step,
@@ -75,9 +75,9 @@ class Pieces:
     r: Resolved
     kernels: float
     device: float
-    exchange: float  # at the table's current constants, the engine's arm term included
-    term_layers: float  # d exchange / d ArmTerm.fixed_us (exchange layers; 0 for DeepEP)
-    term_tokens: float  # d exchange / d ArmTerm.token_us (layers x decode tokens of the group)
+    exchange: float  # at the table's current constants, the engine's exchange term included
+    term_layers: float  # d exchange / d ExchangeTerm.fixed_us (exchange layers; 0 for DeepEP)
+    term_tokens: float  # d exchange / d ExchangeTerm.token_us (layers x decode tokens of the group)
     expert_raw: float  # expert read at the HBM peak: d device / d (1 / expert efficiency), HBM-bound
     proxied_layers: float  # MoE layers that pay the proxied host cost (0 where none applies)
     lanes: float
@@ -87,7 +87,7 @@ class Pieces:
 
     @property
     def kind(self) -> str | None:
-        """The engine path of its exchange that an `ArmTerm` prices (None for DeepEP)."""
+        """The engine path of its exchange that an `ExchangeTerm` prices (None for DeepEP)."""
         return exchange_kind(self.obs.arm) if self.term_layers > 0 else None
 
 
@@ -294,7 +294,7 @@ def _stage_graphs(ps: list[Pieces], table: Table, state: EngineFitState, ttft_no
     engines_g = sorted({p.obs.engine for p in graph_dense})
     terms_g = sorted({(p.obs.engine, p.kind) for p in graph_dense if p.kind is not None})
     floor, expert_eff = table.kernel_floor_us, table.expert_efficiency
-    arm_terms = dict(table.arm_terms)
+    exchange_terms = dict(table.exchange_terms)
     if graph_dense:
         cols = ["kernel_floor_us", "1/expert_efficiency"]
         cols += [f"step_us:{e}" for e in engines_g]
@@ -304,7 +304,7 @@ def _stage_graphs(ps: list[Pieces], table: Table, state: EngineFitState, ttft_no
             target = _step_target(p, table, ttft_now.get(p.obs.engine, 1.0))
             if target is None:
                 continue
-            now = arm_terms.get((p.obs.engine, p.kind)) if p.kind is not None else None
+            now = exchange_terms.get((p.obs.engine, p.kind)) if p.kind is not None else None
             ex0 = p.exchange
             if now is not None:
                 ex0 -= p.term_layers * now.fixed_us.scalar + p.term_tokens * now.token_us.scalar
@@ -335,11 +335,11 @@ def _stage_graphs(ps: list[Pieces], table: Table, state: EngineFitState, ttft_no
             mine = [p.obs for p in graph_dense if (p.obs.engine, p.kind) == (e, k)]
             what = f"what {e} adds around its {k} collectives, fitted to its dense graph-mode runs "
             what += _names(mine)
-            arm_terms[(e, k)] = ArmTerm(
+            exchange_terms[(e, k)] = ExchangeTerm(
                 _tag(mine)(float(x[base + 2 * j]), "us", what),
                 _tag(mine)(float(x[base + 2 * j + 1]), "us", what),
             )
-    return replace(table, kernel_floor_us=floor, expert_efficiency=expert_eff, arm_terms=arm_terms)
+    return replace(table, kernel_floor_us=floor, expert_efficiency=expert_eff, exchange_terms=exchange_terms)
 
 
 def _stage_eager(

@@ -15,11 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..base.quantity import Q, Tag
-from ..physics.step import ArmTerm, EngineConstants
+from ..physics.step import EngineConstants, ExchangeTerm
 from .table import NvlinkFit, Table, TransportFit
 
 # 3: per-library NVLink constants, a fitted latency of leaving the node, costs per data and
-# signal message, NCCL's measured collectives and per-engine x arm terms (no fitted hops)
+# signal message, NCCL's measured collectives and per-engine x exchange terms (no fitted hops)
 FIT_VERSION = 3
 FILE = "fitted.toml"
 
@@ -71,7 +71,7 @@ def to_toml(table: Table) -> str:
         },
         "arm_term": {
             f"{engine}:{kind}": {"fixed_us": _q(a.fixed_us), "token_us": _q(a.token_us)}
-            for (engine, kind), a in sorted(table.arm_terms.items())
+            for (engine, kind), a in sorted(table.exchange_terms.items())
         },
         "band": {
             k: {"low": round(lo, 4), "high": round(hi, 4)} for k, (lo, hi) in sorted(table.bands.items())
@@ -104,10 +104,10 @@ def from_toml(text: str, where: Any = None) -> Table:
     for key, fields in doc["engine"].items():
         engine, mode = key.split(":")
         engines[(engine, mode == "graphs")] = EngineConstants(**{f: _from(v) for f, v in fields.items()})
-    arm_terms = {}
+    exchange_terms = {}
     for key, fields in doc.get("arm_term", {}).items():
         engine, kind = key.split(":")
-        arm_terms[(engine, kind)] = ArmTerm(_from(fields["fixed_us"]), _from(fields["token_us"]))
+        exchange_terms[(engine, kind)] = ExchangeTerm(_from(fields["fixed_us"]), _from(fields["token_us"]))
     return Table(
         {lib: NvlinkFit(_from(v["alpha_us"]), _from(v["efficiency"])) for lib, v in doc["nvlink"].items()},
         {
@@ -125,7 +125,7 @@ def from_toml(text: str, where: Any = None) -> Table:
         _from(hw["kernel_floor_us"]),
         _from(hw["expert_efficiency"]),
         engines,
-        arm_terms,
+        exchange_terms,
         bands={k: (float(v["low"]), float(v["high"])) for k, v in doc.get("band", {}).items()},
         leaving={
             f: (_from(v["dispatch_us"]), _from(v["combine_us"]), _from(v["signal_ratio"]))

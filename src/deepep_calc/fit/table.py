@@ -19,7 +19,7 @@ from ..catalog.constants import CATALOG, Assumptions
 from ..catalog.transports import get_transport
 from ..physics.collectives import collective_constants
 from ..physics.deepep import KernelConstants
-from ..physics.step import ArmTerm, EngineConstants, StepConstants
+from ..physics.step import EngineConstants, ExchangeTerm, StepConstants
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,7 +52,9 @@ class Table:
     kernel_floor_us: Q
     expert_efficiency: Q
     engines: dict[tuple[str, bool], EngineConstants]
-    arm_terms: dict[tuple[str, str], ArmTerm] = field(default_factory=dict)  # (engine, exchange kind)
+    exchange_terms: dict[tuple[str, str], ExchangeTerm] = field(
+        default_factory=dict
+    )  # (engine, exchange kind)
     leaving: dict[str, tuple[Q, Q, Q]] = field(default_factory=dict)  # fabric -> leaving D / C, signal ratio
     covered: frozenset[str] = frozenset()  # evidence keys the references cover (fit/evidence.py)
     bands: dict[str, tuple[float, float]] = field(default_factory=dict)  # kind -> (low, high) factors
@@ -97,7 +99,7 @@ class Table:
             self.expert_efficiency,
             self.kernel_constants(r.transport.name, r.instance.name),
             collective_constants(r.instance, self.assumptions),
-            {kind: term for (engine, kind), term in self.arm_terms.items() if engine == name},
+            {kind: term for (engine, kind), term in self.exchange_terms.items() if engine == name},
         )
 
     def with_engine(self, engine: str, graphs: bool, constants: EngineConstants) -> Table:

@@ -24,7 +24,7 @@ The exchange enters split by what gates it, from the same terms the step uses:
   the local part and the NVLink bytes.
 - NCCL's collectives (allgather / reduce-scatter, TP all-reduces): their smallest-message
   *latency* and their bus bytes over the bus bandwidth (*wire* across nodes, NVLink inside one);
-  what the engine adds around them (`ArmTerm`) is the *engine* part.
+  what the engine adds around them (`ExchangeTerm`) is the *engine* part.
 
 The contest: the exchange competes as its classes (latency, messages, bandwidth, engine), each
 summed, and a class that wins is named by its largest member ("exchange fixed latency", "wire
@@ -59,9 +59,9 @@ from .step import (
     PartsMs,
     Step,
     StepConstants,
-    arm_term_us,
     decode_tokens,
     deepep_kernel,
+    exchange_term_us,
     exchange_us,
     joining_per_step,
     kernels_per_step,
@@ -203,7 +203,7 @@ def _exchange_split(
     else:
         count = 2.0 * m.layers if lay.exchange == "tp" else float(m.moe_layers)
         latency = shared(memo, ("collective latency", lay.arm), lambda: _collective_latency(lay, c, count))
-        term = arm_term_us(r, lay, c)
+        term = exchange_term_us(r, lay, c)
         if type(term) is Q:
             out["arm_term"] = term
         if r.attention_tp > 1:  # the references' TP x DP: their intra-node all-reduces apart

@@ -16,7 +16,7 @@ Each collective costs its latency plus the bytes it moves over its bus bandwidth
   inside one node NVLink at the efficiency the measured run reached over NVLink.
 
 These are NCCL's own figures in a tight loop. What an engine adds around its collectives is a
-separate per-engine x arm term (`ArmTerm`, fitted on that engine's dense runs, physics/step.py).
+separate per-engine x exchange term (`ExchangeTerm`, fitted on that engine's dense runs, physics/step.py).
 """
 
 from __future__ import annotations

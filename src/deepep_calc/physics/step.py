@@ -60,11 +60,11 @@ class EngineConstants:
 
 
 @dataclass(frozen=True, eq=False)
-class ArmTerm:
+class ExchangeTerm:
     """What one engine adds around one kind of collective exchange, per exchange layer (MoE
     layers for allgather / reduce-scatter, every layer for TP all-reduces): its own kernels,
     padding and synchronisation beyond NCCL's collectives. Fitted only on that engine's dense
-    runs (`fit/engines.py`); an engine x arm with none adds nothing (tagged assumed)."""
+    runs (`fit/engines.py`); an engine x exchange with none adds nothing (tagged assumed)."""
 
     fixed_us: Q  # per exchange layer, per decode step
     token_us: Q  # per exchange layer, per decode token in the serving group
@@ -80,7 +80,7 @@ class StepConstants:
     expert_efficiency: Q  # fraction of HBM peak that routed-expert reads reach in decode
     kernel: KernelConstants
     collectives: CollectiveConstants  # NCCL's own figures (catalog, not fitted)
-    arm_terms: Mapping[str, ArmTerm]  # this engine's, by exchange kind ("allgather", "tp")
+    exchange_terms: Mapping[str, ExchangeTerm]  # this engine's, by exchange kind ("allgather", "tp")
 
 
 def kernels_per_step(r: Resolved, arm: str) -> Any:
@@ -116,7 +116,7 @@ def exchange_us(
     memo: dict[Any, Any] | None = None,
 ) -> Q:
     """The MoE exchange of all MoE layers (all-reduces of all layers for TP) of one step, as
-    the kernels and NCCL's collectives cost it (what an engine adds around them: `arm_term_us`)."""
+    the kernels and NCCL's collectives cost it (what an engine adds around them: `exchange_term_us`)."""
     m = r.model
     out = _attention_tp_us(r, lay, tokens_per_rank, c)
     if (
@@ -182,13 +182,13 @@ def exchange_kind(arm: str) -> str | None:
     return kind if kind in ("allgather", "tp") else None
 
 
-def arm_term_us(r: Resolved, lay: Layout, c: StepConstants) -> Q | float:
+def exchange_term_us(r: Resolved, lay: Layout, c: StepConstants) -> Q | float:
     """What the engine adds around this arm's collectives in one decode step: per exchange layer
     a fixed part and a part per decode token of the serving group. Charged to decode steps only
     (the dense runs it is fitted on pin it at a few tokens per rank; nothing says how it grows
     with a prefill's thousands)."""
     kind = exchange_kind(lay.arm)
-    term = c.arm_terms.get(kind) if kind is not None else None
+    term = c.exchange_terms.get(kind) if kind is not None else None
     if term is None:
         return 0.0
     layers = float(r.model.layers if kind == "tp" else r.model.moe_layers)
@@ -397,7 +397,7 @@ def decode_step(r: Resolved, arm: str, c: StepConstants, memo: dict[Any, Any] | 
     kernels = kernels_per_step(r, arm)
     joining = joining_per_step(r, lay)
     extra = _mixed_prefill_us(r, arm, lay, c, tokens, exchange, joining, memo)
-    term = arm_term_us(r, lay, c)
+    term = exchange_term_us(r, lay, c)
     if type(term) is Q:
         exchange = (exchange + term).as_("us")
     return _combine(r, lay, dev, exchange, kernels, c, extra)

@@ -85,7 +85,7 @@ def hardware_table() -> str:
         ("routed-expert read efficiency (of HBM peak)", t.expert_efficiency),
         *((f"instance factor {k}", v) for k, v in sorted(t.instance_factors.items())),
     ]
-    for (engine, kind), a in sorted(t.arm_terms.items()):
+    for (engine, kind), a in sorted(t.exchange_terms.items()):
         rows += [(f"{engine} around its {kind} collectives, per exchange layer", a.fixed_us)]
         rows += [(f"{engine} around its {kind} collectives, per layer and decode token", a.token_us)]
     lines = ["| constant | value | unit | tag | rests on |", "|---|---:|---|---|---|"]
@@ -167,7 +167,7 @@ def anchors_table() -> str:
             serving_line(
                 f"{engine} {'graphs' if graphs else 'eager'} engine constants", mine, 2 if graphs else 4
             )
-    for engine, kind in sorted(table.arm_terms):
+    for engine, kind in sorted(table.exchange_terms):
         mine = [
             o
             for o in fitted
