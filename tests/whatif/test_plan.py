@@ -181,7 +181,7 @@ def test_vectorised_rows_equal_scalar_evaluations(small):
     s = small.scan
     rng = random.Random(7)
     rows = rng.sample(range(s.search.size), 40)
-    t = s.search.table
+    t = s.search.rows
     from deepep_calc.whatif.plan.space import ARMS
 
     for i in rows:
@@ -222,7 +222,7 @@ def test_a_measured_cell_in_the_search_carries_the_measurement():
     cell = evaluate(Scenario()).arms["deepep"]
     assert cell.measured_cell is not None
     assert rel(float(c.per_user[i]), float(cell.per_user_tok_s.value)) < 1e-12
-    assert int(p.scan.search.table.tags["per_user_tok_s"][i]) == int(cell.per_user_tok_s.tag)
+    assert int(p.scan.search.rows.tags["per_user_tok_s"][i]) == int(cell.per_user_tok_s.tag)
 
 
 # Request rate ---------------------------------------------------------------------------------
@@ -259,8 +259,8 @@ def test_littles_law_holds_at_the_solution(rate_plan):
 
 def test_every_row_of_the_rate_search_satisfies_littles_law(rate_plan):
     s = rate_plan.scan
-    v = s.search.table.values
-    n = s.search.table.concurrency
+    v = s.search.rows.values
+    n = s.search.rows.concurrency
     load = RATE["request_rate"] / 1000.0 * (v["ttft_ms"] + (RATE["osl"] - 1) * v["step_ms"])
     ok = s.rate.sustainable
     assert ok.sum() > 100

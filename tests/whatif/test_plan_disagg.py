@@ -130,7 +130,7 @@ def test_every_split_row_is_evaluates_own_figures(small):
         config = config_of(small.request, s.search, s.rows, int(i))
         d = compute_with_disagg(resolve(Scenario(**config))).disaggregated
         for name in FIGURES:
-            table = float(s.search.table.values[name][i])
+            table = float(s.search.rows.values[name][i])
             model = getattr(d, name).scalar
             assert (np.isnan(table) and np.isnan(model)) or rel(table, model) < 1e-9, (name, config)
 

@@ -335,7 +335,7 @@ class Builder:
         if i in self.cache:
             return self.cache[i]
         req, s = self.req, self.scan
-        t = s.search.table
+        t = s.search.rows
         config = config_of(req, s.search, s.rows, i)
         arm = ARMS[int(s.rows["arm"][i])]
         units = {

@@ -2,7 +2,7 @@
 
 `scan()` is what `run_plan` runs for the node range asked (and again beyond it, when nothing
 meets the targets, to see whether more nodes would). It leaves the figures in `plan_space`'s
-table and the columns `plan_select` chooses from.
+rows (`PlanRows`) and the columns `plan_select` chooses from.
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def scan(
     if extra is not None:
         meter.tick()
         anch, split, reason = _append_disagg(req, search, rows, extra, anch, split, reason)
-    v = search.table.values
+    v = search.rows.values
     n = search.size + (0 if search.disagg is None else search.disagg.size)
     cols = sel.Columns(
         per_user=v["per_user_tok_s"],
@@ -183,8 +183,8 @@ def scan(
         usd_per_hour=rows["nodes"] * rows["price"],
         aggregate_per_node=v["aggregate_tok_s"] / rows["nodes"],
         memory_gb=v["memory_gb_per_gpu"],
-        usable_gb=search.table.usable_gb,
-        fits=search.table.fits,
+        usable_gb=search.rows.usable_gb,
+        fits=search.rows.fits,
         split=split,
         sustainable=np.ones(n, dtype=bool) if rate is None else rate.sustainable,
         max_rate=np.full(n, np.inf) if rate is None else rate.max_rate_per_s,
@@ -206,10 +206,10 @@ def _append_disagg(
     split: np.ndarray,
     reason: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Put the disaggregated rows after the aggregated ones: the table's columns, the rows'
+    """Put the disaggregated rows after the aggregated ones: the `PlanRows` columns, the rows'
     categorical columns and the flags (never anchored: no measured reference pins a split's
     kernels and serving at once; `--measured-only` leaves them out)."""
-    t = search.table
+    t = search.rows
     n = d.size
     for m in t.values:
         t.values[m] = np.concatenate([t.values[m], d.values[m]])
@@ -247,7 +247,7 @@ def config_of(req: PlanRequest, search: Search, rows: dict[str, np.ndarray], i: 
         return search.disagg.config(req, search.families, i - search.size)
     b = search.block_of(i)
     fam = b.family
-    conc = search.table.concurrency
+    conc = search.rows.concurrency
     return {
         "model": req.model,
         "instance": fam.instance.name,
@@ -286,7 +286,7 @@ def _patch_measured_cells(
     ]
     if not cells:
         return
-    t = search.table
+    t = search.rows
     fam_inst = np.array([f.instance.name for f in families], dtype=object)[rows["family"]]
     fam_eng = np.array([f.engine for f in families], dtype=object)[rows["family"]]
     for cell in cells:

@@ -158,7 +158,7 @@ def relaxations(c: Columns, miss: dict[str, np.ndarray], g: Goals) -> list[tuple
                 others &= v == 0
         if name == "request_rate" and g.ttft_ms is not None:
             # at the rate it can take, an unsustainable row runs at its batch limit: the
-            # figures in the table, TTFT included
+            # figures in the rows, TTFT included
             others &= c.ttft_ms <= g.ttft_ms
         others &= miss[name] > 0
         idx = np.flatnonzero(others)

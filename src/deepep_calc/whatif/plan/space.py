@@ -15,7 +15,7 @@ Which rows exist, and why:
 - allgather and tensor parallel on every node count; single-node replicas from two nodes up
   (on one node a replica *is* the allgather deployment, and the model gives the same figures).
 
-`Table` holds every row's figures as flat NumPy columns, with each column's provenance tag
+`PlanRows` holds every row's figures as flat NumPy columns, with each column's provenance tag
 (one per pass). Figures are the vectorised model's; the planner re-evaluates the few points
 it prints with the scalar `compute`, which also substitutes measured cells.
 """
@@ -69,7 +69,7 @@ class Block:
     nodes: np.ndarray
     graphs: np.ndarray
     comms: np.ndarray
-    start: int = 0  # offset of the first row in the Table
+    start: int = 0  # offset of the first row in the PlanRows
 
     @property
     def rows(self) -> int:
@@ -93,7 +93,7 @@ class Pass:
 
 
 @dataclass
-class Table:
+class PlanRows:
     """Every row of the search: figures, bands, flags and tags as flat columns."""
 
     values: dict[str, np.ndarray] = field(default_factory=dict)
@@ -207,7 +207,7 @@ def _take(value: Any, total: int, take: np.ndarray) -> np.ndarray:
 
 
 class Search:
-    """The passes of a plan and the one table their rows fill."""
+    """The passes of a plan and the one `PlanRows` their rows fill."""
 
     def __init__(self, passes: list[Pass]) -> None:
         self.passes = passes
@@ -217,13 +217,13 @@ class Search:
             b.start = start
             start += b.rows
         self.size = start
-        self.table = Table()
+        self.rows = PlanRows()
         self.families: list[Family] = []  # set by the scan (the disaggregated rows' configs)
         self.disagg: Any = None  # plan/disagg.PlanDisagg: rows after `size`, or None
         self._starts = np.fromiter((b.start for b in self.blocks), dtype=np.int64, count=len(self.blocks))
 
-    def _empty_table(self) -> None:
-        t, n = self.table, self.size
+    def _empty_rows(self) -> None:
+        t, n = self.rows, self.size
         for m in METRICS:
             t.values[m] = np.full(n, np.nan)
             t.low[m] = np.full(n, np.nan)
@@ -235,8 +235,8 @@ class Search:
         t.concurrency = np.zeros(n)
 
     def _write(self, b: Block, arm: ArmResult, total: int, take: np.ndarray, rows: np.ndarray) -> None:
-        """Put one block's figures (computed over `total` rows; its own at `take`) in the table."""
-        t = self.table
+        """Put one block's figures (computed over `total` rows; its own at `take`) in the rows."""
+        t = self.rows
         at = b.start + rows
         for m in METRICS:
             q = getattr(arm, m)
@@ -251,9 +251,9 @@ class Search:
 
     def evaluate(self, concurrency: float, tick: Callable[[], None] | None = None) -> None:
         """Every row at one concurrency: one call per pass, DeepEP-only where a pass reuses."""
-        if not self.table.values:
-            self._empty_table()
-        self.table.concurrency[:] = concurrency  # type: ignore[index]
+        if not self.rows.values:
+            self._empty_rows()
+        self.rows.concurrency[:] = concurrency  # type: ignore[index]
         results: dict[int, Result] = {}
         for i, p in enumerate(self.passes):
             cols = {
@@ -279,7 +279,7 @@ class Search:
     ) -> dict[str, np.ndarray]:
         """Rows at their own concurrencies, `concurrency[:, j]` being the j-th candidate of a row.
 
-        Returns TTFT and step (rows x candidates); with `write` (one candidate) the table is
+        Returns TTFT and step (rows x candidates); with `write` (one candidate) the rows are
         filled too. `only`: the rows to evaluate (others are left as they are).
         """
         conc = np.asarray(concurrency, dtype=float)
@@ -288,8 +288,8 @@ class Search:
         k = conc.shape[1]
         out = {m: np.full(conc.shape, np.nan) for m in ("ttft_ms", "step_ms")}
         if write:
-            if not self.table.values:
-                self._empty_table()
+            if not self.rows.values:
+                self._empty_rows()
             assert k == 1
         for p in self.passes:
             picks = []
@@ -325,7 +325,7 @@ class Search:
                     out[m][b.start + pk] = _take(getattr(arm, m).value, total, take).reshape(pk.size, k)
                 if write:
                     self._write(b, arm, total, take, pk)
-                    self.table.concurrency[b.start + pk] = conc[b.start + pk, 0]  # type: ignore[index]
+                    self.rows.concurrency[b.start + pk] = conc[b.start + pk, 0]  # type: ignore[index]
             if tick is not None:
                 tick()
         return out
@@ -343,7 +343,7 @@ class Search:
         return cap, fits
 
     def tag(self, metric: str, i: int) -> Tag:
-        return Tag(int(self.table.tags[metric][i]))
+        return Tag(int(self.rows.tags[metric][i]))
 
     def block_of(self, i: int) -> Block:
         return self.blocks[int(np.searchsorted(self._starts, i, side="right")) - 1]
