@@ -32,7 +32,7 @@ def _first_ratio(text: str) -> float:
 
 
 @pytest.mark.parametrize("scenario", [REPLICA_RIVAL, REPLICA_WINS], ids=["rival", "winner"])
-def test_the_headline_and_the_json_carry_the_deciding_pair(scenario: Scenario) -> None:
+def test_the_headline_and_the_json_carry_the_deciding_arms(scenario: Scenario) -> None:
     result = evaluate(scenario)
     v = result.verdict
     d = v.deciding

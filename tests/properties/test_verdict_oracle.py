@@ -149,7 +149,7 @@ def oracle(doc: dict[str, Any]) -> tuple[str, str | None]:
     return "dense", alt
 
 
-def deciding_pair(doc: dict[str, Any], code: str, rec: str | None) -> tuple[str, str] | None:
+def deciding_arms(doc: dict[str, Any], code: str, rec: str | None) -> tuple[str, str] | None:
     """The comparison that decided (docs/model.md §8), from the JSON alone: DeepEP against the
     arm it had to beat (the winner; in a DeepEP win its closest rival), else the recommended arm
     against its closest rival."""
@@ -214,13 +214,13 @@ def check(doc: dict[str, Any]) -> None:
     assert doc["tax_ms_per_token"]["value"] == pytest.approx(step_d - step_a, rel=1e-9, abs=1e-9)
     runs = d["feasible"] and a["feasible"]
     assert (c["ratio"] is not None) == runs
-    # the comparison that decided: the pair the rules give, its figures the shown ones, and the
+    # the comparison that decided: the two arms the rules give, its figures the shown ones, and the
     # headline's ratio is its ratio (DeepEP against the replicas when they are the rival)
-    pair = deciding_pair(doc, code, rec)
+    decided = deciding_arms(doc, code, rec)
     dec = v["deciding"]
-    assert (dec["arms"] if dec else None) == (list(pair) if pair else None), (dec, pair)
-    if pair is not None:
-        x, y = pair
+    assert (dec["arms"] if dec else None) == (list(decided) if decided else None), (dec, decided)
+    if decided is not None:
+        x, y = decided
         agg_x, agg_y, both = _agg(arms[x], arms[y])
         assert dec["basis"] == ("measured" if both else "model")
         assert dec["ratio"]["value"] == pytest.approx(agg_x / agg_y, rel=1e-9)
@@ -232,7 +232,7 @@ def check(doc: dict[str, Any]) -> None:
             assert dec["status"] == ("meets" if agg_x / agg_y > threshold else "misses")
     shown = re.findall(r"(\d+\.\d\d)× \[", v["headline"])
     if shown and not v["headline"].startswith("Nothing fits"):
-        assert pair is not None, v["headline"]
+        assert decided is not None, v["headline"]
         assert float(shown[0]) == round(dec["ratio"]["value"], 2), v["headline"]
     # no negative "more"; a ratio above 1 never sits beside a plain tax
     assert not re.search(r"(?<![\w-])-\d", v["headline"]), v["headline"]

@@ -26,7 +26,7 @@ A modelled ratio may carry a band (`Q.low` / `Q.high`); when the band of the dec
 spans the threshold 1 + noise, the headline says the call is too close to make within the
 model's error instead of sounding certain. The code is unchanged by the band.
 
-The *deciding* comparison (`Deciding`, `deciding_pair`) is the one the faces show: DeepEP
+The *deciding* comparison (`Deciding`, `deciding_arms`) is the one the faces show: DeepEP
 against the arm that won, or in a DeepEP win its closest rival (often the single-node replicas,
 not the alternative); the recommended arm against its closest rival when DeepEP is out.
 
@@ -104,7 +104,7 @@ class Comparison:
     """The figures the rule compared for DeepEP against the alternative, and on what footing."""
 
     basis: str  # "measured" (both arms measured) or "model" (both arms' model figures)
-    aggregate: dict[str, Q]  # arm -> the aggregate the rule used (each pair like with like)
+    aggregate: dict[str, Q]  # arm -> the aggregate the rule used (each comparison like with like)
     ratio: Q | None  # DeepEP / alternative aggregate; None when either arm cannot run
     per_user_ratio: Q | None
     tax_ms_per_token: Q | None
@@ -161,7 +161,7 @@ class Deciding:
 
     @property
     def is_alternative(self) -> bool:
-        """DeepEP against the scenario's alternative: the pair `Comparison` already holds."""
+        """DeepEP against the scenario's alternative: the two arms `Comparison` already holds."""
         return self.arms[0] == "deepep" and self.arms[1] in ("allgather", "tp")
 
     def to_json(self) -> dict[str, Any]:
@@ -395,7 +395,7 @@ def compare(result: Any) -> Comparison:
     )
 
 
-def deciding_pair(result: Any, code: str, arm: str, contending: dict[str, bool]) -> tuple[str, str] | None:
+def deciding_arms(result: Any, code: str, arm: str, contending: dict[str, bool]) -> tuple[str, str] | None:
     """The two arms whose comparison decided the verdict (see `Deciding`), or None.
 
     - capacity: DeepEP against the alternative (which EP flavour), when both are in contention;
@@ -437,10 +437,10 @@ def deciding_pair(result: Any, code: str, arm: str, contending: dict[str, bool])
 
 def deciding(result: Any, code: str, arm: str, contending: dict[str, bool]) -> Deciding | None:
     """The deciding comparison with its figures (`Result.versus`) and threshold status."""
-    pair = deciding_pair(result, code, arm, contending)
-    if pair is None:
+    decided = deciding_arms(result, code, arm, contending)
+    if decided is None:
         return None
-    a, b = pair
+    a, b = decided
     ratio, per_user, tax, measured = result.versus(a, b)
     qa, qb, _ = decision_aggregates(result.arms[a], result.arms[b])
     threshold = 1.0 if code == "capacity" else 1.0 + float(const("noise_band").value)

@@ -20,7 +20,7 @@ sensitivity` and `evaluate --sensitivity` run it.
 
 The ratio shown is the model's aggregate ratio of the comparison that decided the verdict
 (`Verdict.deciding`: DeepEP against the alternative, or against the single-node replicas when
-they won or were the rival to beat), the pair fixed by the base scenario, so it moves even
+they won or were the rival to beat), the two arms fixed by the base scenario, so it moves even
 where a measured cell supplies the headline.
 """
 
@@ -61,7 +61,7 @@ class Row:
     ratio_high: Q
     verdict_low: str
     verdict_high: str
-    versus: tuple[str, str] = ("deepep", "allgather")  # the pair whose ratio this is
+    versus: tuple[str, str] = ("deepep", "allgather")  # the two arms whose ratio this is
 
     @property
     def survives(self) -> bool:
@@ -150,7 +150,7 @@ def cases(r: Resolved, asked: Scenario | None = None) -> list[Case]:
 
 def model_ratio(result: Result, versus: tuple[str, str] | None = None) -> Q:
     """The aggregate ratio of two arms as the model computes it (before measured substitution):
-    DeepEP / alternative unless `versus` names another pair."""
+    DeepEP / alternative unless `versus` names two others."""
     a_name, b_name = versus or ("deepep", result.alternative)
     x, y = result.arms[a_name], result.arms[b_name]
     a = x.model_aggregate_tok_s or x.aggregate_tok_s
@@ -159,9 +159,9 @@ def model_ratio(result: Result, versus: tuple[str, str] | None = None) -> Q:
     return (a / b).as_("x", f"model aggregate tok/s {label} / {b_name}")
 
 
-def deciding_pair(r: Resolved) -> tuple[str, str]:
-    """The pair whose comparison decided the base question's verdict (DeepEP against the
-    alternative when no pair decided: nothing fits, or DeepEP is the only arm)."""
+def deciding_arms(r: Resolved) -> tuple[str, str]:
+    """The two arms whose comparison decided the base question's verdict (DeepEP against the
+    alternative when no comparison decided: nothing fits, or DeepEP is the only arm)."""
     result = compute(r)
     d = decide(result).deciding
     return d.arms if d is not None else ("deepep", result.alternative)
@@ -180,7 +180,7 @@ def _run(r: Resolved, versus: tuple[str, str], values: dict[str, float] | None =
 def sensitivity(
     question: Resolved | Scenario | None = None, /, *, resolve: Resolver = resolve, **fields: Any
 ) -> list[Row]:
-    """The tornado, largest swing of the ratio first; the ratio is the deciding pair's.
+    """The tornado, largest swing of the ratio first; the ratio is the deciding comparison's.
 
     `question`: what the face resolved (`evaluate`'s `result.resolved`), or a scenario and
     `resolve`, the face's way of resolving it (`io.inputs.resolve_files` reads the config.json
@@ -188,7 +188,7 @@ def sensitivity(
     once and every case reuses its models and profile.
     """
     asked, r = question_of(question, fields, resolve)
-    versus = deciding_pair(r)
+    versus = deciding_arms(r)
     base_code, base_ratio = _run(r, versus)
     rows = []
     for case in cases(r, asked):
