@@ -16,13 +16,13 @@ def test_the_counts_chain_from_tokens_to_wire_time(nodes: int) -> None:
     r = result.resolved
     world = nodes * r.gpus_per_node
     assert op.tokens.scalar == pytest.approx(r.scenario.concurrency / world)
-    assert op.pairs.scalar == pytest.approx(op.tokens.scalar * r.model.topk)
-    assert op.remote.scalar == pytest.approx(op.pairs.scalar * (world - r.gpus_per_node) / world)
+    assert op.selections.scalar == pytest.approx(op.tokens.scalar * r.model.topk)
+    assert op.remote.scalar == pytest.approx(op.selections.scalar * (world - r.gpus_per_node) / world)
     assert op.posts.scalar == pytest.approx(op.remote.scalar * r.transport.ops_per_token)
     assert op.wire_us.scalar > 0 and op.wire_us.unit == "us"
     assert op.nic_pct.scalar + op.idle_pct.scalar == pytest.approx(100.0)
     assert op.moe_layers == r.model.moe_layers
-    assert {str(q.tag) for q in (op.tokens, op.pairs, op.remote, op.posts)} == {"derived"}
+    assert {str(q.tag) for q in (op.tokens, op.selections, op.remote, op.posts)} == {"derived"}
 
 
 def test_infiniband_stands_at_one_against_itself() -> None:

@@ -1,9 +1,10 @@
 """One decode step of the DeepEP arm counted operation by operation, and the kernels' measured
 standing against InfiniBand: the numbers the mechanism page explains the tax with.
 
-Each count is derived from the scenario's layout and the catalogs (tokens per rank, the pairs
-that leave the node, the work requests and bytes they cost, the wire time at line rate); the
-step's own figures come from the evaluated result. The web page only labels them.
+Each count is derived from the scenario's layout and the catalogs (tokens per rank, the (token,
+expert) selections that leave the node, the work requests and bytes they cost, the wire time at
+line rate); the step's own figures come from the evaluated result. The web page only labels
+them. The units and sources keep the printed word "pairs".
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class StepOperations:
     """The DeepEP arm's step at one scenario, per rank and per MoE layer, every figure a Q."""
 
     tokens: Q  # per rank per step
-    pairs: Q  # token-expert pairs per rank per MoE layer
+    selections: Q  # (token, expert) selections per rank per MoE layer
     remote: Q  # of which leave the node
     posts: Q  # work requests per direction
     dispatch_kb: Q  # dispatch bytes leaving the node per layer
@@ -52,9 +53,9 @@ def step_operations(base: Result) -> StepOperations:
     tokens = Q.derived(
         float(lay.seqs_per_rank), "tokens", f"concurrency {r.scenario.concurrency} / {world} ranks"
     )
-    pairs = (tokens * m.topk).as_("pairs", f"tokens x top-{m.topk}")
+    selections = (tokens * m.topk).as_("pairs", f"tokens x top-{m.topk}")
     remote_share = (world - gpn) / world
-    remote = (pairs * remote_share).as_("pairs", f"x (EP - GPUs per node) / EP = {remote_share:g}")
+    remote = (selections * remote_share).as_("pairs", f"x (EP - GPUs per node) / EP = {remote_share:g}")
     posts = (remote * t.ops_per_token).as_(
         "work requests", f"x {t.ops_per_token} per remote pair on SRD ({t.name})"
     )
@@ -75,7 +76,18 @@ def step_operations(base: Result) -> StepOperations:
     nic_pct = nic_utilisation_pct()
     idle_pct = (100.0 - nic_pct).as_("%", "100 % - NIC utilisation")
     return StepOperations(
-        tokens, pairs, remote, posts, dispatch_kb, wire_us, path_us, proxy, kernels, layers, nic_pct, idle_pct
+        tokens,
+        selections,
+        remote,
+        posts,
+        dispatch_kb,
+        wire_us,
+        path_us,
+        proxy,
+        kernels,
+        layers,
+        nic_pct,
+        idle_pct,
     )
 
 

@@ -165,7 +165,7 @@ def per_operation(base: Result) -> list[dict[str, Any]]:
     op = step_operations(base)
     return [
         _row("Tokens per rank per step", op.tokens, 0),
-        _row("Token-expert pairs per rank per MoE layer", op.pairs, 0),
+        _row("Token-expert pairs per rank per MoE layer", op.selections, 0),
         _row("of which leave the node", op.remote, 0),
         _row(
             "Work requests posted, per direction",
