@@ -1,4 +1,4 @@
-"""`calibrate` takes folders as people have them: AIPerf artifact folders, sweeps, our own names."""
+"""`calibrate` takes folders as people have them: AIPerf artifact folders, campaigns, our own names."""
 
 from __future__ import annotations
 
@@ -134,15 +134,15 @@ def test_a_folder_of_exports_named_by_our_convention(
     assert set(skipped) == {TRT_DENSE_CSV.name, "notes.md"}
 
 
-def test_a_sweep_of_nested_folders_takes_engine_comms_and_concurrency_from_folder_names(
+def test_a_campaign_of_nested_folders_takes_engine_comms_and_concurrency_from_folder_names(
     tmp_path: Path,
 ) -> None:
     for comms in (1, 8):
         for conc in (4, 8, 32):
-            folder = tmp_path / "sweep" / "vllm" / f"deepep-epnc{comms}" / f"c{conc}"
+            folder = tmp_path / "campaign" / "vllm" / f"deepep-epnc{comms}" / f"c{conc}"
             folder.mkdir(parents=True)
             (folder / "profile_export_aiperf.json").write_bytes(vllm(comms, conc).read_bytes())
-    found = discover([], [tmp_path / "sweep"])
+    found = discover([], [tmp_path / "campaign"])
     placed = [(u.run.engine, u.run.comms, u.run.concurrency) for u in found.used]
     assert placed == [("vllm", k, c) for k in (1, 8) for c in (4, 8, 32)]  # c4 before c32
     assert found.skipped == []

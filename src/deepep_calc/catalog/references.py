@@ -56,7 +56,7 @@ class DisaggRef(Record):
     title: str
     source: str
     trust: Literal["measured", "assumed"]
-    group: str  # runs of one sweep (one kit, one arm, one ISL): a cross-validation fold
+    group: str  # runs of one campaign (one kit, one arm, one ISL): a cross-validation fold
     use: Literal["compare", "check"] = "compare"
     use_note: str = ""
     model: str

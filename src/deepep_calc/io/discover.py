@@ -1,10 +1,10 @@
-"""Find the AIPerf runs in what the user points `calibrate` at: files, artifact folders, sweeps.
+"""Find the AIPerf runs in what the user points `calibrate` at: files, artifact folders, campaigns.
 
 Why a separate step: people hand over their benchmark folders as AIPerf left them. One AIPerf
 run writes a folder of files (the summary `profile_export_aiperf.json` and its `.csv` twin,
 per-request `profile_export.jsonl`, `inputs.json`, logs, sometimes time slices, telemetry or
-plots), and a sweep is a folder of such folders, one per concurrency, often nested by leg or
-EP_NUM_COMMS. Files named by our own convention (`trtllm-0.21_..._deepep-epnc8_c32_isl120.json`)
+plots), and a benchmark campaign is a folder of such folders, one per concurrency, often nested
+by leg or EP_NUM_COMMS. Files named by our own convention (`trtllm-0.21_..._deepep-epnc8_c32_isl120.json`)
 may also sit side by side in one folder. This module walks a folder, keeps one summary export
 per run (the JSON over its CSV twin), and records every other file with the reason it was not
 read, so the user sees exactly what the calibration rests on.
@@ -41,7 +41,7 @@ from .aiperf import (
 Leg = Literal["dense", "deepep"]
 
 MAX_DEPTH = 8
-"""Folder levels below the one given; a sweep is two or three deep."""
+"""Folder levels below the one given; a campaign is two or three deep."""
 MAX_ENTRIES = 20_000
 """Files and folders looked at under one argument; beyond it, the wrong folder was given."""
 
