@@ -88,7 +88,7 @@ def scenario_of(ref: DisaggRef) -> Scenario:
 
 def _reaching(transport: str, nodes: int) -> str | None:
     """A side's DeepEP transport as the scenario takes it: NVLink only on one node (a
-    multi-node side of replicas or dense arms leaves it to the default)."""
+    multi-node side of replicas or the allgather and TP arms leaves it to the default)."""
     return None if transport == "nvlink" and nodes > 1 else transport
 
 

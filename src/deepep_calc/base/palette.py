@@ -1,7 +1,7 @@
 """Colours shared by the web page, the mechanism page, the HTML report and every chart.
 
 One table so the code stays the same everywhere: InfiniBand / GPU-initiated paths are violet,
-EFA host-proxied paths orange, dense arms neutral. Verdict colours avoid both transport hues
+EFA host-proxied paths orange, non-DeepEP arms neutral. Verdict colours avoid both transport hues
 so a lit card is never mistaken for a transport; each verdict also carries its symbol.
 """
 

@@ -143,7 +143,7 @@ class _Terms:
 
 
 def _main(result: Any, v: Verdict, contending: dict[str, bool]) -> str:
-    """The headline's sentence for the verdict's code: capacity, DeepEP or a dense arm."""
+    """The headline's sentence for the verdict's code: capacity, DeepEP or a non-DeepEP arm."""
     alt = result.alternative
     c = v.compared
     assert c is not None
@@ -246,7 +246,7 @@ def _replica_main(result: Any, v: Verdict, contending: dict[str, bool], w: _Term
 
 
 def _dense_main(result: Any, v: Verdict, contending: dict[str, bool], w: _Terms) -> str:
-    """A dense arm (or the replicas) is recommended: what DeepEP reaches against it, and why
+    """The allgather or TP arm (or the replicas) is recommended: what DeepEP reaches against it, and why
     a lead inside the noise band is a tie."""
     c, t, basis, dee_a, alt_a = w.c, w.t, w.basis, w.dee_a, w.alt_a
     arm, d = v.recommended_arm, v.deciding

@@ -1,18 +1,18 @@
-"""Engine and hardware constants from serving observations, in stages (dense arms first).
+"""Engine and hardware constants from serving observations, in stages (non-DeepEP arms first).
 
-Stage G (CUDA graphs, dense arms and one-node EP): `step = step_us(engine) + device + floor x
+Stage G (CUDA graphs, non-DeepEP arms and one-node EP): `step = step_us(engine) + device + floor x
     kernels + exchange + L x (fixed + token x group tokens)` is linear in [kernel floor and the
     expert read efficiency (hardware), step_us per engine, and per engine x exchange kind what
     the engine adds around NCCL's collectives (`ExchangeTerm`, L exchange layers)], least squares
     over every such graph-mode observation. NCCL's own collectives are measured (catalog), so
     the engine term is fitted only on that engine's dense runs and never lent to another.
-Stage E (eager, dense arms): `step = max(launch_us x kernels + step_us, GPU path)`; where the
+Stage E (eager, non-DeepEP arms): `step = max(launch_us x kernels + step_us, GPU path)`; where the
     CPU path is the longer, `launch_us` per engine is the least-squares solution with step_us
     taken from the engine's graph-mode value (the same host work, before the launches).
 Stage P (eager, DeepEP over a host proxy, cross-node): `step = max(CPU, GPU + L_moe x
     (proxy_fixed_us + proxy_lane_us / lanes))`: the proxy's host work delays the GPU, not the
     launching thread. Least squares on the log error per engine with the stage-E constants held
-    fixed: the DeepEP arms never move the launch cost the dense arms pinned. An engine with no
+    fixed: the DeepEP arms never move the launch cost the non-DeepEP arms pinned. An engine with no
     dense eager run (nor a prior engine with one) fits its launch cost here, from its DeepEP
     runs, with proxy_fixed_us pinned at 0 (tagged assumed).
 Stage T: `ttft = prefill + ttft_steps x step`, least squares per engine over measured TTFTs.
@@ -23,7 +23,7 @@ pinned to 0 and the rest re-solved; a constant no observation pins comes from th
 `prior_engine`, else the mean of the engines that have it, tagged assumed. Every fitted
 constant's source lists the observations it rests on.
 
-Why one module: the stages (dense arms under graphs, then eager, then DeepEP arms) solve
+Why one module: the stages (non-DeepEP arms under graphs, then eager, then DeepEP arms) solve
 one least-squares system in order, each stage holding the previous one's constants fixed;
 the order is the model.
 """
@@ -228,7 +228,7 @@ def _fill_missing(state: EngineFitState) -> None:
 
 
 def _hardware_row(p: Pieces) -> bool:
-    """Rows that may pin the hardware constants: dense arms, and EP inside one node (NVLink only,
+    """Rows that may pin the hardware constants: non-DeepEP arms, and EP inside one node (NVLink only,
     no DeepEP-over-EFA term). Every DeepEP run that crosses nodes is predicted, never fitted here."""
     return not p.obs.deepep or p.r.scenario.nodes * p.r.gpus_per_node <= p.r.gpus_per_node
 
@@ -287,7 +287,7 @@ def _one_round(obs: Sequence[Obs], table: Table, keep: bool = False) -> Table:
 
 
 def _stage_graphs(ps: list[Pieces], table: Table, state: EngineFitState, ttft_now: dict[str, float]) -> Table:
-    """Stage G: dense arms (and one-node EP) under CUDA graphs pin the hardware constants (the
+    """Stage G: non-DeepEP arms (and one-node EP) under CUDA graphs pin the hardware constants (the
     kernel floor, the expert efficiency), each engine's graph-mode host cost per step, and what
     each engine adds around its collectives. A relative least squares, non-negative."""
     graph_dense = [p for p in ps if p.obs.graphs and _hardware_row(p)]
@@ -345,7 +345,7 @@ def _stage_graphs(ps: list[Pieces], table: Table, state: EngineFitState, ttft_no
 def _stage_eager(
     ps: list[Pieces], table: Table, state: EngineFitState, ttft_now: dict[str, float], keep: bool
 ) -> None:
-    """Stage E: dense arms, eager: each engine's launch cost per kernel (the host cost per step
+    """Stage E: non-DeepEP arms, eager: each engine's launch cost per kernel (the host cost per step
     from graph mode, else the prior engine's or the mean)."""
     _fill_step_us_for_eager(state)
     if not keep:  # every engine's host cost per step, before the launch cost is solved against it

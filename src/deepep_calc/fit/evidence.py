@@ -33,7 +33,7 @@ def evidence_key(r: Resolved, arm: str, nodes: Any = None, graphs: Any = None) -
     """`engine/exchange/route/family/mode` of one arm of one scenario (scalars only).
 
     The route is what a DeepEP exchange rides: its transport across nodes, NVLink inside one
-    node (a different kernel: no network). The dense arms' route is NCCL's collectives whether
+    node (a different kernel: no network). The non-DeepEP arms' route is NCCL's collectives whether
     one node or several: their engine terms are the same (issue #25: engine x arm x transport x
     model family), so a single-node replica of a measured engine x model is covered."""
     s = r.scenario

@@ -48,7 +48,7 @@ class Link:
 
 @dataclass(frozen=True, eq=False)
 class CollectiveConstants:
-    """NCCL's figures for the kinds a dense arm runs, on one instance (`collective_constants`)."""
+    """NCCL's figures for the kinds a non-DeepEP arm runs, on one instance (`collective_constants`)."""
 
     links: dict[str, Link]
     intra_step_us: Q  # one NVLink step of a small collective (assumed)

@@ -445,7 +445,7 @@ def prefill_batch_step(
     side at capacity): each rank prefills `prompts` prompts of ISL tokens together. Matmuls and
     attention grow with the prompts, the weights are read once; a rank's experts also run the
     selections of every other busy rank of its group; the exchange carries every rank's tokens
-    (DeepEP's high-throughput kernels; a full allgather for the dense arms)."""
+    (DeepEP's high-throughput kernels; a full allgather for the non-DeepEP arms)."""
     s = r.scenario
     lay = shared(memo, ("layout", arm), lambda: layout(r, arm))
     isl = floats(s.isl)
