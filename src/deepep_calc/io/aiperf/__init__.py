@@ -1,4 +1,4 @@
-"""Read AIPerf profile exports into typed runs, and pair a dense and a DeepEP run into an A/B.
+"""Read AIPerf summary exports into typed runs, and pair a dense and a DeepEP run into an A/B.
 
 Why this package exists: the calculator is calibrated to measured serving cells, and a user who
 benchmarks their own cluster with AIPerf should be able to hand over those exports and get the
