@@ -18,7 +18,7 @@ import deepep_calc
 
 PINS = Path(__file__).parent / "fixtures" / "api" / "json_fields.json"
 
-# one fixed question per answer shape (the calibration scenario where a command has one)
+# one fixed question per answer shape (the default scenario where a command has one)
 COMMANDS: dict[str, list[str]] = {
     "evaluate": ["evaluate", "--json"],
     "evaluate-tp": ["evaluate", "--model", "deepseek-v3", "--nodes", "4", "--alternative", "tp", "--json"],

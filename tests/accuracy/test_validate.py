@@ -332,7 +332,7 @@ def test_bands_cover_at_least_80_percent_of_what_was_held_out(cv: Report) -> Non
 def test_a_figure_far_from_every_reference_carries_the_wider_band() -> None:
     """DeepSeek-V3 on SGLang under CUDA graphs: no reference covers SGLang with DeepSeek, nor
     SGLang in graph mode with DeepEP across nodes, so its arms take the leave-a-combination-out
-    bands; the calibration scenario keeps the narrower ones."""
+    bands; the default scenario keeps the narrower ones."""
     from deepep_calc import Scenario, evaluate
     from deepep_calc.fit.build import built_in_table
 

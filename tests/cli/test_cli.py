@@ -51,7 +51,7 @@ def test_evaluate_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
         ):
             assert _is_q(arm[key]) and arm[key]["tag"] in ("measured", "derived", "assumed")
         assert all(set(v) == Q_KEYS for v in arm["breakdown_ms"].values())
-    # at the calibration scenario the measured figures carry no band; the TTFT (modelled) does
+    # at the default scenario the measured figures carry no band; the TTFT (modelled) does
     dee = doc["arms"]["deepep"]
     assert dee["per_user_tok_s"]["tag"] == "measured" and "low" not in dee["per_user_tok_s"]
     assert dee["ttft_ms"]["tag"] != "measured" and {"low", "high"} <= set(dee["ttft_ms"])

@@ -19,7 +19,7 @@ from paths import REPO
 REPO = REPO
 
 
-def test_bare_json_is_the_calibration_result(capsys: pytest.CaptureFixture[str]) -> None:
+def test_bare_json_is_the_default_scenario(capsys: pytest.CaptureFixture[str]) -> None:
     code, bare, _ = run_cli(capsys, "--json")
     assert code == 0
     code, explicit, _ = run_cli(capsys, "evaluate", "--json")

@@ -24,7 +24,7 @@ PAIR_SCENARIO = [
 
 
 def test_the_readme_first_command_prints_the_calibration_card() -> None:
-    """`deepep-calc` with no arguments: the card of the calibration scenario, exit 0."""
+    """`deepep-calc` with no arguments: the card of the default scenario, exit 0."""
     done = subprocess.run([str(_console_script())], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "Run allgather" in done.stdout and "14.7 ms/token" in done.stdout

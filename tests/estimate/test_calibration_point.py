@@ -1,4 +1,4 @@
-"""The calibration scenario reproduces the measured cells exactly, with the right tags."""
+"""The default scenario reproduces the measured cells exactly, with the right tags."""
 
 import pytest
 

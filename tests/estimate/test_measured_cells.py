@@ -123,7 +123,7 @@ def test_apply_cell_with_both_keeps_both_and_without_either_keeps_the_model() ->
 
 
 def test_measured_cell_for_each_arm() -> None:
-    """DeepEP and allgather of the calibration scenario are its cell; TP and replica never are;
+    """DeepEP and allgather of the default scenario are its cell; TP and replica never are;
     another DeepEP transport at the same shape is not that cell."""
     r = resolve(Scenario())
     assert measured_cell_for(r, "deepep").id == "trt-ab-k8-c32"
@@ -215,7 +215,7 @@ def test_best_evidenced_cell_wins() -> None:
     ],
 )
 def test_every_field_of_the_scenario_must_match(change: dict) -> None:
-    """The calibration cell measures the calibration scenario and nothing next to it; only the
+    """The calibration cell measures the default scenario and nothing next to it; only the
     allgather arm, which never reads EP_NUM_COMMS or EP_EFA_MAX_QPS, keeps it across those."""
     assert measured_cell_for(resolve(Scenario()), "deepep") is CAL
     r = resolve(Scenario(**change))

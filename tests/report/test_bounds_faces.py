@@ -1,7 +1,7 @@
 """What bounds each arm's step, on every face: the JSON (and the API's schema), the card's line,
 the Why, the chart, the mechanism page, the sweep's columns and its bound map (issue #27).
 
-The NIC busy figure at the calibration scenario is checked against the measured ~2.2 % with its
+The NIC busy figure at the default scenario is checked against the measured ~2.2 % with its
 band: the model lands below it (about 1.1 % of the exchange's time, 0.8-1.25 %), and that is
 reported, not tuned; the strict xfail below turns red the day the two meet.
 """

@@ -314,7 +314,7 @@ def test_the_rule_on_one_scenario_equals_it_on_a_one_row_sweep(fields: dict[str,
 def test_a_scalar_what_if_equals_the_one_row_array_one() -> None:
     """`Resolved.vary` with plain numbers is a one-row what-if on the model's figures (no
     measured cell), as with one-element lists; it refuses the values the array check refuses."""
-    r = resolve(Scenario())  # the calibration scenario: its arms are measured cells
+    r = resolve(Scenario())  # the default scenario: its arms are measured cells
     values = {"concurrency": 64, "comms": 8, "cuda_graphs": True, "nodes": 4}
     one = compute(r.vary(**values))
     row = compute(r.vary(**{k: [v] for k, v in values.items()}))

@@ -120,7 +120,7 @@ def _run_fresh(code: str, preload: str = "") -> tuple[dict[str, bool], str]:
     return json.loads(loaded), "\n".join(printed)
 
 
-# The card, the JSON of the calibration scenario (robust: every flip candidate runs), DeepSeek
+# The card, the JSON of the default scenario (robust: every flip candidate runs), DeepSeek
 # what-ifs, scenarios whose flip search stops at a flip (--eager, --nodes 1, --cuda-graphs),
 # the TP alternative and the kernel table.
 ONE_SCENARIO = [

@@ -80,7 +80,7 @@ def test_kernel_latency_substituted_back_ties(scenario: Scenario) -> None:
 
 
 def test_kernel_latency_never_ties_when_the_rest_of_the_step_decides() -> None:
-    answer = kernel_tie(_r(Scenario()))  # the calibration scenario: the proxy and engine dominate
+    answer = kernel_tie(_r(Scenario()))  # the default scenario: the proxy and engine dominate
     assert answer.value is None
     assert "no fixed latency" in answer.note and "the rest of its step" in answer.note
     assert answer.check["floor_us"].scalar < answer.check["now_us"].scalar
@@ -210,7 +210,7 @@ def test_qps_issue_bound_at_every_modelled_qp_over_the_proxy() -> None:
 
 def test_kernel_is_issue_bound_at_every_modelled_qp_when_lanes_saturate() -> None:
     """At 128 tokens per rank (concurrency 2048 on 16 ranks) the proxy's issue path binds up to
-    the reference's 6 QPs; at the calibration scenario's 2 tokens per rank the latency of leaving
+    the reference's 6 QPs; at the default scenario's 2 tokens per rank the latency of leaving
     the node binds from 2 QPs on, so a higher cap would not shorten the kernel there."""
     answer = qps_kernel(_r(Scenario(concurrency=2048)))
     assert answer.value is None and "every QP count" in answer.note

@@ -13,7 +13,7 @@ from deepep_calc.decide.verdict import tagged
 from deepep_calc.whatif import flip
 
 FLIP_CASES = [
-    {},  # the calibration scenario: measured arms, flips at --cuda-graphs
+    {},  # the default scenario: measured arms, flips at --cuda-graphs
     {"cuda_graphs": True, "concurrency": 4},  # --eager lands on the measured k1-c4 cell
     {"engine": "vllm", "cuda_graphs": True},  # --eager lands on the measured vLLM c32 cell
     {"comms": 8, "cuda_graphs": True},  # --eager lands on the measured k8-c32 cell

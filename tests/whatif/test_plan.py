@@ -195,7 +195,7 @@ def test_vectorised_rows_equal_scalar_evaluations(small):
 
 
 def test_a_measured_cell_in_the_search_carries_the_measurement():
-    """At the calibration scenario the plan's figures are the measured cell's, as evaluate()'s are."""
+    """At the default scenario the plan's figures are the measured cell's, as evaluate()'s are."""
     p = run_plan(
         plan_request(
             model="qwen3-30b-a3b-fp8",

@@ -69,7 +69,7 @@ def test_the_grid_counts_every_combination(grid: Any, rows: list[dict[str, Any]]
 def test_random_rows_equal_scalar_evaluate(rows: list[dict[str, Any]]) -> None:
     rng = random.Random(5)
     sample = rng.sample(rows, 24)
-    # a measured cell (the calibration scenario) is always in the sample
+    # a measured cell (the default scenario) is always in the sample
     cell = next(
         r
         for r in rows

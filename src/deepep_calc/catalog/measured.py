@@ -12,9 +12,11 @@ from ._toml import validate_rows
 if TYPE_CHECKING:
     from annotated_types import Ge, Gt
 
-CALIBRATION_MODEL = "qwen3-30b-a3b-fp8"
-CALIBRATION_INSTANCE = "p5en"
-CALIBRATION_NODES = 2
+# The built-in cells' shared model, instance and node count, a cell's own unless it names
+# others (the default scenario, `question/fields.py: DEFAULTS`, asks about the same).
+CELL_MODEL = "qwen3-30b-a3b-fp8"
+CELL_INSTANCE = "p5en"
+CELL_NODES = 2
 
 
 @row
@@ -58,9 +60,9 @@ class Cell(Record):
     allgather: LegMetrics | None = None
     versus: LegMetrics | None = None
 
-    model: str = CALIBRATION_MODEL
-    instance: str = CALIBRATION_INSTANCE
-    nodes: int = CALIBRATION_NODES
+    model: str = CELL_MODEL
+    instance: str = CELL_INSTANCE
+    nodes: int = CELL_NODES
 
     def leg(self, name: str) -> LegMetrics | None:
         return getattr(self, name) if name in LEGS else None

@@ -2,8 +2,8 @@
 
 Where a scalar scenario is a measured cell (`catalog/data/measured.toml`, or a calibration
 profile's own), the measured numbers stand in for the model's for that arm, tagged measured:
-the calibration point is reproduced exactly, not approximately. A varied scenario
-(`Resolved.measured` False) never takes a cell.
+the cell's scenario (the default scenario is one) is reproduced exactly, not approximately. A
+varied scenario (`Resolved.measured` False) never takes a cell.
 """
 
 from __future__ import annotations

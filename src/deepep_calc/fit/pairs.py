@@ -31,7 +31,7 @@ class ABPair:
     """A dense run and a DeepEP run of the same workload, and what differs between them.
 
     The tax is the per-token step-time difference, the quantity the physics must reproduce at
-    the calibration point. The spread is the standard error of that difference (each arm's ITL
+    the pair's scenario. The spread is the standard error of that difference (each arm's ITL
     std over its request count, combined in quadrature): with n = 1 run per cell it is the only
     honest width we can attach. Ratios are DeepEP over dense, so below 1 means DeepEP is slower.
     """

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# The calibration scenario: the fair A/B of the measured cells (docs/MEASURED-DATA.md) at concurrency 32.
+# The default scenario: the fair A/B of the measured cells (docs/MEASURED-DATA.md) at concurrency 32.
 DEFAULTS: dict[str, Any] = {
     "model": "qwen3-30b-a3b-fp8",
     "instance": "p5en",

@@ -134,7 +134,7 @@ def _row(label: str, q: Q, digits: int, note: str = "") -> dict[str, Any]:
     return {"label": label, "q": q.to_json(), "digits": digits, "note": note}
 
 
-def calibration_result() -> Result:
+def default_result() -> Result:
     """The fair A/B at concurrency 32: the scenario the flat lines were measured in."""
     return evaluate(Scenario())
 
@@ -161,7 +161,7 @@ def signature() -> list[dict[str, Any]]:
 
 
 def per_operation(base: Result) -> list[dict[str, Any]]:
-    """One decode step of the DeepEP arm at the calibration scenario, counted operation by operation."""
+    """One decode step of the DeepEP arm at the default scenario, counted operation by operation."""
     op = step_operations(base)
     return [
         _row("Tokens per rank per step", op.tokens, 0),
@@ -257,7 +257,7 @@ TIMELINE_W, TIMELINE_H, TIMELINE_PAD = 760, 34, 8
 def disagg_scenario(values: dict[str, str] | None = None) -> tuple[Scenario, dict[str, ModelSpec]]:
     """The scenario the disaggregated section draws, with the in-memory models it names: the
     page's query (as the calculator reads it), split 1P1D when it names no split; with no
-    query, the calibration scenario as 1P1D."""
+    query, the default scenario as 1P1D."""
     if not values:
         return Scenario(prefill_nodes=1, decode_nodes=1), {}
     from .inputs import prepare, request_from_form

@@ -217,7 +217,7 @@ def _mechanism_page(values: dict[str, str] | None) -> str:
     from ..report.charts import per_user_vs_concurrency
     from . import mechanism
 
-    base = mechanism.calibration_result()
+    base = mechanism.default_result()
     scenario, models = mechanism.disagg_scenario(values)
     split = evaluate(scenario, models=models)
     timeline = mechanism.disagg_timeline(split)
