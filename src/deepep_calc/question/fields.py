@@ -57,7 +57,7 @@ LIMITS = {
     "prefill_nodes": 1024,  # P + D is at most `nodes`' limit too
     "decode_nodes": 1024,
 }
-OVERRIDE_LIMIT = 1_000_000  # structural what-ifs (--experts, --topk, --hidden, --moe-layers)
+OVERRIDE_LIMIT = 1_000_000  # structural overrides (--experts, --topk, --hidden, --moe-layers)
 FLOAT_LIMIT = 1e12  # SLO, TTFT and price: positive and below this
 
 

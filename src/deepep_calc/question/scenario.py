@@ -475,7 +475,7 @@ _OVERRIDES = ("experts", "topk", "hidden", "moe_layers", "kv_dtype")
 
 
 def _apply_overrides(model: ModelSpec, s: Scenario) -> ModelSpec:
-    """Structural what-ifs on top of a preset; re-validated as a whole model."""
+    """Structural overrides on top of a preset; re-validated as a whole model."""
     update: dict[str, Any] = {}
     for name in _OVERRIDES:
         value = getattr(s, name)
