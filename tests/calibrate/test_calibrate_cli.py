@@ -237,7 +237,7 @@ MALFORMED = [
     ),
     (
         ["--dense", TRT_DENSE, "--deepep", vllm(1, 8), "--engine", "vllm"],
-        "concurrency: 8 is not allowed; expected the dense arm's",
+        "concurrency: 8 is not allowed; expected the dense run's",
     ),
     (["--dense", TRT_DENSE, "--deepep", TRT_DEEPEP, "--osl", "256"], "--osl: 256 is not allowed"),
     (["--dense", TRT_DENSE, "--deepep", TRT_DEEPEP, "--alternative", "tp"], "--alternative: 'tp'"),

@@ -106,7 +106,7 @@ def test_measured_allgather_is_set_aside_against_a_modelled_deepep(
     assert doc["tax_ms_per_token"]["value"] == pytest.approx(steps)
 
 
-def test_calibration_point_compares_the_measurements_themselves(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_default_scenario_compares_the_measurements(capsys: pytest.CaptureFixture[str]) -> None:
     doc = _json(capsys)
     c = doc["verdict"]["compared"]
     assert c["basis"] == "measured" and not c["set_aside"]

@@ -142,7 +142,7 @@ def test_trt_conc4_pair_numbers_and_provenance() -> None:
     assert abs(pair.ttft_ratio.scalar - 210.9 / 116.9) < 0.01  # type: ignore[union-attr]
     assert pair.concurrency == 4
     # both runs' first waves waited for a cold start; at steady state the ratio is 74.38 / 110.24
-    assert [w.split(" (")[0] for w in pair.warnings] == ["dense arm", "DeepEP arm"]
+    assert [w.split(" (")[0] for w in pair.warnings] == ["dense run", "DeepEP run"]
     assert all("cold start" in w for w in pair.warnings)
     assert pair.steady_aggregate_ratio is not None and pair.steady_aggregate_ratio.tag is Tag.DERIVED
     assert abs(pair.steady_aggregate_ratio.scalar - 74.376 / 110.236) < 1e-3
@@ -155,7 +155,7 @@ def test_vllm_multicomm_ratio(conc: int) -> None:
     assert (one.comms, eight.comms) == (1, 8)
     # same workload, so a valid comparison; the only remark is that the "dense" slot holds a
     # DeepEP run, which is what this comparison deliberately does
-    assert check_pair(one, eight) == ["the run given as the dense arm is named 'deepep-epnc1'"]
+    assert check_pair(one, eight) == ["the dense run is named 'deepep-epnc1'"]
     ratio = eight.per_user_tok_s / one.per_user_tok_s  # type: ignore[operator]
     assert ratio.tag is Tag.DERIVED
     assert 1.8 <= ratio.scalar <= 2.2
@@ -382,9 +382,9 @@ def test_mismatched_model_and_lengths(tmp_path: Path) -> None:
 def test_pair_warnings_for_small_issues() -> None:
     dense = load_aiperf(TRT_DENSE)
     swapped = check_pair(load_aiperf(TRT_DEEPEP), dense)
-    assert any("given as the dense arm is named 'deepep-epnc1'" in w for w in swapped)
+    assert any("the dense run is named 'deepep-epnc1'" in w for w in swapped)
     cancelled = check_pair(dense, load_aiperf(EXTRA / "cancelled_run.json"))
-    assert any(w.startswith("DeepEP arm (cancelled_run.json)") for w in cancelled)
+    assert any(w.startswith("DeepEP run (cancelled_run.json)") for w in cancelled)
 
 
 def test_group_by_concurrency_refuses_unknown(tmp_path: Path) -> None:

@@ -142,7 +142,7 @@ def test_deepseek_ab_on_efa_picks_deepep_under_graphs_and_dense_in_eager_trtllm(
     assert evaluate(Scenario()).verdict.code == "dense"
 
 
-def test_the_tax_at_the_calibration_point_is_derived_from_the_cells() -> None:
+def test_the_tax_at_the_default_scenario_is_derived_from_the_cells() -> None:
     r = evaluate(Scenario())
     assert r.tax_ms_per_token.scalar == pytest.approx(1000 / 19.62 - 1000 / 27.57)
 

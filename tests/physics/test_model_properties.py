@@ -104,7 +104,7 @@ def test_per_user_never_rises_with_concurrency(fields: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("comms", [1, 8])
-def test_tax_never_negative_on_efa_proxy_at_the_calibration_point(comms: int) -> None:
+def test_tax_never_negative_on_efa_proxy_at_the_default_scenario(comms: int) -> None:
     """Over the host proxy DeepEP pays per remote selection, so longer prompts (more mixed-in
     prefill tokens) never turn the tax into a saving against allgather at this scale."""
     r = resolve(Scenario(comms=comms))

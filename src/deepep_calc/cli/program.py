@@ -23,11 +23,11 @@ from .stopping import CleanStop
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="deepep-calc")
-@click.option("--json", "as_json", is_flag=True, help="with no command: the calibration scenario as JSON")
+@click.option("--json", "as_json", is_flag=True, help="with no command: the default scenario as JSON")
 @click.pass_context
 def app(ctx: click.Context, as_json: bool) -> None:
     """DeepEP all-to-all or a dense / allgather alternative, on AWS EFA? Run with no command
-    for the calibration scenario."""
+    for the default scenario."""
     if ctx.invoked_subcommand is not None:
         if as_json:
             name = ctx.invoked_subcommand

@@ -31,7 +31,7 @@ class ABPair:
     """A dense run and a DeepEP run of the same workload, and what differs between them.
 
     The tax is the per-token step-time difference, the quantity the physics must reproduce at
-    the pair's scenario. The spread is the standard error of that difference (each arm's ITL
+    the pair's scenario. The spread is the standard error of that difference (each leg's ITL
     std over its request count, combined in quadrature): with n = 1 run per cell it is the only
     honest width we can attach. Ratios are DeepEP over dense, so below 1 means DeepEP is slower.
     """
@@ -69,11 +69,11 @@ def workload_length(run: AIPerfRun, which: str) -> tuple[float | None, bool]:
 
 
 def check_pair(dense: AIPerfRun, deepep: AIPerfRun) -> list[str]:
-    """Refuse an A/B whose arms ran different workloads; list the smaller doubts otherwise.
+    """Refuse an A/B whose legs ran different workloads; list the smaller doubts otherwise.
 
     A tax computed across different models, lengths or concurrencies would be a difference of
     workloads, not of MoE exchanges, so those mismatches are input errors. Everything that
-    only weakens the comparison (different engines, a cancelled arm, ...) is a warning.
+    only weakens the comparison (different engines, a cancelled leg, ...) is a warning.
     """
     warnings: list[str] = []
     _check_model(dense, deepep, warnings)
@@ -82,7 +82,7 @@ def check_pair(dense: AIPerfRun, deepep: AIPerfRun) -> list[str]:
     _check_concurrency(dense, deepep, warnings)
     warnings += _setup_doubts(dense, deepep)
     for role, run in (("dense", dense), ("DeepEP", deepep)):
-        warnings.extend(f"{role} arm ({run.name}): {w}" for w in run.warnings)
+        warnings.extend(f"{role} run ({run.name}): {w}" for w in run.warnings)
     return warnings
 
 
@@ -92,10 +92,10 @@ def _check_model(dense: AIPerfRun, deepep: AIPerfRun, warnings: list[str]) -> No
         raise InputError(
             "model",
             deepep.model,
-            f"the dense arm's model {dense.model!r} ({dense.name}); the DeepEP arm ({deepep.name}) differs",
+            f"the dense run's model {dense.model!r} ({dense.name}); the DeepEP run ({deepep.name}) differs",
         )
     if not (dense.model and deepep.model):
-        warnings.append("model not stated by both exports; cannot confirm both arms ran the same")
+        warnings.append("model not stated by both exports; cannot confirm both runs ran the same")
 
 
 def _check_length(dense: AIPerfRun, deepep: AIPerfRun, which: str, warnings: list[str]) -> None:
@@ -103,7 +103,7 @@ def _check_length(dense: AIPerfRun, deepep: AIPerfRun, which: str, warnings: lis
     a, a_exact = workload_length(dense, which)
     b, b_exact = workload_length(deepep, which)
     if a is None or b is None:
-        warnings.append(f"{which.upper()} not known for both arms; cannot confirm it matches")
+        warnings.append(f"{which.upper()} not known for both runs; cannot confirm it matches")
         return
     exact = a_exact and b_exact
     differs = a != b if exact else abs(a - b) > OSL_TOLERANCE * max(a, b)
@@ -112,7 +112,7 @@ def _check_length(dense: AIPerfRun, deepep: AIPerfRun, which: str, warnings: lis
         raise InputError(
             which,
             b,
-            f"the dense arm's {kind} {which.upper()} {a:g} ({dense.name}); the DeepEP arm "
+            f"the dense run's {kind} {which.upper()} {a:g} ({dense.name}); the DeepEP run "
             f"({deepep.name}) ran {b:g}",
         )
     if not exact:
@@ -125,28 +125,28 @@ def _check_length(dense: AIPerfRun, deepep: AIPerfRun, which: str, warnings: lis
 def _check_concurrency(dense: AIPerfRun, deepep: AIPerfRun, warnings: list[str]) -> None:
     """Different concurrencies refuse the pair; an unknown one is a warning."""
     if dense.concurrency is None or deepep.concurrency is None:
-        warnings.append("concurrency not known for both arms; cannot confirm it matches")
+        warnings.append("concurrency not known for both runs; cannot confirm it matches")
     elif dense.concurrency != deepep.concurrency:
         raise InputError(
             "concurrency",
             deepep.concurrency,
-            f"the dense arm's concurrency {dense.concurrency} ({dense.name}); the DeepEP arm "
+            f"the dense run's concurrency {dense.concurrency} ({dense.name}); the DeepEP run "
             f"({deepep.name}) ran {deepep.concurrency}",
         )
 
 
 def _setup_doubts(dense: AIPerfRun, deepep: AIPerfRun) -> list[str]:
-    """What weakens a same-workload comparison: engines, arm names, AIPerf versions, request counts."""
+    """What weakens a same-workload comparison: engines, leg names, AIPerf versions, request counts."""
     warnings: list[str] = []
     if dense.engine and deepep.engine and dense.engine != deepep.engine:
         warnings.append(
-            f"the arms ran on different engines ({dense.engine} vs {deepep.engine}); "
+            f"the two runs ran on different engines ({dense.engine} vs {deepep.engine}); "
             "the tax then includes engine differences"
         )
     if dense.leg == "deepep":
-        warnings.append(f"the run given as the dense arm is named {dense.leg_label!r}")
+        warnings.append(f"the dense run is named {dense.leg_label!r}")
     if deepep.leg == "dense":
-        warnings.append(f"the run given as the DeepEP arm is named {deepep.leg_label!r}")
+        warnings.append(f"the DeepEP run is named {deepep.leg_label!r}")
     if dense.aiperf_version and deepep.aiperf_version and dense.aiperf_version != deepep.aiperf_version:
         warnings.append(
             f"different AIPerf versions ({dense.aiperf_version} vs "
@@ -179,12 +179,12 @@ def derive_pair(dense: AIPerfRun, deepep: AIPerfRun) -> ABPair:
             raise InputError(
                 "inter_token_latency",
                 None,
-                f"a streaming run with inter-token latency on both arms; {run.name} has none",
+                f"a streaming run with inter-token latency in both runs; {run.name} has none",
             )
     assert dense.itl_ms is not None and deepep.itl_ms is not None
     spread = _tax_spread(dense, deepep)
     if spread is None:
-        warnings.append("ITL std or count missing on an arm; no spread for the tax")
+        warnings.append("ITL std or count missing in a run; no spread for the tax")
     tax_pu: Q | None = None
     if dense.per_user_tok_s is not None and deepep.per_user_tok_s is not None:
         tax_pu = (1000.0 / deepep.per_user_tok_s - 1000.0 / dense.per_user_tok_s).as_("ms")
@@ -210,7 +210,7 @@ def derive_pair(dense: AIPerfRun, deepep: AIPerfRun) -> ABPair:
 
 def _tax_spread(dense: AIPerfRun, deepep: AIPerfRun) -> Q | None:
     """The standard error of the ITL difference of two independent means; None without the std
-    and count of both arms."""
+    and count of both legs."""
     sd_a, n_a = dense.itl_std_ms, dense.itl_count
     sd_b, n_b = deepep.itl_std_ms, deepep.itl_count
     if sd_a is None or sd_b is None or n_a is None or n_b is None:

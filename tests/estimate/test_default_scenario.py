@@ -67,7 +67,7 @@ def test_the_fit_is_not_exactly_determined_for_trtllm() -> None:
     assert sum(e > 1e-3 for e in errors) >= 8  # ... but not reproduced by construction
 
 
-def test_model_prediction_near_calibration_stays_flat() -> None:
+def test_model_prediction_near_the_default_scenario_stays_flat() -> None:
     """Without the measured substitution the model lands within 4 % of the flat lines at every
     regime (concurrency 32, ISL 2048): the step is a fixed cost, as measured."""
     from deepep_calc.estimate.compute import compute
