@@ -160,3 +160,23 @@ def test_the_python_api_evaluates_without_pydantic_or_numpy() -> None:
     code = "from deepep_calc import Scenario, evaluate\nevaluate(Scenario(nodes=4)).to_json()"
     loaded, _ = _run_fresh(code)
     assert loaded["pydantic"] is False and loaded["numpy"] is False
+
+
+FACE_LIBRARIES = ("click", "rich", "fastapi", "starlette", "uvicorn", "jinja2", "plotly", "matplotlib")
+
+
+def test_the_model_runs_without_a_faces_library() -> None:
+    """A library user's answer, JSON included, loads no terminal, web or chart library: they are
+    the faces' dependencies (pyproject.toml), and import-linter only sees static imports."""
+    probe = textwrap.dedent(
+        f"""
+        import json, sys
+        from deepep_calc import Scenario, evaluate, explain_verdict
+        result = evaluate(Scenario(model="deepseek-v3", nodes=2))
+        explain_verdict(result)
+        result.to_json()
+        print(json.dumps([m for m in {FACE_LIBRARIES!r} if m in sys.modules]))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
