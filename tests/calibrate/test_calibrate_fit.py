@@ -29,7 +29,7 @@ from deepep_calc.fit.kernels import fit_transport
 from deepep_calc.io.aiperf import load_aiperf
 from deepep_calc.io.kernel_log import SAMPLE_LOG, load_kernel_log
 from deepep_calc.io.profile import fingerprint, load_profile, write_text_atomic
-from deepep_calc.physics.deepep import kernel_us
+from deepep_calc.physics.deepep import KernelSite, kernel_us
 from deepep_calc.physics.step import EngineConstants, decode_step
 from deepep_calc.question.scenario import Scenario, resolve
 from paths import REPO, TESTS
@@ -309,13 +309,8 @@ def _kernel_at(k: object, transport: str, log: object) -> dict[str, Q]:
     table = built_in_table().with_transport(transport, k.fit)  # type: ignore[attr-defined]
     inst = get_instance(k.instance)  # type: ignore[attr-defined]
     return kernel_us(
-        get_transport(transport),
-        inst,
-        inst.gpus_per_node,
-        k.ep,
+        KernelSite(get_transport(transport), inst, inst.gpus_per_node, k.ep, k.comms, k.qps),
         k.shape,
-        k.comms,
-        k.qps,  # type: ignore[attr-defined]
         table.kernel_constants(transport, inst.name),
     )
 

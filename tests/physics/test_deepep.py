@@ -17,6 +17,7 @@ from deepep_calc.catalog.transports import get_transport
 from deepep_calc.physics.deepep import (
     PARTS,
     KernelShape,
+    KernelSite,
     binding_pipe,
     issue_lanes,
     kernel_parts,
@@ -104,32 +105,36 @@ def test_a_few_tokens_wait_for_the_latency_of_leaving_the_node() -> None:
     (the wires are 4 × 1,072 B / 16 GB/s = 0.268 and 0.512 us). So dispatch 15 + 20 = 35 us,
     combine 15 + 10 = 25 us, and the pair is as long at 1 token as at 4: flat."""
     k = kernel_constants()
-    out = kernel_us(PROXY, INST, 8, 16, shape(4), 4, 4, k)
+    out = kernel_us(KernelSite(PROXY, INST, 8, 16, 4, 4), shape(4), k)
     assert (val(out["dispatch"]), val(out["combine"]), val(out["total"])) == exact((35.0, 25.0, 60.0))
-    assert val(kernel_us(PROXY, INST, 8, 16, shape(1), 4, 4, k)["total"]) == exact(60.0)
+    assert val(kernel_us(KernelSite(PROXY, INST, 8, 16, 4, 4), shape(1), k)["total"]) == exact(60.0)
     assert out["total"].unit == "us"
 
 
 def test_many_tokens_are_issue_bound() -> None:
     """64 tokens: dispatch 0.5 × (64 + 4) = 34 us > 20, combine 0.25 × 68 = 17 us > 10 (wires
     64 × 1,072 B / 16 GB/s = 4.288 us and 8.192 us): 15 + 34 = 49 and 15 + 17 = 32 us."""
-    out = kernel_us(PROXY, INST, 8, 16, shape(64), 4, 4, kernel_constants())
+    out = kernel_us(KernelSite(PROXY, INST, 8, 16, 4, 4), shape(64), kernel_constants())
     assert (val(out["dispatch"]), val(out["combine"])) == exact((49.0, 32.0))
 
 
 def test_signals_cost_their_ratio_of_a_put() -> None:
     """At a signal ratio of 2 the 8 signals weigh 16 puts: dispatch 0.5 × (64 + 16) = 40 us,
     combine 0.25 × 80 = 20 us; at 0 only the 64 puts: 32 and 16 us (over the local 15 us)."""
-    two = kernel_us(PROXY, INST, 8, 16, shape(64), 4, 4, kernel_constants(signal_ratio=q(2.0, "")))
+    two = kernel_us(
+        KernelSite(PROXY, INST, 8, 16, 4, 4), shape(64), kernel_constants(signal_ratio=q(2.0, ""))
+    )
     assert (val(two["dispatch"]), val(two["combine"])) == exact((55.0, 35.0))
-    none = kernel_us(PROXY, INST, 8, 16, shape(64), 4, 4, kernel_constants(signal_ratio=q(0.0, "")))
+    none = kernel_us(
+        KernelSite(PROXY, INST, 8, 16, 4, 4), shape(64), kernel_constants(signal_ratio=q(0.0, ""))
+    )
     assert (val(none["dispatch"]), val(none["combine"])) == exact((47.0, 31.0))
 
 
 def test_fewer_lanes_scale_the_issue_path() -> None:
     """K 1, QPs 4: lanes 1 × 2 = 2, so each message costs 4/2 = 2 × β: at 64 tokens dispatch
     0.5 × 68 × 2 = 68 us, combine 0.25 × 68 × 2 = 34 us (the wires at 8 GB/s: 8.576 / 16.384 us)."""
-    out = kernel_us(PROXY, INST, 8, 16, shape(64), 1, 4, kernel_constants())
+    out = kernel_us(KernelSite(PROXY, INST, 8, 16, 1, 4), shape(64), kernel_constants())
     assert (val(out["dispatch"]), val(out["combine"])) == exact((15.0 + 68.0, 15.0 + 34.0))
 
 
@@ -140,13 +145,13 @@ def test_wire_bound_decode_exchange() -> None:
     k = kernel_constants(
         beta_dispatch_us=q(0.001), beta_combine_us=q(0.001), alpha_dispatch_us=q(0.0), alpha_combine_us=q(0.0)
     )
-    out = kernel_us(PROXY, INST, 8, 16, shape(128), 4, 4, k)
+    out = kernel_us(KernelSite(PROXY, INST, 8, 16, 4, 4), shape(128), k)
     assert (val(out["dispatch"]), val(out["combine"])) == exact((15.0 + 8.576, 15.0 + 16.384))
     # measured prefill bandwidths play no part in decode
     pre = PROXY.copy(**{"prefill_dispatch_gb_s": 40.0, "prefill_combine_gb_s": 20.0})
-    out = kernel_us(pre, INST, 8, 16, shape(128), 4, 4, k)
+    out = kernel_us(KernelSite(pre, INST, 8, 16, 4, 4), shape(128), k)
     assert (val(out["dispatch"]), val(out["combine"])) == exact((15.0 + 8.576, 15.0 + 16.384))
-    parts = kernel_parts(pre, INST, 8, 16, shape(128), 4, 4, k)
+    parts = kernel_parts(KernelSite(pre, INST, 8, 16, 4, 4), shape(128), k)
     assert binding_pipe(parts["dispatch"]) == "wire"
 
 
@@ -154,7 +159,7 @@ def test_nvlink_bound_decode_exchange() -> None:
     """At NVLink efficiency 0.001 (0.4 GB/s) the 112 intra-node selections gate:
     dispatch 112 × 1,072 B / 0.4 GB/s = 300.16 us, combine 112 × 2,048 / 0.4 = 573.44 us."""
     k = kernel_constants(beta_dispatch_us=q(0.001), beta_combine_us=q(0.001), nvlink_efficiency=q(0.001, ""))
-    out = kernel_us(PROXY, INST, 8, 16, shape(128), 4, 4, k)
+    out = kernel_us(KernelSite(PROXY, INST, 8, 16, 4, 4), shape(128), k)
     assert (val(out["dispatch"]), val(out["combine"])) == exact((15.0 + 300.16, 15.0 + 573.44))
 
 
@@ -162,7 +167,9 @@ def test_instance_factor_scales_the_host_side_not_the_wire() -> None:
     """f = 2 doubles the local part, the leaving latency and the issue path: at 64 tokens
     dispatch 2 × 15 + 2 × 34 = 98 us, combine 30 + 34 = 64 us; a wire-bound dispatch keeps its
     8.576 us (after its doubled local part)."""
-    out = kernel_us(PROXY, INST, 8, 16, shape(64), 4, 4, kernel_constants(instance_factor=q(2.0, "")))
+    out = kernel_us(
+        KernelSite(PROXY, INST, 8, 16, 4, 4), shape(64), kernel_constants(instance_factor=q(2.0, ""))
+    )
     assert (val(out["dispatch"]), val(out["combine"])) == exact((98.0, 64.0))
     wire = kernel_constants(
         beta_dispatch_us=q(0.001),
@@ -170,7 +177,9 @@ def test_instance_factor_scales_the_host_side_not_the_wire() -> None:
         instance_factor=q(2.0, ""),
         alpha_dispatch_us=q(0.0),
     )
-    assert val(kernel_us(PROXY, INST, 8, 16, shape(128), 4, 4, wire)["dispatch"]) == exact(30.0 + 8.576)
+    assert val(kernel_us(KernelSite(PROXY, INST, 8, 16, 4, 4), shape(128), wire)["dispatch"]) == exact(
+        30.0 + 8.576
+    )
 
 
 def test_prefill_uses_measured_bandwidths_per_direction() -> None:
@@ -181,7 +190,7 @@ def test_prefill_uses_measured_bandwidths_per_direction() -> None:
     k = kernel_constants(
         beta_dispatch_us=q(1e-6), beta_combine_us=q(1e-6), alpha_dispatch_us=q(0.0), alpha_combine_us=q(0.0)
     )
-    out = kernel_us(pre, INST, 8, 16, shape(4), 4, 4, k, prefill=True)
+    out = kernel_us(KernelSite(pre, INST, 8, 16, 4, 4, prefill=True), shape(4), k)
     assert (val(out["dispatch"]), val(out["combine"])) == exact((15.0804, 15.3072))
 
 
@@ -190,30 +199,30 @@ def test_single_node_rides_nvlink_only() -> None:
     dispatch 15 + 7 × 1,072 / 200 GB/s = 15.03752 us, combine 15 + 7 × 2,048 / 200 = 15.07168 us.
     The cross-node constants (leaving 20, β 0.5) play no part."""
     k = kernel_constants()
-    out = kernel_us(PROXY, INST, 8, 8, shape(4), 4, 4, k)
+    out = kernel_us(KernelSite(PROXY, INST, 8, 8, 4, 4), shape(4), k)
     assert (val(out["dispatch"]), val(out["combine"])) == exact((15.03752, 15.07168))
     assert val(out["total"]) == exact(30.1092)
-    parts = kernel_parts(PROXY, INST, 8, 8, shape(4), 4, 4, k)
+    parts = kernel_parts(KernelSite(PROXY, INST, 8, 8, 4, 4), shape(4), k)
     assert val(parts["dispatch"]["leaving"]) == 0.0 and val(parts["dispatch"]["signals"]) == 0.0
     assert binding_pipe(parts["dispatch"]) == "nvlink"
 
 
 def test_ep_smaller_than_a_node_rides_nvlink_only() -> None:
     """EP4 on an 8-GPU node: 4 × 2 × 3/4 = 6 selections, 15 + 6 × 1,072 / 200 = 15.03216 us."""
-    out = kernel_us(PROXY, INST, 8, 4, shape(4), 4, 4, kernel_constants())
+    out = kernel_us(KernelSite(PROXY, INST, 8, 4, 4, 4), shape(4), kernel_constants())
     assert val(out["dispatch"]) == exact(15.03216)
 
 
 def test_nvlink_transport_never_takes_the_network_path() -> None:
     """The `nvlink` transport at EP16 still prices NVLink only: 15 + 3.5 × 1,072 / 200 us."""
-    out = kernel_us(get_transport("nvlink"), INST, 8, 16, shape(4), 4, 4, kernel_constants())
+    out = kernel_us(KernelSite(get_transport("nvlink"), INST, 8, 16, 4, 4), shape(4), kernel_constants())
     assert val(out["dispatch"]) == exact(15.01876)
 
 
 def test_a_sweep_mixing_one_node_and_two_node_rows() -> None:
     """EP [8, 16] in one array: the one-node row takes the NVLink value (15.03752 us), the
     two-node row the network one (35 us)."""
-    out = kernel_us(PROXY, INST, 8, np.array([8.0, 16.0]), shape(4), 4, 4, kernel_constants())
+    out = kernel_us(KernelSite(PROXY, INST, 8, np.array([8.0, 16.0]), 4, 4), shape(4), kernel_constants())
     assert np.asarray(out["dispatch"].value) == exact([15.03752, 35.0])
     assert np.asarray(out["combine"].value) == exact([15.07168, 25.0])
 
@@ -221,7 +230,7 @@ def test_a_sweep_mixing_one_node_and_two_node_rows() -> None:
 def test_the_parts_make_the_total() -> None:
     """Each direction is its local part plus the slowest pipe; the parts the kernel view shows
     are the ones the total is made of (64 tokens: dispatch issue 32 + 2 = 34 us binds)."""
-    parts = kernel_parts(PROXY, INST, 8, 16, shape(64), 4, 4, kernel_constants())
+    parts = kernel_parts(KernelSite(PROXY, INST, 8, 16, 4, 4), shape(64), kernel_constants())
     d = parts["dispatch"]
     assert set(PARTS) < set(d)
     assert (val(d["local"]), val(d["leaving"]), val(d["data"]), val(d["signals"])) == exact(
@@ -230,7 +239,7 @@ def test_the_parts_make_the_total() -> None:
     assert binding_pipe(d) == "messages"
     pipes = max(val(d["leaving"]), val(d["data"]) + val(d["signals"]), val(d["wire"]), val(d["nvlink"]))
     assert val(d["total"]) == exact(val(d["local"]) + pipes)
-    small = kernel_parts(PROXY, INST, 8, 16, shape(4), 4, 4, kernel_constants())
+    small = kernel_parts(KernelSite(PROXY, INST, 8, 16, 4, 4), shape(4), kernel_constants())
     assert binding_pipe(small["dispatch"]) == "leaving"
 
 

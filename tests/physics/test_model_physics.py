@@ -16,7 +16,7 @@ from deepep_calc.catalog.transports import load_transports
 from deepep_calc.estimate.compute import compute
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.fit.observations import observations
-from deepep_calc.physics.deepep import KernelShape, kernel_us, messages
+from deepep_calc.physics.deepep import KernelShape, KernelSite, kernel_us, messages
 from deepep_calc.question.scenario import resolve
 
 
@@ -26,7 +26,9 @@ def _kernel(name: str, tokens: float) -> float:
     inst = get_instance(ref.instance)
     shape = KernelShape(tokens, ref.hidden, ref.topk, ref.experts)
     k = built_in_table().kernel_constants(name, inst.name)
-    return kernel_us(t, inst, inst.gpus_per_node, ref.ep, shape, ref.comms, ref.qps, k)["total"].scalar
+    return kernel_us(KernelSite(t, inst, inst.gpus_per_node, ref.ep, ref.comms, ref.qps), shape, k)[
+        "total"
+    ].scalar
 
 
 @pytest.mark.parametrize("name", sorted(load_transports()))

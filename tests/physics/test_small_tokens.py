@@ -13,7 +13,7 @@ from deepep_calc.catalog.hardware import get_instance
 from deepep_calc.catalog.transports import get_transport, load_transports
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.fit.kernels import kernel_rows
-from deepep_calc.physics.deepep import KernelShape, kernel_us
+from deepep_calc.physics.deepep import KernelShape, KernelSite, kernel_us
 
 P5EN = get_instance("p5en")
 DSV4 = (4096, 6, 256)
@@ -27,7 +27,7 @@ def pair(transport: str, tokens: int, comms: int | None = None, qps: int | None 
     shape = KernelShape(tokens, *DSV4)
     c = t.reference.comms if comms is None else comms
     q = t.reference.qps if qps is None else qps
-    return kernel_us(t, P5EN, 8, 16, shape, c, q, k)["total"].scalar
+    return kernel_us(KernelSite(t, P5EN, 8, 16, c, q), shape, k)["total"].scalar
 
 
 def small_rows() -> list[tuple[str, int, float]]:
@@ -85,7 +85,9 @@ def test_signals_make_more_experts_dearer_at_a_few_tokens() -> None:
     k = built_in_table().kernel_constants(t.name, P5EN.name)
 
     def at(experts: int, ep: int, qps: int) -> float:
-        return kernel_us(t, P5EN, 8, ep, KernelShape(2, 7168, 8, experts), 8, qps, k)["total"].scalar
+        return kernel_us(KernelSite(t, P5EN, 8, ep, 8, qps), KernelShape(2, 7168, 8, experts), k)[
+            "total"
+        ].scalar
 
     assert at(384, 16, 2) > at(256, 16, 2) * 1.02
     assert at(384, 16, 6) == pytest.approx(at(256, 16, 6), rel=1e-9)

@@ -19,7 +19,7 @@ from deepep_calc.estimate.result import table_for
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.fit.table import Table
 from deepep_calc.io.inputs import resolve_files
-from deepep_calc.physics.deepep import KernelShape, kernel_us, scaleout_bw
+from deepep_calc.physics.deepep import KernelShape, KernelSite, kernel_us, scaleout_bw
 from deepep_calc.question.scenario import Resolved, Scenario, resolve
 from deepep_calc.whatif.breakeven import (
     breakeven,
@@ -281,9 +281,9 @@ def test_kernel_shift_moves_only_the_fixed_latency() -> None:
     r = _r(GDA)
     shape = KernelShape(16.0, 7168, 8, 256)
     base_k = table_for(r).kernel_constants(r.transport.name, r.instance.name)
-    base = kernel_us(r.transport, r.instance, 8, 32, shape, 8, 2, base_k)["total"].scalar
+    base = kernel_us(KernelSite(r.transport, r.instance, 8, 32, 8, 2), shape, base_k)["total"].scalar
     moved_k = kernel_shifted(r, 40.0).kernel_constants(r.transport.name, r.instance.name)
-    moved = kernel_us(r.transport, r.instance, 8, 32, shape, 8, 2, moved_k)["total"].scalar
+    moved = kernel_us(KernelSite(r.transport, r.instance, 8, 32, 8, 2), shape, moved_k)["total"].scalar
     assert moved - base == pytest.approx(40.0)
 
 

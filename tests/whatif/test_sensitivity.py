@@ -19,7 +19,7 @@ from deepep_calc.decide.verdict import classify
 from deepep_calc.estimate.compute import compute
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.io.inputs import resolve_files
-from deepep_calc.physics.deepep import KernelShape, kernel_us
+from deepep_calc.physics.deepep import KernelShape, KernelSite, kernel_us
 from deepep_calc.question.scenario import Resolved, Scenario, resolve
 from deepep_calc.whatif.sensitivity import cases, fragility, sensitivity
 from invariant_checks import kernel_log_loss
@@ -146,13 +146,10 @@ def test_a_single_kernel_reference_stays_exact_under_a_changed_figure() -> None:
     half = CATALOG.with_values({"transport:efa-native-cqpoll:wire_efficiency": 0.5})
     table = built_in_table(half)
     k = kernel_us(
-        get_transport("efa-native-cqpoll", half),
-        inst,
-        inst.gpus_per_node,
-        ref.ep,
+        KernelSite(
+            get_transport("efa-native-cqpoll", half), inst, inst.gpus_per_node, ref.ep, ref.comms, ref.qps
+        ),
         shape,
-        ref.comms,
-        ref.qps,
         table.kernel_constants("efa-native-cqpoll", inst.name),
     )
     assert k["dispatch"].scalar == pytest.approx(ref.dispatch_us)

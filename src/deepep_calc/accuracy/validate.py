@@ -48,7 +48,7 @@ from ..fit.evidence import UNCOVERED, obs_key
 from ..fit.kernels import KernelRow, fit_rows, kernel_rows, nvlink_rows, shape_of
 from ..fit.observations import Obs, observations, pairs
 from ..fit.table import Table
-from ..physics.deepep import kernel_us
+from ..physics.deepep import KernelSite, kernel_us
 from . import disagg_refs
 
 KINDS = ("kernel", "step", "aggregate", "ttft", "ratio")
@@ -332,15 +332,9 @@ def kernel_prediction(row: KernelRow, table: Table) -> dict[str, float]:
     ref = row.ref
     inst = get_instance(ref.instance)
     k = kernel_us(
-        row.transport,
-        inst,
-        inst.gpus_per_node,
-        ref.ep,
+        KernelSite(row.transport, inst, inst.gpus_per_node, ref.ep, ref.comms, ref.qps, prefill=ref.prefill),
         shape_of(ref),
-        ref.comms,
-        ref.qps,
         table.kernel_constants(row.transport.name, inst.name),
-        ref.prefill,
     )
     return {name: k[name].scalar for name in ("dispatch", "combine", "total")}
 

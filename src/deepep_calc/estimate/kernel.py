@@ -10,7 +10,7 @@ from ..base.quantity import Q
 from ..catalog.hardware import Instance, get_instance
 from ..catalog.transports import KernelRef, Transport, get_transport
 from ..fit.build import built_in_table
-from ..physics.deepep import PARTS, KernelShape, binding_pipe, kernel_parts
+from ..physics.deepep import PARTS, KernelShape, KernelSite, binding_pipe, kernel_parts
 from ..question.fields import DEFAULTS
 
 LIMITS = {"ep": 1024, "tokens": 65536, "hidden": 65536, "topk": 64, "experts": 4096, "comms": 64, "qps": 1024}
@@ -113,7 +113,9 @@ def kernel_query(
         logged = profile.kernel_measured(t.name, inst.name, ep, shape, comms, qps)
     table, own = _table(profile, t)
     parts = kernel_parts(
-        t, inst, inst.gpus_per_node, ep, shape, comms, qps, table.kernel_constants(t.name, inst.name)
+        KernelSite(t, inst, inst.gpus_per_node, ep, comms, qps),
+        shape,
+        table.kernel_constants(t.name, inst.name),
     )
     detail = {
         "parts_us": {d: {name: parts[d][name] for name in PARTS} for d in ("dispatch", "combine")},

@@ -185,31 +185,36 @@ def issue_lanes(t: Transport, comms: Any, qps: Any) -> Any:
     return k * power(q, e)
 
 
-# size: DeepEP's kernel signature, shared with kernel_us and kernel_parts; any may be a row array
-def _cross_node_parts(
-    t: Transport,
-    inst: Instance,
-    gpn: int,
-    ep: Any,
-    shape: KernelShape,
-    comms: Any,
-    qps: Any,
-    k: KernelConstants,
-    prefill: bool,
-) -> list[dict[str, Q]]:
+@dataclass(frozen=True)
+class KernelSite:
+    """Where one MoE layer's dispatch and combine run: the transport, the instance and its GPUs
+    per node, the EP degree, the EP_NUM_COMMS and queue pairs the proxy may use, and whether the
+    kernel is a prefill's. `ep`, `comms` and `qps` may be row arrays (a sweep)."""
+
+    transport: Transport
+    instance: Instance
+    gpn: int
+    ep: Any
+    comms: Any
+    qps: Any
+    prefill: bool = False
+
+
+def _cross_node_parts(site: KernelSite, shape: KernelShape, k: KernelConstants) -> list[dict[str, Q]]:
     """Per direction: the library's local part, then the concurrent pipes (the latency of
     leaving the node, the data and signal messages' share of the issue path, the wire, NVLink),
     in us. The total is `local + max(leaving, wire, nvlink, data + signals)`."""
-    m = messages(ep, gpn, shape, prefill)
+    t, inst, gpn, prefill = site.transport, site.instance, site.gpn, site.prefill
+    m = messages(site.ep, gpn, shape, prefill)
     mb = remote_mb(m, shape)
-    bw = scaleout_bw(t, inst, gpn, comms, prefill)
+    bw = scaleout_bw(t, inst, gpn, site.comms, prefill)
     bw_comb = (
         Q.measured(t.prefill_combine_gb_s, "GB/s", t.prefill_source)
         if prefill and t.prefill_combine_gb_s is not None
         else bw
     )
     nvl = nvlink_bw(inst, k.nvlink_efficiency)
-    scale = k.reference_lanes / issue_lanes(t, comms, qps)
+    scale = k.reference_lanes / issue_lanes(t, site.comms, site.qps)
     local = (k.nvlink_alpha_us * k.instance_factor * 0.5).as_("us", k.nvlink_alpha_us.source)
     out = []
     for direction, per_sel, wire, beta, alpha in (
@@ -267,27 +272,17 @@ def _nvlink_total(p: dict[str, Q]) -> Q:
     return (p["local"] + p["nvlink"]).as_("us")
 
 
-# size: DeepEP's kernel signature, shared with kernel_us and _cross_node_parts; any may be a row array
-def kernel_parts(
-    t: Transport,
-    inst: Instance,
-    gpn: int,
-    ep: Any,
-    shape: KernelShape,
-    comms: Any,
-    qps: Any,
-    k: KernelConstants,
-    prefill: bool = False,
-) -> dict[str, dict[str, Q]]:
+def kernel_parts(site: KernelSite, shape: KernelShape, k: KernelConstants) -> dict[str, dict[str, Q]]:
     """Per direction, the parts one MoE layer's kernel is made of and its total (the kernel
     view and the step's bound read it; `binding_pipe` names the pipe that gates). A sweep
     mixing one-node and multi-node rows takes each row's own parts, as `kernel_us` does."""
+    t, inst, gpn, ep = site.transport, site.instance, site.gpn, site.ep
     single = floats(ep) <= gpn
     every, some = every_some(single)
     if t.fabric == "nvlink" or every:
         parts, total = _nvlink_parts(inst, gpn, ep, shape, k), _nvlink_total
     else:
-        parts, total = _cross_node_parts(t, inst, gpn, ep, shape, comms, qps, k, prefill), _total
+        parts, total = _cross_node_parts(site, shape, k), _total
     out = {}
     for name, p in zip(DIRECTIONS, parts, strict=True):
         out[name] = {**p, "total": total(p)}
@@ -314,25 +309,15 @@ def binding_pipe(p: dict[str, Q]) -> str:
     return max(pipes, key=lambda name: pipes[name])
 
 
-# size: DeepEP's kernel signature, shared with kernel_parts and _cross_node_parts; any may be a row array
-def kernel_us(
-    t: Transport,
-    inst: Instance,
-    gpn: int,
-    ep: Any,
-    shape: KernelShape,
-    comms: Any,
-    qps: Any,
-    k: KernelConstants,
-    prefill: bool = False,
-) -> dict[str, Q]:
+def kernel_us(site: KernelSite, shape: KernelShape, k: KernelConstants) -> dict[str, Q]:
     """Dispatch and combine latency of one MoE layer; EP within one node rides NVLink only."""
+    t, inst, gpn, ep = site.transport, site.instance, site.gpn, site.ep
     single = floats(ep) <= gpn
     every, some = every_some(single)
     if t.fabric == "nvlink" or every:
         d, c = (_nvlink_total(p) for p in _nvlink_parts(inst, gpn, ep, shape, k))
     else:
-        d, c = (_total(p) for p in _cross_node_parts(t, inst, gpn, ep, shape, comms, qps, k, prefill))
+        d, c = (_total(p) for p in _cross_node_parts(site, shape, k))
         if some:  # a sweep mixing one-node and multi-node rows
             d1, c1 = (_nvlink_total(p) for p in _nvlink_parts(inst, gpn, ep, shape, k))
             d = Q(np.where(single, d1.value, d.value), "us", *_weakest_join(d, d1))

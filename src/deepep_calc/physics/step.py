@@ -42,7 +42,7 @@ from ..base.vocabulary import exchange_of
 from ..question.scenario import Resolved
 from .collectives import CollectiveConstants, allgather_rs_us, allgatherv_one_us, allreduce_us
 from .compute import decode_device_us, prefill_device_us
-from .deepep import KernelConstants, KernelShape, kernel_parts, kernel_us
+from .deepep import KernelConstants, KernelShape, KernelSite, kernel_parts, kernel_us
 from .layout import Layout, layout
 
 PARTS = ("engine", "hbm", "compute", "kernels", "moe_comm", "prefill", "proxy")
@@ -130,7 +130,9 @@ def exchange_us(
         s = r.scenario
         shape = _shape(r, tokens_per_rank)
         total = kernel_us(
-            r.transport, r.instance, lay.gpn, lay.ranks, shape, s.comms, s.max_qps, c.kernel, prefill
+            KernelSite(r.transport, r.instance, lay.gpn, lay.ranks, s.comms, s.max_qps, prefill=prefill),
+            shape,
+            c.kernel,
         )
         return (total["total"] * m.moe_layers + out).as_("us")
     if lay.exchange == "tp":
@@ -164,7 +166,9 @@ def deepep_kernel(
             return hit
     shape = _shape(r, tokens_per_rank)
     t, inst = r.transport, r.instance
-    k = kernel_parts(t, inst, lay.gpn, lay.ranks, shape, s.comms, s.max_qps, c.kernel, prefill)
+    k = kernel_parts(
+        KernelSite(t, inst, lay.gpn, lay.ranks, s.comms, s.max_qps, prefill=prefill), shape, c.kernel
+    )
     if key is not None:
         memo[key] = k  # type: ignore[index]
     return k

@@ -8,7 +8,7 @@ from dataclasses import replace
 from ...base.arrays import np
 from ...base.quantity import Q, weakest
 from ...estimate.result import table_for
-from ...physics.deepep import KernelShape, kernel_us, scaleout_bw
+from ...physics.deepep import KernelShape, KernelSite, kernel_us, scaleout_bw
 from ...physics.layout import layout
 from ...question.fields import LIMITS
 from ...question.scenario import Resolved
@@ -128,16 +128,11 @@ def _kernel_pair(r: Resolved, qps: np.ndarray) -> tuple[dict[str, Q], dict[str, 
     tokens = np.asarray(layout(r, "deepep").seqs_per_rank, dtype=float)
     shape = KernelShape(tokens, r.model.hidden, r.model.topk, r.model.experts, "fp8")
     k = table_for(r).kernel_constants(t.name, inst.name)
-    real = kernel_us(t, inst, r.gpus_per_node, world, shape, s.comms, qps, k)
+    real = kernel_us(KernelSite(t, inst, r.gpus_per_node, world, s.comms, qps), shape, k)
     zero = Q.derived(0.0, "us", "issue path taken as free")
     free = kernel_us(
-        t,
-        inst,
-        r.gpus_per_node,
-        world,
+        KernelSite(t, inst, r.gpus_per_node, world, s.comms, qps),
         shape,
-        s.comms,
-        qps,
         replace(k, beta_dispatch_us=zero, beta_combine_us=zero),
     )
     return real, free
