@@ -112,11 +112,8 @@ def kernel_query(
         profile = read_profile(calibration)
         logged = profile.kernel_measured(t.name, inst.name, ep, shape, comms, qps)
     table, own = _table(profile, t)
-    parts = kernel_parts(
-        KernelSite(t, inst, inst.gpus_per_node, ep, comms, qps),
-        shape,
-        table.kernel_constants(t.name, inst.name),
-    )
+    site = KernelSite(t, inst, inst.gpus_per_node, ep, comms, qps)
+    parts = kernel_parts(site, shape, table.kernel_constants(t.name, inst.name))
     detail = {
         "parts_us": {d: {name: parts[d][name] for name in PARTS} for d in ("dispatch", "combine")},
         "binds": {d: binding_pipe(parts[d]) for d in ("dispatch", "combine")},
@@ -126,7 +123,7 @@ def kernel_query(
     }
     if logged is not None:
         return {**logged, **detail}
-    ref = None if own else reference_match(t, inst, ep, shape, comms, qps)
+    ref = None if own else reference_match(site, shape)
     if ref is not None and ref.dispatch_us is not None and ref.combine_us is not None:
         d = Q.measured(ref.dispatch_us, "us", ref.source)
         c = Q.measured(ref.combine_us, "us", ref.source)
@@ -159,24 +156,22 @@ def point_references(t: Transport, inst: Instance, ep: int, shape: KernelShape) 
     ]
 
 
-# size: the kernel query as kernel_parts takes it (transport, instance, EP, shape, comms, QPs)
-def reference_match(
-    t: Transport, inst: Instance, ep: int, shape: KernelShape, comms: int, qps: int
-) -> KernelRef | None:
+def reference_match(site: KernelSite, shape: KernelShape) -> KernelRef | None:
     """A published measurement at exactly this query (printed as measured), if there is one.
 
     For the NCCL-GIN proxy the comms and queue pairs are part of the query: a reference taken
     at EP_EFA_MAX_QPS 6 does not answer a question about 2.
     """
+    t = site.transport
     for ref in t.references():
         if (
-            ref.instance == inst.name
-            and ref.ep == ep
+            ref.instance == site.instance.name
+            and ref.ep == site.ep
             and (ref.tokens, ref.hidden, ref.topk, ref.experts)
             == (shape.tokens, shape.hidden, shape.topk, shape.experts)
             and ref.dispatch_dtype == shape.dispatch_dtype
             and not ref.prefill
-            and (not t.comms_sensitive or (comms, qps) == (ref.comms, ref.qps))
+            and (not t.comms_sensitive or (site.comms, site.qps) == (ref.comms, ref.qps))
             and ref.dispatch_us is not None
             and ref.combine_us is not None
             and ref.in_scope
