@@ -209,9 +209,9 @@ def _exchange_split(
         if r.attention_tp > 1:  # the references' TP x DP: their intra-node all-reduces apart
             cc = c.collectives
             if lay.exchange == "tp":
-                whole = allreduce_us(lay.ranks, lay.nodes, lay.gpn, tokens, m.hidden, cc)
+                whole = allreduce_us(lay.group, tokens, m.hidden, cc)
             else:
-                whole = allgather_rs_us(lay.ranks, lay.nodes, lay.gpn, tokens, m.hidden, cc)
+                whole = allgather_rs_us(lay.group, tokens, m.hidden, cc)
             moved = (whole * count - latency).as_("us", "bus bytes / bus bandwidth")
         else:  # the exchange is the collectives and the engine's term: the rest is the bytes
             moved = (total - latency - out["arm_term"]).as_("us", "bus bytes / bus bandwidth")
@@ -231,12 +231,9 @@ def _collective_latency(lay: Layout, c: StepConstants, count: float) -> Q:
     load: the take-over search reuses it)."""
     cc = c.collectives
     if lay.exchange == "tp":
-        lat = latency_us("allreduce", lay.ranks, lay.nodes, lay.gpn, cc)
+        lat = latency_us("allreduce", lay.group, cc)
     else:
-        lat = (
-            latency_us("allgather", lay.ranks, lay.nodes, lay.gpn, cc)
-            + latency_us("reducescatter", lay.ranks, lay.nodes, lay.gpn, cc)
-        ).as_("us")
+        lat = (latency_us("allgather", lay.group, cc) + latency_us("reducescatter", lay.group, cc)).as_("us")
     return (lat * count).as_("us", "NCCL's smallest-message latency per collective")
 
 
@@ -255,7 +252,7 @@ def _wire_mb(r: Resolved, lay: Layout, tokens: Any) -> Q:
         per_step = (mb["dispatch"] + mb["combine"]) * m.moe_layers
         src = "remote selections x bytes (FP8 out, BF16 back) x MoE layers"
     elif lay.exchange == "tp":
-        nic = allreduce_nic_mb(lay.ranks, lay.nodes, lay.gpn, tokens, m.hidden, element_bytes)
+        nic = allreduce_nic_mb(lay.group, tokens, m.hidden, element_bytes)
         per_step = nic * (2.0 * m.layers)
         src = "two ring all-reduces per layer: the bytes each GPU's NICs carry across nodes"
     else:

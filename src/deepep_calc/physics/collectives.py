@@ -125,10 +125,21 @@ def _log2_ceil(nodes: Any) -> Any:
     return float(math.ceil(math.log2(max(nodes, 1.0))))
 
 
-def latency_us(kind: str, ranks: Any, nodes: Any, gpn: int, c: CollectiveConstants) -> Q:
-    """Smallest-message latency of one collective over `ranks` GPUs on `nodes` nodes."""
-    local = minimum(float(gpn), floats(ranks))
-    nodes = floats(nodes)
+@dataclass(frozen=True)
+class CollectiveGroup:
+    """The GPUs one collective spans: `ranks` of them over `nodes` nodes of `gpn` GPUs each
+    (`ranks` and `nodes` may be row arrays, a sweep's)."""
+
+    ranks: Any
+    nodes: Any
+    gpn: int
+
+
+def latency_us(kind: str, group: CollectiveGroup, c: CollectiveConstants) -> Q:
+    """Smallest-message latency of one collective over the group's GPUs."""
+    gpn = group.gpn
+    local = minimum(float(gpn), floats(group.ranks))
+    nodes = floats(group.nodes)
     intra = _intra_us(c.intra_step_us, local)
     link = c.link(kind)
     extra = maximum(nodes - 2.0, 0.0)
@@ -149,10 +160,9 @@ def _transfer_us(kind: str, bus_mb: Any, nodes: Any, c: CollectiveConstants) -> 
     return Q(where(floats(nodes) > 1.0, wire.value, nvl.value), "us", *_join(wire, nvl))
 
 
-# size: NCCL's cost inputs: collective, ranks, nodes, GPUs per node, bus MB, fitted constants
-def collective_us(kind: str, ranks: Any, nodes: Any, gpn: int, bus_mb: Any, c: CollectiveConstants) -> Q:
+def collective_us(kind: str, group: CollectiveGroup, bus_mb: Any, c: CollectiveConstants) -> Q:
     """One collective that moves `bus_mb` bus megabytes: latency + bytes / bus bandwidth."""
-    return (latency_us(kind, ranks, nodes, gpn, c) + _transfer_us(kind, bus_mb, nodes, c)).as_("us")
+    return (latency_us(kind, group, c) + _transfer_us(kind, bus_mb, group.nodes, c)).as_("us")
 
 
 def allgather_bus_mb(ranks: Any, tokens_per_rank: Any, hidden: int, element_bytes: float) -> Any:
@@ -183,44 +193,34 @@ def allgather_nic_mb(nodes: Any, gpn: int, tokens_per_rank: Any, hidden: int, el
     return ring_crossings(nodes, gpn) * floats(tokens_per_rank) * hidden * element_bytes / 1e6
 
 
-# size: independent quantities (ranks, nodes, GPUs per node, tokens, hidden, element bytes)
-def allreduce_nic_mb(ranks: Any, nodes: Any, gpn: int, tokens: Any, hidden: int, element_bytes: float) -> Any:
+def allreduce_nic_mb(group: CollectiveGroup, tokens: Any, hidden: int, element_bytes: float) -> Any:
     """The same for a ring all-reduce of `tokens` activations: a reduce-scatter and an allgather
     of 1 / ranks of them."""
     size = floats(tokens) * hidden * element_bytes / 1e6
-    return 2.0 * ring_crossings(nodes, gpn) * size / floats(ranks)
+    return 2.0 * ring_crossings(group.nodes, group.gpn) * size / floats(group.ranks)
 
 
-# size: independent quantities (ranks, nodes, GPUs per node, tokens, hidden) and NCCL's constants
-def allgather_rs_us(
-    ranks: Any, nodes: Any, gpn: int, tokens_per_rank: Any, hidden: int, c: CollectiveConstants
-) -> Q:
+def allgather_rs_us(group: CollectiveGroup, tokens_per_rank: Any, hidden: int, c: CollectiveConstants) -> Q:
     """An allgather of every rank's tokens and the reduce-scatter that returns them."""
-    ranks = floats(ranks)
-    bus_mb = allgather_bus_mb(ranks, tokens_per_rank, hidden, c.element_bytes)
-    ag = collective_us("allgather", ranks, nodes, gpn, bus_mb, c)
-    rs = collective_us("reducescatter", ranks, nodes, gpn, bus_mb, c)
+    bus_mb = allgather_bus_mb(group.ranks, tokens_per_rank, hidden, c.element_bytes)
+    ag = collective_us("allgather", group, bus_mb, c)
+    rs = collective_us("reducescatter", group, bus_mb, c)
     return (ag + rs).as_("us")
 
 
-# size: independent quantities (ranks, nodes, GPUs per node, tokens, hidden) and NCCL's constants
-def allgatherv_one_us(
-    ranks: Any, nodes: Any, gpn: int, tokens: Any, hidden: int, c: CollectiveConstants
-) -> Q:
+def allgatherv_one_us(group: CollectiveGroup, tokens: Any, hidden: int, c: CollectiveConstants) -> Q:
     """An allgather and reduce-scatter where one rank holds `tokens` (a prefill chunk) and the
     others nothing: every other rank receives the chunk once."""
     bus_mb = floats(tokens) * hidden * c.element_bytes / 1e6
-    ag = collective_us("allgather", ranks, nodes, gpn, bus_mb, c)
-    rs = collective_us("reducescatter", ranks, nodes, gpn, bus_mb, c)
+    ag = collective_us("allgather", group, bus_mb, c)
+    rs = collective_us("reducescatter", group, bus_mb, c)
     return (ag + rs).as_("us")
 
 
-# size: independent quantities (ranks, nodes, GPUs per node, tokens, hidden) and NCCL's constants
-def allreduce_us(ranks: Any, nodes: Any, gpn: int, tokens: Any, hidden: int, c: CollectiveConstants) -> Q:
-    """An all-reduce of `tokens` activations across `ranks` GPUs."""
-    ranks = floats(ranks)
-    bus_mb = allreduce_bus_mb(ranks, tokens, hidden, c.element_bytes)
-    return collective_us("allreduce", ranks, nodes, gpn, bus_mb, c)
+def allreduce_us(group: CollectiveGroup, tokens: Any, hidden: int, c: CollectiveConstants) -> Q:
+    """An all-reduce of `tokens` activations across the group's GPUs."""
+    bus_mb = allreduce_bus_mb(group.ranks, tokens, hidden, c.element_bytes)
+    return collective_us("allreduce", group, bus_mb, c)
 
 
 def _join(a: Q, b: Q) -> tuple[Any, str]:

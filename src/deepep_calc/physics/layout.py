@@ -8,6 +8,7 @@ from typing import Any
 from ..base.arrays import ceil, floats, minimum
 from ..base.vocabulary import exchange_of
 from ..question.scenario import Resolved
+from .collectives import CollectiveGroup
 
 
 @dataclass(frozen=True, eq=False)
@@ -27,6 +28,11 @@ class Layout:
     data_parallel: bool  # attention runs data-parallel (each DP group its own sequences)
     dp_ranks: Any = 1.0  # data-parallel attention groups in one serving group
     exchange_split: Any = 1.0  # ranks that share one DP group's tokens for the MoE exchange
+
+    @property
+    def group(self) -> CollectiveGroup:
+        """The GPUs the group's collectives span."""
+        return CollectiveGroup(self.ranks, self.nodes, self.gpn)
 
     @property
     def exchange(self) -> str:

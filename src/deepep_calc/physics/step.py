@@ -40,7 +40,13 @@ from ..base.arrays import every_some, floats, np
 from ..base.quantity import Q, qmax
 from ..base.vocabulary import exchange_of
 from ..question.scenario import Resolved
-from .collectives import CollectiveConstants, allgather_rs_us, allgatherv_one_us, allreduce_us
+from .collectives import (
+    CollectiveConstants,
+    CollectiveGroup,
+    allgather_rs_us,
+    allgatherv_one_us,
+    allreduce_us,
+)
 from .compute import decode_device_us, prefill_device_us
 from .deepep import KernelConstants, KernelShape, KernelSite, kernel_parts, kernel_us
 from .layout import Layout, layout
@@ -136,12 +142,12 @@ def exchange_us(
         )
         return (total["total"] * m.moe_layers + out).as_("us")
     if lay.exchange == "tp":
-        ar = allreduce_us(lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives)
+        ar = allreduce_us(lay.group, tokens_per_rank, m.hidden, c.collectives)
         return (ar * (2.0 * m.layers)).as_("us")
     if prefill:  # one rank's chunk reaches every other rank
-        one = allgatherv_one_us(lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives)
+        one = allgatherv_one_us(lay.group, tokens_per_rank, m.hidden, c.collectives)
         return (one * float(m.moe_layers) + out).as_("us")
-    ag = allgather_rs_us(lay.ranks, lay.nodes, lay.gpn, tokens_per_rank, m.hidden, c.collectives)
+    ag = allgather_rs_us(lay.group, tokens_per_rank, m.hidden, c.collectives)
     return (ag * float(m.moe_layers) + out).as_("us")
 
 
@@ -210,7 +216,7 @@ def _attention_tp_us(r: Resolved, lay: Layout, tokens_per_rank: Any, c: StepCons
     if tp <= 1:
         return 0.0
     tokens = floats(tokens_per_rank) * tp
-    ar = allreduce_us(tp, 1.0, lay.gpn, tokens, r.model.hidden, c.collectives)
+    ar = allreduce_us(CollectiveGroup(tp, 1.0, lay.gpn), tokens, r.model.hidden, c.collectives)
     return (ar * (2.0 * r.model.layers)).value
 
 
