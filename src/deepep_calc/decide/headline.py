@@ -258,7 +258,7 @@ def _dense_main(result: Any, v: Verdict, contending: dict[str, bool], w: _Terms)
         other = d.arms[1]
         tie = ""
         if d.ratio.scalar > 1.0:
-            tie = f"; within the {d.threshold - 1:.0%} noise band that is a tie, and ties go to the dense arm"
+            tie = f"; within the {d.threshold - 1:.0%} noise band that is a tie, and ties go against DeepEP"
         return (
             f"Run {ARM_LABELS[arm]}: DeepEP over {t} reaches {times(d.ratio)} {whose(other)} "
             f"aggregate ({pair(d.aggregate['deepep'], d.aggregate[other])}), the rival it has to beat"
@@ -269,7 +269,7 @@ def _dense_main(result: Any, v: Verdict, contending: dict[str, bool], w: _Terms)
     if contending["deepep"] and c.ratio is not None and c.tax_ms_per_token is not None:
         tie = ""
         if c.ratio.scalar > 1.0:
-            tie = f"; within the {c.threshold - 1:.0%} noise band that is a tie, and ties go to the dense arm"
+            tie = f"; within the {c.threshold - 1:.0%} noise band that is a tie, and ties go against DeepEP"
         return (
             f"Run {ARM_LABELS[arm]}: DeepEP over {t} reaches {times(c.ratio)} its aggregate "
             f"({pair(dee_a, alt_a)}{basis}){step_clause(c.ratio, c.tax_ms_per_token)}{tie}."

@@ -63,7 +63,7 @@ TAG_MEANING = {
     "assumed": "rests on a spec sheet, a price, a model assumption or a value you typed: verify locally",
 }
 VERDICT_BLURB = {  # what each category means, on the cards that are not lit
-    "dense": "When DeepEP does not beat the dense arms by more than the noise band: the all-to-all "
+    "dense": "When DeepEP does not beat the other arms by more than the noise band: the all-to-all "
     "is not the bottleneck, or what it saves is lost elsewhere (a host proxy, host launches).",
     "capacity": "When the model or its KV cache does not fit without sharding experts across "
     "nodes: accept the all-to-all, because the alternative is running out of memory.",

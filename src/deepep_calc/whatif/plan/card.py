@@ -1,7 +1,7 @@
 """The verdict card under a plan: the plan's own choice, on the plan's own terms.
 
 A plan ranks rows by $/Mtok; the card ranks the arms of one cluster by the verdict's rule (like
-with like, a 5 % noise band, ties to the dense arm). Left alone the two can disagree: the card
+with like, a 5 % noise band, ties go against DeepEP). Left alone the two can disagree: the card
 can recommend an arm the plan left out (`--measured-only`, or no price), or one the plan ranked
 a little behind within the noise band. Here both are settled the same way:
 
