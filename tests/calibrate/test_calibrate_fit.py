@@ -300,7 +300,7 @@ def test_sample_log_refit_equals_the_single_reference_fit() -> None:
     one = fit_transport(t, t.reference, table)
     assert k.dispatch.q.scalar == pytest.approx(one.beta_dispatch_us.scalar, abs=1e-12)
     assert k.combine.q.scalar == pytest.approx(one.beta_combine_us.scalar, abs=1e-12)
-    assert k.fit.alpha_dispatch_us.scalar == pytest.approx(one.alpha_dispatch_us.scalar)
+    assert k.fit.leaving_dispatch_us.scalar == pytest.approx(one.leaving_dispatch_us.scalar)
     pooled = table.transports["efa-proxy"]
     assert abs(k.dispatch.q.scalar / pooled.beta_dispatch_us.scalar - 1.0) > 0.05  # the log does move it
 
@@ -336,7 +336,7 @@ def test_kernel_log_errors(tmp_path: Path) -> None:
     # medians faster than the fixed parts and the wire allow: the model keeps them and says so
     k = fit_kernel(load_kernel_log(_scaled_log(tmp_path, 0.2)), t, inst, 8, 6)
     builtin = built_in_table().transports["efa-proxy"]
-    assert k.fit.alpha_dispatch_us.scalar == builtin.alpha_dispatch_us.scalar  # one token count: kept
+    assert k.fit.leaving_dispatch_us.scalar == builtin.leaving_dispatch_us.scalar  # one token count: kept
     assert any(
         "below what the efa-proxy local part, its latency of leaving the node" in w for w in k.warnings
     )

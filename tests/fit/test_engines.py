@@ -67,7 +67,7 @@ def test_every_fitted_constant_names_its_anchors() -> None:
         q
         for name, f in t.transports.items()
         if name != "nvlink"  # one node: nothing leaves it, no such constant
-        for q in (f.alpha_dispatch_us, f.beta_dispatch_us, f.signal_ratio)
+        for q in (f.leaving_dispatch_us, f.beta_dispatch_us, f.signal_ratio)
     ]
     qs += [q for a in t.exchange_terms.values() for q in (a.fixed_us, a.token_us)]
     qs += [getattr(e, f) for e in t.engines.values() for f in ("launch_us", "step_us", "ttft_steps")]

@@ -111,8 +111,8 @@ def kernel_constants(**changes: Any) -> KernelConstants:
     lanes, a signal costs 0.5 puts, instance factor 1, NVLink alpha 30 us (D+C: a local part of
     15 us per direction) at efficiency 0.5."""
     base = {
-        "alpha_dispatch_us": q(20.0),
-        "alpha_combine_us": q(10.0),
+        "leaving_dispatch_us": q(20.0),
+        "leaving_combine_us": q(10.0),
         "beta_dispatch_us": q(0.5),
         "beta_combine_us": q(0.25),
         "reference_lanes": 4.0,

@@ -143,7 +143,10 @@ def test_wire_bound_decode_exchange() -> None:
     dispatch wire 128 × 1,072 B / 16 GB/s = 8.576 us (issue 0.132 us, NVLink 112 × 1,072 / 200
     = 0.60032 us); combine 128 × 2,048 / 16 = 16.384 us; each after the local 15 us."""
     k = kernel_constants(
-        beta_dispatch_us=q(0.001), beta_combine_us=q(0.001), alpha_dispatch_us=q(0.0), alpha_combine_us=q(0.0)
+        beta_dispatch_us=q(0.001),
+        beta_combine_us=q(0.001),
+        leaving_dispatch_us=q(0.0),
+        leaving_combine_us=q(0.0),
     )
     out = kernel_us(KernelSite(PROXY, INST, 8, 16, 4, 4), shape(128), k)
     assert (val(out["dispatch"]), val(out["combine"])) == exact((15.0 + 8.576, 15.0 + 16.384))
@@ -175,7 +178,7 @@ def test_instance_factor_scales_the_host_side_not_the_wire() -> None:
         beta_dispatch_us=q(0.001),
         beta_combine_us=q(0.001),
         instance_factor=q(2.0, ""),
-        alpha_dispatch_us=q(0.0),
+        leaving_dispatch_us=q(0.0),
     )
     assert val(kernel_us(KernelSite(PROXY, INST, 8, 16, 4, 4), shape(128), wire)["dispatch"]) == exact(
         30.0 + 8.576
@@ -188,7 +191,10 @@ def test_prefill_uses_measured_bandwidths_per_direction() -> None:
     combine 3 × 2,048 / 20 = 0.3072 us, each after the local 15 us."""
     pre = PROXY.copy(**{"prefill_dispatch_gb_s": 40.0, "prefill_combine_gb_s": 20.0})
     k = kernel_constants(
-        beta_dispatch_us=q(1e-6), beta_combine_us=q(1e-6), alpha_dispatch_us=q(0.0), alpha_combine_us=q(0.0)
+        beta_dispatch_us=q(1e-6),
+        beta_combine_us=q(1e-6),
+        leaving_dispatch_us=q(0.0),
+        leaving_combine_us=q(0.0),
     )
     out = kernel_us(KernelSite(pre, INST, 8, 16, 4, 4, prefill=True), shape(4), k)
     assert (val(out["dispatch"]), val(out["combine"])) == exact((15.0804, 15.3072))

@@ -46,7 +46,7 @@ PINNED = {
     "compute_efficiency": 0.5,
 }
 C = step_constants(
-    kernel=kernel_constants(alpha_dispatch_us=q(0.0), alpha_combine_us=q(0.0), signal_ratio=q(0.0, ""))
+    kernel=kernel_constants(leaving_dispatch_us=q(0.0), leaving_combine_us=q(0.0), signal_ratio=q(0.0, ""))
 )
 
 

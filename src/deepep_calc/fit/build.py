@@ -54,7 +54,7 @@ def fit_kernels(rows: Sequence[KernelRow], assumptions: Assumptions = CATALOG) -
         local = nvlink[t.library].alpha_us.scalar
         if t.name in home_fits:
             f = home_fits[t.name][1]
-            return local + f.alpha_dispatch_us.scalar + f.alpha_combine_us.scalar
+            return local + f.leaving_dispatch_us.scalar + f.leaving_combine_us.scalar
         d, c = fixed_prior(t, nvlink, leaving)
         return local + d.scalar + c.scalar
 

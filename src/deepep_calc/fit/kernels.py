@@ -197,15 +197,15 @@ def leaving_costs(
     mine = [(t, f) for t, f in fits.values() if t.fabric == "efa"]
     if mine:
         names = ", ".join(sorted(t.name for t, _ in mine))
-        tag = Q.assumed if any(f.alpha_dispatch_us.tag == ASSUMED for _, f in mine) else Q.derived
+        tag = Q.assumed if any(f.leaving_dispatch_us.tag == ASSUMED for _, f in mine) else Q.derived
 
         def mean(get: Callable[[TransportFit], Q], what: str, unit: str) -> Q:
             src = f"{what}, mean over {names} (fitted with their small-token rows)"
             return tag(max(float(np.mean([get(f).scalar for _, f in mine])), 0.0), unit, src)
 
         out["efa"] = Leaving(
-            mean(lambda f: f.alpha_dispatch_us, "latency of leaving the node (dispatch)", "us"),
-            mean(lambda f: f.alpha_combine_us, "latency of leaving the node (combine)", "us"),
+            mean(lambda f: f.leaving_dispatch_us, "latency of leaving the node (dispatch)", "us"),
+            mean(lambda f: f.leaving_combine_us, "latency of leaving the node (combine)", "us"),
             mean(lambda f: f.signal_ratio, "cost of a signal in puts", ""),
         )
     else:  # a fold with no small-token transport left: the latency facts stand in
@@ -303,13 +303,13 @@ def fit_transport(t: Transport, ref: KernelRef, table: object) -> TransportFit:
     x = terms(
         t, ref, table.nvlink_fit(t.library), table.instance_factor(ref.instance).scalar, base.reference_lanes
     )
-    fixed = (base.alpha_dispatch_us.scalar, base.alpha_combine_us.scalar)
+    fixed = (base.leaving_dispatch_us.scalar, base.leaving_combine_us.scalar)
     b_d, b_c = exact_betas(x, fixed, base.signal_ratio.scalar)
     src = f"fitted to {ref.source}"
     tag = Q.assumed if ref.trust == "assumed" else Q.derived
     fit = TransportFit(
-        base.alpha_dispatch_us,
-        base.alpha_combine_us,
+        base.leaving_dispatch_us,
+        base.leaving_combine_us,
         tag(b_d, "us", src),
         tag(b_c, "us", src),
         base.reference_lanes,

@@ -53,8 +53,8 @@ def to_toml(table: Table) -> str:
         "instance_factor": {k: _q(v) for k, v in sorted(table.instance_factors.items())},
         "transport": {
             name: {
-                "alpha_dispatch_us": _q(t.alpha_dispatch_us),
-                "alpha_combine_us": _q(t.alpha_combine_us),
+                "alpha_dispatch_us": _q(t.leaving_dispatch_us),
+                "alpha_combine_us": _q(t.leaving_combine_us),
                 "beta_dispatch_us": _q(t.beta_dispatch_us),
                 "beta_combine_us": _q(t.beta_combine_us),
                 "signal_ratio": _q(t.signal_ratio),

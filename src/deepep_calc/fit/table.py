@@ -26,8 +26,8 @@ from ..physics.step import EngineConstants, ExchangeTerm, StepConstants
 class TransportFit:
     """Kernel constants of one transport across nodes, stated at the home instance (f = 1)."""
 
-    alpha_dispatch_us: Q  # the fixed term of one dispatch
-    alpha_combine_us: Q
+    leaving_dispatch_us: Q  # latency of leaving the node in one dispatch (fitted.toml: alpha_dispatch_us)
+    leaving_combine_us: Q  # and in one combine (fitted.toml: alpha_combine_us)
     beta_dispatch_us: Q  # cost of one data message (a put), at the reference's lanes
     beta_combine_us: Q
     reference_lanes: float
@@ -75,8 +75,8 @@ class Table:
         t = self.transports[transport]
         nvl = self.nvlink_fit(get_transport(transport).library)
         return KernelConstants(
-            t.alpha_dispatch_us,
-            t.alpha_combine_us,
+            t.leaving_dispatch_us,
+            t.leaving_combine_us,
             t.beta_dispatch_us,
             t.beta_combine_us,
             t.reference_lanes,

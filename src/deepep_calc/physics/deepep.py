@@ -73,8 +73,8 @@ class KernelShape:
 class KernelConstants:
     """The fitted constants one kernel evaluation needs (from `fit/`, never computed here)."""
 
-    alpha_dispatch_us: Q  # latency of leaving the node in one dispatch, at the home instance
-    alpha_combine_us: Q
+    leaving_dispatch_us: Q  # latency of leaving the node in one dispatch, at the home instance
+    leaving_combine_us: Q
     beta_dispatch_us: Q  # cost of one message (data or signal) at the reference's issue lanes
     beta_combine_us: Q
     reference_lanes: float  # issue lanes of the reference runs the costs were fitted at
@@ -217,15 +217,15 @@ def _cross_node_parts(site: KernelSite, shape: KernelShape, k: KernelConstants) 
     scale = k.reference_lanes / issue_lanes(t, site.comms, site.qps)
     local = (k.nvlink_alpha_us * k.instance_factor * 0.5).as_("us", k.nvlink_alpha_us.source)
     out = []
-    for direction, per_sel, wire, beta, alpha in (
-        ("dispatch", shape.dispatch_bytes_per_token, bw, k.beta_dispatch_us, k.alpha_dispatch_us),
-        ("combine", shape.combine_bytes_per_token, bw_comb, k.beta_combine_us, k.alpha_combine_us),
+    for direction, per_sel, wire, beta, leaving in (
+        ("dispatch", shape.dispatch_bytes_per_token, bw, k.beta_dispatch_us, k.leaving_dispatch_us),
+        ("combine", shape.combine_bytes_per_token, bw_comb, k.beta_combine_us, k.leaving_combine_us),
     ):
         per_msg = (beta * k.instance_factor).as_("us", f"fitted cost per message ({t.name})")
         out.append(
             {
                 "local": local,
-                "leaving": (alpha * k.instance_factor).as_("us"),
+                "leaving": (leaving * k.instance_factor).as_("us"),
                 "data": (per_msg * (m.data * scale)).as_("us"),
                 "signals": (per_msg * k.signal_ratio * (m.signals * scale)).as_("us"),
                 "wire": Q.derived(mb[direction], "MB", "routed bytes").quotient(wire, 1e3, "us"),

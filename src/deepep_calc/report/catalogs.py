@@ -81,7 +81,7 @@ def transports_rows() -> list[dict[str, Any]]:
     rows = []
     for name, t in load_transports().items():
         fit = table.transports[name]
-        a_d, a_c = fit.alpha_dispatch_us, fit.alpha_combine_us
+        a_d, a_c = fit.leaving_dispatch_us, fit.leaving_combine_us
         local = (table.nvlink_fit(t.library).alpha_us * 0.5).as_("us")
         ref = t.reference
         rows.append(

@@ -48,7 +48,7 @@ def transports_table() -> str:
             alpha, beta, ratio = "—", "NVLink bytes / (NVLink × fitted efficiency)", "—"
             fitted = [r.ref for r in nvlink_rows(rows) if r.transport.name == name]
         else:
-            alpha = f"{fit.alpha_dispatch_us.scalar:.1f} / {fit.alpha_combine_us.scalar:.1f}"
+            alpha = f"{fit.leaving_dispatch_us.scalar:.1f} / {fit.leaving_combine_us.scalar:.1f}"
             beta = f"{fit.beta_dispatch_us.scalar:.3f} / {fit.beta_combine_us.scalar:.3f}"
             ratio = f"{fit.signal_ratio.scalar:.2f}"
             fitted = [r.ref for r in fit_rows(t, rows)]
