@@ -24,9 +24,6 @@ def printable(text: Any) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-_printable = printable  # the name older modules import
-
-
 def _shown(value: Any) -> Any:
     """A value as an error line quotes it: whole floats as whole numbers (1025, not 1025.0)."""
     if isinstance(value, bool):

@@ -18,7 +18,7 @@ from typing import Any
 from ..base.errors import InputError
 from ..base.vocabulary import ARMS, flag_of
 from ..catalog.constants import CATALOG, Assumptions
-from ..catalog.kv_transports import EngineKv, KvTransport, engine_kv, get_kv_transport
+from ..catalog.kv_transports import EngineKv, KvTransport, engine_kv, get_kv_transport, kv_transports_for
 from ..catalog.transports import Transport, get_transport
 from .fields import DISAGG_FIELDS, LIMITS
 
@@ -175,5 +175,12 @@ def resolve_disagg(
     kv_name = s.kv_transport if s.kv_transport is not None else ekv.default_kv_transport
     if not isinstance(kv_name, str):
         raise InputError("--kv-transport", kv_name, "a KV transport name")
+    usable = [t.name for t in kv_transports_for(engine.name, instance.name)]
+    if s.kv_transport is None and kv_name not in usable:
+        # the engine's default, which the user never typed: say so rather than quote it as theirs
+        where = f"{engine.name}'s default, {kv_name}, does not run on {instance.name}"
+        raise InputError(
+            "--kv-transport", None, f"{where}; pass one that does: {', '.join(usable) or 'none'}"
+        )
     kv = get_kv_transport(kv_name, engine.name, instance.name)
     return DisaggSpec(sides[0], sides[1], kv, s.kv_transport is not None, ekv)

@@ -11,7 +11,7 @@ and the fields every spec carries in `spec`; reading a config.json from disk is 
 JSON field, because the person fixing it is looking at the file, not at this code.
 
 Imports run one way: base -> families, dtypes -> spec. This module only re-exports what callers
-use (`_build` is the schema-validation step `tests/catalog/test_hf_config.py` drives).
+use (`_build` is the schema-validation step `tests/catalog/hf/test_spec.py` drives).
 """
 
 from deepep_calc.catalog.hf.base import MAX_CONFIG_BYTES

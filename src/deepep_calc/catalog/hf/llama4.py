@@ -49,7 +49,13 @@ def llama4(top: Fields) -> dict[str, Any]:
         chunked = count_types(f, layers, "chunked_attention")
         if chunked is None:
             flags = f.ints("no_rope_layers")
-            if flags and len(flags) == layers:
+            if flags and len(flags) != layers:
+                # one 0/1 flag per layer, like `layer_types`: a list of another length is refused
+                f.fail(
+                    "no_rope_layers",
+                    f"field '{f.path('no_rope_layers')}' has {len(flags)} entries for {layers} layers",
+                )
+            if flags:
                 chunked = sum(1 for v in flags if v)
             else:
                 interval = f.integer("no_rope_layer_interval", 4, maximum=MAX_LAYERS)

@@ -96,7 +96,7 @@ def spec_from_hf_dict(
     declared = top.text("_name_or_path")
     declared = one_line(declared)[:200] if declared else ""
     fields.update(
-        name=one_line(declared or "")[:200] or one_line(name or "")[:200] or "config.json",
+        name=declared or one_line(name or "")[:200] or "config.json",
         hf_id=declared if _HF_ID.fullmatch(declared) else "",
         family=family,
         source=source,

@@ -1,5 +1,6 @@
-"""The catalogs' parse cache (catalog/_toml.py) answers what a fresh parse does, and never
-gets in the way: a stale, corrupt or unwritable cache only costs the parse."""
+"""`catalog/_toml.py`: the catalogs' parse and row caches answer what a fresh parse does, and
+never get in the way: a stale, corrupt or unwritable cache only costs the parse. A broken or
+duplicated row is a packaging bug, named by file, row and field."""
 
 from __future__ import annotations
 
@@ -199,3 +200,12 @@ def test_a_pycache_prefix_moves_the_caches_as_it_moves_bytecode(
     assert not (data / "__pycache__").exists()
     entry.write_bytes(__import__("marshal").dumps({"a": 2}))  # what is read is the prefix's copy
     assert _toml.loads_packaged("a = 1\n", where) == {"a": 2}
+
+
+def test_a_duplicate_row_is_a_packaging_bug_named_by_file_and_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    from deepep_calc.base.errors import CalcError
+
+    monkeypatch.setattr(_toml, "read_data", lambda _name: {"engine": [{"name": "x"}, {"name": "x"}]})
+    monkeypatch.setattr(_toml, "_one", lambda _model, raw, _where: raw)  # the rows need not validate
+    with pytest.raises(CalcError, match=r"^catalog engines.toml: duplicate engine 'x'$"):
+        _toml._rows("engines.toml", "engine", Engine)

@@ -1,9 +1,12 @@
-"""Graph mode said out loud (issue #26 item 6).
+"""Graph mode said out loud (issue #26 item 6): a scenario's `cuda_graphs` left unset.
 
 Eager is the default for every model (the calibration cells ran eager), so a scenario that
 leaves the decode mode unset gets one line saying which mode is assumed and why; and a step the
 host's kernel launches bind is named as such in the Why (GLM-4.5 over efa-gda, eager: three
 deployments with the same figures, because the launching thread sets every arm's step).
+
+The lines themselves are written by `decide/explain.py` (`assumed_mode_note`, the launch-bound
+reason); these tests sit with the scenario field they are about until tests/decide/ takes them.
 """
 
 from __future__ import annotations

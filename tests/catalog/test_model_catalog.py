@@ -1,4 +1,7 @@
-"""The preset catalog: every row loads, matches shared facts/models.md, and resolves by name."""
+"""`catalog/model_catalog.py`: the preset catalog. Every row loads, matches shared
+facts/models.md and resolves by name or HF id (`find_model`, and `io/hf_config.py:
+resolve_model`, which reads a config.json path when no preset is named); a malformed row is
+named by preset and field."""
 
 from __future__ import annotations
 
