@@ -1,5 +1,5 @@
-"""What bounds a decode step (`physics/bounds.py`) and where another part takes over
-(`physics/take_over.py`), on the built-in fit (issue #27).
+"""What bounds a decode step (`physics/bounds.py`), on the built-in fit (issue #27); where
+another part takes over is `test_take_over.py`.
 
 The checks re-derive what they can from the step itself, not from the bound's own contest: the
 path parts add up to the model's step; the bound named is the largest part of the step on the
@@ -27,7 +27,6 @@ from deepep_calc.estimate.result import table_for
 from deepep_calc.physics import bounds as pb
 from deepep_calc.physics.deepep import DIRECTIONS
 from deepep_calc.physics.step import decode_step, decode_tokens, deepep_kernel
-from deepep_calc.physics.take_over import _at, take_over
 from deepep_calc.question.scenario import resolve
 
 TRANSPORTS = load_transports()
@@ -232,34 +231,6 @@ def test_the_wire_bytes_are_the_protocol_counts() -> None:
     tokens = 2.0 + 32 / 128 * 120 / 16
     want = tokens * 8 * 0.5 * (2048 + 64 + 16 + 4096) * 48 / 1e6
     assert math.isclose(b.wire_mb.scalar, want, rel_tol=1e-12)
-
-
-def test_the_take_over_is_where_the_model_changes_bound() -> None:
-    """The load found is within the search's tolerance of the first that changes the bound:
-    there the bound differs, just below it (by the tolerance) it does not."""
-    for s in (Scenario(), Scenario(model="deepseek-v3", nodes=2, engine="sglang", cuda_graphs=True)):
-        r = resolve(s)
-        result = compute(r)
-        c = table_for(r).step_constants(r)
-        for name, arm in result.arms.items():
-            b = arm.bounds.physics
-            found = take_over(r, name, c, b, arm.bounds.memo)
-            assert found is not None and found.factor > 1.0
-            assert found.evaluations <= 12
-            here = pb.bound_name(b)
-            assert pb.bound_name(_at(r, name, c, found.running, {})) == found.bound != here
-            below = int(found.running * (1 - 0.02)) - 1
-            assert pb.bound_name(_at(r, name, c, below, {})) == here, (name, found)
-
-
-def test_no_take_over_within_reach_is_said() -> None:
-    """A search capped at the load itself finds nothing."""
-    r = resolve(Scenario())
-    result = compute(r)
-    arm = result.arms["deepep"]
-    c = table_for(r).step_constants(r)
-    assert take_over(r, "deepep", c, arm.bounds.physics, arm.bounds.memo, max_factor=1.0) is None
-    assert take_over(r, "deepep", c, arm.bounds.physics, arm.bounds.memo, max_factor=2.0) is None
 
 
 def test_a_sweep_names_the_bound_of_each_row_as_one_scenario_does() -> None:

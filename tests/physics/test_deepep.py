@@ -6,11 +6,14 @@ EFA and 400 GB/s NVLink per GPU per direction (× 0.5 kernel efficiency = 200 GB
 `hand.kernel_constants`: leaving the node 20 / 10 us, β 0.5 / 0.25 us per message at 4
 reference lanes, a signal costs 0.5 puts, NVLink α 30 us, so a local part of 15 us per direction.
 At EP16 on 8-GPU nodes half of everything is remote: 16 × 8/16 = 8 signals per direction.
+The message counts and bytes per selection are also worked at DeepSeek-V3's shape (hidden 7168,
+top-8 of 256 experts) at the end.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from deepep_calc.base.quantity import Tag
 from deepep_calc.catalog.transports import get_transport
@@ -264,3 +267,20 @@ def test_comms_power_is_np_power_bit_for_bit() -> None:
         assert comms_power(8, e) in (want, np.nextafter(want, np.inf), np.nextafter(want, -np.inf))
     for other in (whole + 0.5, whole * 2.0, np.full(5000, 65.0), whole[:10]):
         assert np.array_equal(comms_power(other, 0.37), np.power(other, 0.37))
+
+
+def test_remote_selections_by_hand() -> None:
+    """DeepSeek decode at concurrency 32 over EP16 (2x p5en): 2 tokens per rank x top-8 = 16
+    selections, (16 - 8) / 16 of them remote = 8, (8 - 1) / 16 on NVLink = 7."""
+    tr = messages(16, 8, KernelShape(2, 7168, 8, 256))
+    assert float(tr.data) == 8.0 and float(tr.nvlink_sel) == 7.0
+    # prefill kernels: one copy per remote node: (2 - 1) x (1 - (1/2)^8) = 0.99609 per token
+    pre = messages(16, 8, KernelShape(1, 7168, 8, 256), prefill=True)
+    assert float(pre.data) == pytest.approx(1 - 0.5**8)
+
+
+def test_dispatch_bytes_per_selection_by_hand() -> None:
+    """FP8 payload 7168 + one fp32 scale per 128 values (56 x 4 = 224) + 16 routing = 7,408 B."""
+    assert KernelShape(1, 7168, 8, 256).dispatch_bytes_per_token == 7408
+    assert KernelShape(1, 7168, 8, 256, "bf16").dispatch_bytes_per_token == 2 * 7168 + 16
+    assert KernelShape(1, 7168, 8, 256).combine_bytes_per_token == 14336

@@ -23,12 +23,6 @@ if TYPE_CHECKING:
 UNCOVERED = ":uncovered"  # the suffix of a band kind for combinations no reference covers
 
 
-def exchange_kind(arm: str) -> str:
-    """The exchange an arm runs: DeepEP, allgather / reduce-scatter, or TP (a replica's is its
-    layout's)."""
-    return exchange_of(arm)
-
-
 def evidence_key(r: Resolved, arm: str, nodes: Any = None, graphs: Any = None) -> str:
     """`engine/exchange/route/family/mode` of one arm of one scenario (scalars only).
 
@@ -38,14 +32,14 @@ def evidence_key(r: Resolved, arm: str, nodes: Any = None, graphs: Any = None) -
     model family), so a single-node replica of a measured engine x model is covered."""
     s = r.scenario
     graphs = s.cuda_graphs if graphs is None else graphs
-    if exchange_kind(arm) != "deepep":
+    if exchange_of(arm) != "deepep":
         route = "nccl"
     elif arm.startswith("replica") or (s.nodes if nodes is None else nodes) <= 1:
         route = "nvlink"
     else:
         route = r.transport.name
     mode = "graphs" if graphs else "eager"
-    return f"{r.engine.name}/{exchange_kind(arm)}/{route}/{r.model.family}/{mode}"
+    return f"{r.engine.name}/{exchange_of(arm)}/{route}/{r.model.family}/{mode}"
 
 
 def obs_key(o: Obs) -> str:

@@ -58,7 +58,6 @@ class Table:
     leaving: dict[str, tuple[Q, Q, Q]] = field(default_factory=dict)  # fabric -> leaving D / C, signal ratio
     covered: frozenset[str] = frozenset()  # evidence keys the references cover (fit/evidence.py)
     bands: dict[str, tuple[float, float]] = field(default_factory=dict)  # kind -> (low, high) factors
-    notes: tuple[str, ...] = ()
     # the assumed constants the table was fitted under; what it computes runs under them too
     assumptions: Assumptions = CATALOG
 
