@@ -71,19 +71,23 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "cells",
         "src/deepep_calc/estimate/cells.py",
-        ("tests/estimate/test_measured_cells.py",),
+        ("tests/estimate/test_cells.py",),
         ("measured_cell_for", "_is_cell_scenario", "_same_batching", "_native_dtype", "apply_cell"),
     ),
     Target(
         "aiperf-metrics",
         "src/deepep_calc/io/aiperf/metrics.py",
-        ("tests/io/test_aiperf_metrics.py",),
+        ("tests/io/aiperf/test_metrics.py",),
         ("number", "block", "stat", "_check_range", "count", "metric", "csv_tag", "csv_cell"),
     ),
     Target(
         "verdict",
         "src/deepep_calc/decide/verdict.py",
-        ("tests/decide/test_verdict.py", "tests/properties/test_verdict_oracle.py"),
+        (
+            "tests/decide/test_verdict.py",
+            "tests/decide/test_verdict_deciding.py",
+            "tests/properties/test_verdict_oracle.py",
+        ),
         (
             "_meets",
             "decision_aggregates",

@@ -1,15 +1,16 @@
-"""Issue 10 item 11: the "Run it" block is a config file, a command line and exports that paste.
+"""decide/launch.py, issue 10 item 11: the "Run it" block is a config file, a command line and
+exports that paste.
 
 Every engine x arm x single/multi-node launch is checked by the shell itself (`bash -n`), the
 config file by a YAML parser, and the card, the Markdown report and the page for showing each
-part in its own fenced block with nothing around it that would break a paste.
+part in its own fenced block with nothing around it that would break a paste. The flags
+themselves (`explain.engine_flags`: the DeepEP library an engine loads) are test_explain.py's.
 """
 
 from __future__ import annotations
 
 import html as html_lib
 import re
-import shlex
 import shutil
 import subprocess
 from typing import Any
@@ -18,12 +19,13 @@ import pytest
 from rich.console import Console
 
 from deepep_calc import Scenario, evaluate
-from deepep_calc.base.quantity import Tag
 from deepep_calc.decide.explain import engine_flags
 from deepep_calc.decide.launch import run_blocks
 from deepep_calc.report.markdown import render_markdown
 from deepep_calc.report.terminal import print_result
 from web_fixtures import app, client  # noqa: F401  (fixtures)
+
+from .shared import command_tokens as _tokens
 
 BASH = shutil.which("bash")
 ARMS = ("deepep", "allgather", "tp", "replica")
@@ -33,11 +35,6 @@ def _syntax_ok(text: str) -> None:
     assert BASH is not None
     proc = subprocess.run([BASH, "-n"], input=text, text=True, capture_output=True, check=False)
     assert proc.returncode == 0, (proc.stderr, text)
-
-
-def _tokens(command: str) -> list[str]:
-    body = "\n".join(line for line in command.splitlines() if not line.lstrip().startswith("#"))
-    return shlex.split(body.replace("\\\n", " "))
 
 
 @pytest.mark.skipif(BASH is None, reason="bash not installed")
@@ -125,64 +122,3 @@ def test_the_page_shows_each_part_in_its_own_block(client: Any) -> None:  # noqa
     assert "trtllm-serve Qwen/Qwen3-30B-A3B-FP8" in html_lib.unescape(blocks[1][1])
     lit = re.search(r'card card-dense lit".*?<span class="card-name">(.*?)</span>', resp.text, re.S)
     assert lit and lit.group(1) == "Use DENSE / allgather"
-
-
-def test_the_page_and_report_show_the_compared_aggregates(client: Any) -> None:  # noqa: F811
-    """Where a measured figure is set aside, the table shows the figures the rule compared."""
-    resp = client.get("/", params={"transport": "efa-uccl"})
-    assert resp.status_code == 200
-    result = evaluate(Scenario(transport="efa-uccl"))
-    compared = result.verdict.compared.aggregate
-    dee, alt = (f"{compared[arm].scalar:,.1f}" for arm in ("deepep", "allgather"))
-    assert result.arms["allgather"].aggregate_tok_s.tag == Tag.MEASURED  # shown: the measured one
-    row = re.search(r'<tr class="compared">(.*?)</tr>', resp.text, re.S)
-    assert row and dee in row.group(1) and alt in row.group(1)
-    assert '<tr class="compared">' not in client.get("/").text  # calibration: shown = compared
-    md = render_markdown(result)
-    # each compared (modelled) aggregate carries its band after the tag
-    band = r"\([\d.,]+–[\d.,]+\)"
-    row = (
-        rf"\| Compared aggregate \(like with like\) \| {re.escape(dee)} tok/s \[assumed\] {band} "
-        rf"\| {re.escape(alt)} tok/s \[assumed\] {band} \|"
-    )
-    assert re.search(row, md)
-
-
-@pytest.mark.parametrize(
-    ("transport", "backend"),
-    [
-        ("efa-proxy", "deepep_v2"),  # DeepEP 2.x over NCCL-GIN
-        ("efa-gda", "deepep_v2"),
-        ("efa-nvshmem", "deepep_low_latency"),  # DeepEP 1.x
-        ("efa-uccl", "deepep_low_latency"),  # UCCL-EP keeps DeepEP's API ([U926], [NIXL])
-        ("efa-pplx", None),  # no vLLM backend loads pplx-garden
-        ("efa-native-cqpoll", None),
-    ],
-)
-def test_the_engine_loads_the_library_of_the_transport(transport: str, backend: str | None) -> None:
-    for engine, flag, value in (
-        ("vllm", "--all2all-backend", backend),
-        ("sglang", "--moe-a2a-backend", "deepep"),
-    ):
-        result = evaluate(Scenario(model="deepseek-v3", engine=engine, nodes=2, transport=transport))
-        flags = engine_flags(result, "deepep")
-        tokens = _tokens(flags["launch"]["command"])
-        chosen = [tokens[i + 1] for i, tok in enumerate(tokens) if tok == flag]
-        if backend is None:  # no flag that would load another library: a comment says why
-            assert chosen == []
-            assert f"loads {transport}" in flags["launch"]["command"].replace("\n#   ", " ")
-        else:
-            assert chosen == [value]
-        assert not any("{" in a for a in flags["args"])  # no placeholder left
-
-
-def test_every_transport_library_is_loaded_or_explained() -> None:
-    """A library added to transports.toml without an engine mapping is caught here."""
-    from deepep_calc.catalog.engines import load_engines
-    from deepep_calc.catalog.transports import load_transports
-
-    libraries = {t.library for t in load_transports().values()}
-    for name in ("vllm", "sglang"):
-        mapped = set(load_engines()[name].deepep_backend)
-        assert mapped <= libraries
-        assert libraries - mapped == {"pplx-garden", "research"}

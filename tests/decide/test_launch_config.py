@@ -1,6 +1,7 @@
-"""The launch command is generated from the chosen configuration and nothing else (issue #26
-item 1): checkpoint (the dtype's own repository, the engine's quantisation flag, or a folder the
-user fills), TP / EP / DP sizes, graph mode, the transport's environment and the node count.
+"""decide/launch.py, the command's configuration: the launch command is generated from the
+chosen configuration and nothing else (issue #26 item 1): checkpoint (the dtype's own
+repository, the engine's quantisation flag, or a folder the user fills), TP / EP / DP sizes,
+graph mode, the transport's environment and the node count.
 
 Every `evaluate` arm over all engines x weight dtypes (x nodes x graph mode x alternative), and
 every point of a few plans, has its printed command read back and checked against the
@@ -12,7 +13,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import shlex
 from typing import Any
 
 import pytest
@@ -28,13 +28,10 @@ from deepep_calc.io.hf_config import resolve_model
 from deepep_calc.question.scenario import resolve
 from deepep_calc.whatif.plan.search import plan_request, run_plan
 
+from .shared import command_tokens as _tokens
+
 ENGINES = ("trtllm", "vllm", "sglang")
 ARMS = ("deepep", "allgather", "tp", "replica")
-
-
-def _tokens(command: str) -> list[str]:
-    body = "\n".join(line for line in command.splitlines() if not line.lstrip().startswith("#"))
-    return shlex.split(body.replace("\\\n", " "))
 
 
 def _after(tokens: list[str], flag: str) -> str | None:

@@ -1,5 +1,8 @@
-"""Disaggregated prefill / decode (issue 28): KV bytes and transfer physics, the deployment's
-figures against the aggregated arms, the card's line, the failure-mode advisories, the faces.
+"""estimate/disagg.py, disaggregated prefill / decode (issue 28): KV bytes and transfer physics,
+the deployment's figures against the aggregated arms, its bands inside and outside the
+references, the refusals of a bad split and the faces that show the deployment. The card's line
+and the failure-mode advisories are `tests/decide/test_disagg.py`'s, the launch blocks
+`tests/decide/test_disagg_launch.py`'s.
 
 Structure and physics only: the decode model's absolute figures move with its constants, so
 nothing here pins a step or a throughput, only how the disaggregated figures relate to them."""
@@ -154,26 +157,6 @@ def test_nixl_ucx_on_efa_is_flagged_and_slow():
     assert res.to_json()["disaggregated"]["kv_warning"]
 
 
-def test_rdma_transports_warn_of_the_silent_tcp_fallback_with_figures():
-    res = evaluate(Scenario(model="deepseek-v3", prefill_nodes=1, decode_nodes=1))
-    d = res.disaggregated
-    assert d.tcp_fallback and set(d.tcp_fallback) == {"transfer_ms", "ttft_ms", "aggregate_tok_s"}
-    assert any("OFI plugin" in a and "TCP" in a for a in res.verdict.advisories)
-
-
-def test_queue_depth_limit_is_flagged_at_high_load():
-    hot = evaluate(
-        Scenario(model="deepseek-v3", prefill_nodes=1, decode_nodes=3, isl=8192, osl=256, concurrency=64)
-    )
-    calm = evaluate(
-        Scenario(model="deepseek-v3", prefill_nodes=1, decode_nodes=3, isl=1024, osl=256, concurrency=8)
-    )
-    assert hot.disaggregated.load_limit is not None
-    assert any("CQ drain" in a for a in hot.verdict.advisories)
-    assert calm.disaggregated.load_limit is None
-    assert not any("CQ drain" in a for a in calm.verdict.advisories)
-
-
 # The deployment: TPOT, TTFT, aggregate -----------------------------------------------------------
 
 
@@ -298,82 +281,6 @@ def test_outside_the_references_the_band_is_wider():
     width = lambda q: (q.high - q.low) / q.value  # noqa: E731
     assert width(d_out.ttft_ms) > width(d_in.ttft_ms)
     assert width(d_out.aggregate_tok_s) > width(d_in.aggregate_tok_s)
-
-
-# The card's line ------------------------------------------------------------------------------
-
-
-def test_the_card_names_a_split_that_beats_the_aggregated_arm():
-    res = evaluate(
-        Scenario(
-            model="qwen3-235b-a22b-fp8",
-            isl=8192,
-            osl=128,
-            concurrency=64,
-            nodes=2,
-            engine="sglang",
-            cuda_graphs=True,
-        )
-    )
-    line = res.verdict.disaggregation
-    assert res.verdict.code in ("dense", "capacity", "deepep")  # the three verdicts stay
-    assert line is not None and line["winner"] == "disaggregated" and not line["asked"]
-    dis, agg = line["disaggregated"], line["aggregated"]
-    assert dis["aggregate_tok_s"]["value"] > agg["aggregate_tok_s"]["value"]
-    for q in (dis["aggregate_tok_s"], agg["aggregate_tok_s"], dis["ttft_ms"]):
-        assert "low" in q and "high" in q
-    assert "--disagg" in line["line"] and f"{dis['aggregate_tok_s']['value']:,.0f}" in line["line"]
-
-
-def test_the_card_says_when_the_aggregated_arm_beats_the_split_asked_for():
-    res = evaluate(
-        Scenario(
-            model="deepseek-v3",
-            prefill_nodes=1,
-            decode_nodes=1,
-            engine="vllm",
-            cuda_graphs=True,
-            concurrency=64,
-            isl=1024,
-            osl=1024,
-        )
-    )
-    line = res.verdict.disaggregation
-    assert line["asked"] and line["winner"] in ("aggregated", "tie", "disaggregated")
-    assert line["aggregated"] is not None and line["disaggregated"] is not None
-    assert res.to_json()["verdict"]["disaggregation"] == line
-
-
-def test_no_line_on_one_node_or_when_the_split_loses():
-    assert evaluate(Scenario(nodes=1, transport="nvlink")).verdict.disaggregation is None
-    assert evaluate(Scenario()).verdict.disaggregation is None  # the calibration A/B: a split loses
-
-
-# Launch blocks -----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
-def test_both_servers_and_the_router_have_a_launch_block(engine):
-    flags = evaluate(
-        Scenario(model="deepseek-v3", prefill_nodes=1, decode_nodes=3, engine=engine)
-    ).verdict.flags
-    block = flags["disaggregated"]
-    captions = [b["caption"] for b in block["blocks"]]
-    assert any(c.startswith("prefill server") for c in captions)
-    assert any(c.startswith("decode server") for c in captions)
-    assert any(c.startswith("router") for c in captions)
-    text = "\n".join(b["text"] for b in block["blocks"])
-    if engine == "vllm":
-        assert "NixlConnector" in text and "kv_producer" in text and "kv_consumer" in text
-        assert "--kv-transfer-config '{" in text  # the JSON reaches the shell quoted
-    if engine == "sglang":
-        assert "--disaggregation-mode prefill" in text and "--disaggregation-mode decode" in text
-        assert "mini_lb" in text
-    if engine == "trtllm":
-        assert "cache_transceiver_config: {backend: NIXL}" in text and "trtllm-serve disaggregated" in text
-    assert "# unsure:" in text  # what the facts do not pin is said, not guessed
-    if block["kv_transport"].startswith("nixl"):
-        assert "FI_PROVIDER=efa" in text  # the EFA environment of NIXL's LIBFABRIC path
 
 
 # Bad input ----------------------------------------------------------------------------------------

@@ -128,9 +128,6 @@ class Comparison:
         }
 
 
-THRESHOLD_STATUSES = ("meets", "misses", "within the band")
-
-
 def threshold_status(ratio: Q, threshold: float) -> str:
     """Whether a ratio clears a threshold, three-valued where the ratio carries a band: "meets"
     (the whole band is above), "misses" (the whole band is at or below) or "within the band"

@@ -35,13 +35,6 @@ from .result import ArmResult
 # Arms ---------------------------------------------------------------------------------------
 
 
-def arm_result(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None = None) -> ArmResult:
-    """One arm of one scenario, as `compute` makes it (a disaggregated side asks for each arm),
-    except that `replica` is its allgather layout here: the aggregated arm takes the best of the
-    three one-node layouts (`replica_arm`), a disaggregated side does not choose among them yet."""
-    return model_arm(r, arm, table, memo)
-
-
 def _split_ok(experts: int, ranks: Any) -> Any:
     ranks = floats(ranks)
     return (experts >= ranks) & (experts % ranks == 0)
@@ -306,9 +299,6 @@ def _pick_rows(index: Any, options: list[Any]) -> Any:
         )
     values = np.broadcast_arrays(*(np.asarray(o) for o in options), index)[:-1]
     return np.choose(index, values)
-
-
-TARGET_STATUSES = ("meets", "misses", "within the band")
 
 
 def target_status(q: Q, target: float, floor: bool) -> str:

@@ -1,6 +1,7 @@
-"""The error band a modelled figure carries: its kind's out-of-sample misses (`fit/accuracy`).
+"""The error band a modelled figure carries: its kind's out-of-sample misses (measured by
+`accuracy/validate.py`, shipped in the fit as `Table.bands`).
 
-A module of its own because the arms (`evaluate.py`) and what bounds their steps (`bounds.py`)
+A module of its own because the arms (`arms.py`) and what bounds their steps (`bounds.py`)
 both band their figures, the same way.
 """
 

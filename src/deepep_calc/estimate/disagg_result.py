@@ -195,7 +195,3 @@ def plain_number(v: Any) -> Any:
     if is_array(v):
         return np.asarray(v).tolist()
     return int(v) if float(v).is_integer() else float(v)
-
-
-def first_value(v: Any) -> float:
-    return float(np.asarray(v).reshape(-1)[0]) if is_array(v) else float(v)

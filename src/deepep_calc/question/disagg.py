@@ -121,6 +121,21 @@ def _side_transport(
     return t
 
 
+def _kv_transport(given: Any, ekv: EngineKv, engine: str, instance: str) -> KvTransport:
+    """The KV transport named, or the engine's default; a default that does not run on the
+    instance is refused as the engine's, since the user never typed it."""
+    name = given if given is not None else ekv.default_kv_transport
+    if not isinstance(name, str):
+        raise InputError("--kv-transport", name, "a KV transport name")
+    usable = [t.name for t in kv_transports_for(engine, instance)]
+    if given is None and name not in usable:
+        where = f"{engine}'s default, {name}, does not run on {instance}"
+        raise InputError(
+            "--kv-transport", None, f"{where}; pass one that does: {', '.join(usable) or 'none'}"
+        )
+    return get_kv_transport(name, engine, instance)
+
+
 def resolve_disagg(
     s: Any, instance: Any, engine: Any, transport: Transport, assumptions: Assumptions = CATALOG
 ) -> DisaggSpec | None:
@@ -172,15 +187,5 @@ def resolve_disagg(
             )
         )
     ekv = engine_kv(engine.name)
-    kv_name = s.kv_transport if s.kv_transport is not None else ekv.default_kv_transport
-    if not isinstance(kv_name, str):
-        raise InputError("--kv-transport", kv_name, "a KV transport name")
-    usable = [t.name for t in kv_transports_for(engine.name, instance.name)]
-    if s.kv_transport is None and kv_name not in usable:
-        # the engine's default, which the user never typed: say so rather than quote it as theirs
-        where = f"{engine.name}'s default, {kv_name}, does not run on {instance.name}"
-        raise InputError(
-            "--kv-transport", None, f"{where}; pass one that does: {', '.join(usable) or 'none'}"
-        )
-    kv = get_kv_transport(kv_name, engine.name, instance.name)
+    kv = _kv_transport(s.kv_transport, ekv, engine.name, instance.name)
     return DisaggSpec(sides[0], sides[1], kv, s.kv_transport is not None, ekv)

@@ -1,9 +1,11 @@
-"""Single-node replicas run the one-node layout the model rates best (issue #26, item 2).
+"""estimate/arms.py, the replicas arm: single-node replicas run the one-node layout the model
+rates best (issue #26, item 2).
 
 A replica is one copy of the model per node; inside its node it may exchange experts over
 NCCL's allgather, over DeepEP's NVLink kernels, or run tensor parallel. The arm takes the best
 feasible one, says which, and launches that; on one node it is the same deployment as the arm
-whose layout it runs, so the verdict never pits the two against each other.
+whose layout it runs, so the verdict never pits the two against each other. The launch and the
+reasons that name the layout are `tests/decide/test_explain.py`'s.
 """
 
 from __future__ import annotations
@@ -13,11 +15,10 @@ import pytest
 
 from deepep_calc.api import evaluate
 from deepep_calc.base.vocabulary import exchange_of
-from deepep_calc.decide.explain import engine_flags
 from deepep_calc.estimate.compute import compute
 from deepep_calc.question.scenario import Scenario, resolve
 
-DSV3_VLLM = {"model": "deepseek-v3", "engine": "vllm", "cuda_graphs": True}
+from .shared import DSV3_VLLM
 
 
 def _one_node(arm: str, concurrency: int) -> float:
@@ -37,21 +38,6 @@ def test_replicas_take_the_best_one_node_layout() -> None:
     assert exchange_of(rep.layout) == best
     assert float(rep.aggregate_tok_s.value) == pytest.approx(2 * per_node[best], rel=1e-9)
     assert rep.to_json()["layout"] == rep.layout
-
-
-def test_the_launch_runs_the_chosen_layout_on_one_node() -> None:
-    """The replica's command is the layout's own, sized to one node (not the cluster)."""
-    r = evaluate(Scenario(**DSV3_VLLM, nodes=2, concurrency=256))
-    assert r.arms["replica"].layout == "replica:tp"
-    command = engine_flags(r, "replica")["launch"]["command"]
-    assert "--tensor-parallel-size 8" in command
-    assert "--tensor-parallel-size 16" not in command
-
-
-def test_the_card_names_the_layout() -> None:
-    r = evaluate(Scenario(**DSV3_VLLM, nodes=2, concurrency=256))
-    reasons = " ".join(r.verdict.reasons)
-    assert "2 single-node replicas of tensor parallel" in reasons
 
 
 @pytest.mark.parametrize("nodes", [2, 4])

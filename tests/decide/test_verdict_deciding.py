@@ -1,28 +1,28 @@
-"""The comparison shown is the one that decided (issue #26 item 3).
+"""decide/verdict.py, the deciding comparison: the comparison shown is the one that decided
+(issue #26 item 3).
 
 When the single-node replicas won the verdict, or were the rival DeepEP had to beat, the
 headline ratio, its band, the tax, the card's comparison line, the page's comparison table and
 the sensitivity tornado are DeepEP against the replicas, not DeepEP against the alternative;
-`ratio_deepep_vs_alternative` stays in the JSON as it was. The page's lit verdict card says why
-with one of the verdict's own reasons, never a fixed blurb.
+`ratio_deepep_vs_alternative` stays in the JSON as it was. (The lit card's blurb, one of the
+verdict's own reasons, is `test_explain.py`'s.)
 """
 
 from __future__ import annotations
 
 import re
-from html import unescape
 
 import pytest
 
 from cli_runner import run_cli
 from deepep_calc import Scenario, evaluate
 from deepep_calc.report.markdown import render_markdown
-from deepep_calc.report.view import VERDICT_BLURB, compare_rows
+from deepep_calc.report.view import compare_rows
 from deepep_calc.whatif.sensitivity import model_ratio, sensitivity
 from web_fixtures import app, client  # noqa: F401
 
-# DeepEP wins, and its closest rival is the replicas, not allgather (vLLM, graphs, c256)
-REPLICA_RIVAL = Scenario(model="deepseek-v3", nodes=2, engine="vllm", cuda_graphs=True, concurrency=256)
+from .shared import REPLICA_RIVAL
+
 # the replicas (tensor parallel on each node) win a dense verdict: DeepSeek-V3 on vLLM, graphs, c64
 REPLICA_WINS = Scenario(model="deepseek-v3", nodes=2, engine="vllm", cuda_graphs=True, concurrency=64)
 
@@ -81,20 +81,3 @@ def test_the_tornado_is_against_the_deciding_arm() -> None:
     assert rows[0].base_ratio.scalar == pytest.approx(model_ratio(base, ("deepep", "replica")).scalar)
     assert rows[0].to_json()["versus"] == ["deepep", "replica"]
     assert "replica" in rows[0].ratio_low.source
-
-
-def test_the_lit_card_says_why_with_one_of_the_reasons(client) -> None:  # noqa: F811
-    """Under CUDA graphs the model charges a host proxy nothing: a fixed blurb saying the proxy
-    round trip costs more would contradict the Why beside it."""
-    query = "engine=vllm&cuda_graphs=true&nodes=2&model=deepseek-v3&concurrency=256"
-    html = client.get(f"/?{query}").text
-    lit = re.search(r'<article class="card card-\w+ lit".*?<p class="blurb">(.*?)</p>', html, re.S)
-    assert lit is not None
-    blurb = unescape(re.sub(r"<[^>]+>", "", lit.group(1))).strip()
-    result = evaluate(REPLICA_RIVAL)
-    reasons = [re.sub(r" \[(measured|derived|assumed)\]", " \\1", r) for r in result.verdict.reasons]
-    shown = re.sub(r" (measured|derived|assumed)(?=[ .,;:)])", " \\1", blurb)
-    assert shown in reasons, (shown, reasons)
-    assert "round trip costs more" not in blurb
-    for text in VERDICT_BLURB.values():  # the cards that are not lit say what they mean, not why
-        assert text.startswith("When ")

@@ -1,13 +1,19 @@
-"""The measured-cell substitution (`evaluate.py`): which cell a scenario is, and what it replaces.
+"""estimate/cells.py, the measured-cell substitution: which cell a scenario is, and what it
+replaces.
 
 At a measured cell only what was observed is tagged measured (per-user rate, aggregate, TTFT and
 ITL where the cell has them); whatever is computed from those figures (the tax, the ratios, a
-step from a per-user rate) is derived, and the model's other figures stay modelled.
+step from a per-user rate) is derived, and the model's other figures stay modelled. A user's
+config.json of a calibrated preset, and a profile calibrated on a config path, keep their cells;
+the allgather run measures its arm whatever DeepEP's own knobs. The default scenario's three
+cells printed exactly are `test_cells_default_scenario.py`'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -24,6 +30,9 @@ from deepep_calc.estimate.cells import (
 )
 from deepep_calc.fit.observations import cell_scenario
 from deepep_calc.question.scenario import resolve
+from paths import TESTS
+
+from .shared import QWEN_CONFIG
 
 CAL = load_cells()["trt-ab-k8-c32"]
 
@@ -301,3 +310,68 @@ def test_the_shape_index_follows_the_cells_it_was_built_from(monkeypatch) -> Non
     assert measured.cells_by_shape() == {(999, CAL.isl, CAL.osl, CAL.nodes): (fake["x"],)}
     monkeypatch.undo()
     assert measured.cells_by_shape() == real
+
+
+# A config.json, a profile's own cells, DeepEP-only knobs ----------------------------------------
+
+
+def test_a_config_json_of_the_calibrated_preset_gets_its_measured_cells() -> None:
+    mine = evaluate(Scenario(model=str(QWEN_CONFIG)))
+    preset = evaluate(Scenario())
+    for name in ("deepep", "allgather"):
+        assert mine.arms[name].measured_cell == preset.arms[name].measured_cell == "trt-ab-k8-c32"
+        assert mine.arms[name].aggregate_tok_s.value == preset.arms[name].aggregate_tok_s.value
+    assert any("architecturally the preset qwen3-30b-a3b-fp8" in line for line in mine.verdict.reasons)
+
+
+def test_a_config_json_that_differs_says_why_it_gets_no_cells(tmp_path: Path) -> None:
+    doc = json.loads(QWEN_CONFIG.read_text("utf-8"))
+    doc["moe_intermediate_size"] = doc["moe_intermediate_size"] * 2
+    path = tmp_path / "qwen3-30b-a3b-fp8" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(doc), "utf-8")
+    result = evaluate(Scenario(model=str(path)))
+    assert not any(a.measured_cell for a in result.arms.values())
+    assert any("differs from that preset in moe_intermediate" in line for line in result.verdict.reasons)
+    dtype = evaluate(Scenario(model=str(QWEN_CONFIG), weight_dtype="bf16"))
+    assert not any(a.measured_cell for a in dtype.arms.values())
+
+
+def test_a_profile_calibrated_on_a_config_path_still_replays_its_cells(tmp_path: Path) -> None:
+    """Cells of a user's profile name the model as calibrated (here a config path): they match."""
+    from deepep_calc import cli
+
+    real = TESTS / "fixtures" / "aiperf"
+    prefix = "trtllm-0.21_qwen3-30b-a3b-fp8_ep16_2xp5en"
+    out = tmp_path / "p.toml"
+    cli.main(
+        [
+            "calibrate",
+            "--dense",
+            str(real / f"{prefix}_dense-allgather_c4_isl120.json"),
+            "--deepep",
+            str(real / f"{prefix}_deepep-epnc1_c4_isl120.json"),
+            "--model",
+            str(QWEN_CONFIG),
+            "-o",
+            str(out),
+            "--json",
+        ]
+    )
+    result = evaluate(
+        Scenario(model=str(QWEN_CONFIG), calibration=str(out), comms=1, concurrency=4, isl=120, osl=128)
+    )
+    assert result.arms["deepep"].measured_cell == "your-c4-k1"  # the profile's own cell, replayed
+
+
+def test_the_allgather_measurement_holds_across_deepep_only_knobs() -> None:
+    """EP_NUM_COMMS and EP_EFA_MAX_QPS are DeepEP's knobs: the allgather run still measures its arm."""
+    base = evaluate(Scenario())
+    for knob in ({"max_qps": 1}, {"max_qps": 6}, {"comms": 4}):
+        r = evaluate(Scenario(**knob))
+        assert r.arms["allgather"].measured_cell == base.arms["allgather"].measured_cell == "trt-ab-k8-c32"
+        assert r.arms["allgather"].aggregate_tok_s.tag == Tag.MEASURED
+        assert r.arms["deepep"].measured_cell is None  # DeepEP's own figure is modelled off the run
+        assert r.verdict.compared.basis == "model"  # so the rule compares model with model
+    k1 = evaluate(Scenario(comms=1, concurrency=4))
+    assert k1.arms["allgather"].measured_cell == "trt-ab-k1-c4"  # the exact pair comes first

@@ -1,7 +1,8 @@
-"""Targets are three-valued where a band exists (issue #25 item 5): an SLO or TTFT target is
-met, missed, or within the band of the figure (its error band spans the target, so the model
-cannot tell), on the card, the page, the reports and every plan point. The verdict's rule
-still reads the figure itself (`meets_slo`, `meets_ttft` keep their meaning).
+"""estimate/arms.py, `target_status`: targets are three-valued where a band exists (issue #25
+item 5). An SLO or TTFT target is met, missed, or within the band of the figure (its error band
+spans the target, so the model cannot tell); each arm carries its status beside the rule's flag,
+and the card, the page, the reports and every plan point show it. The verdict's rule still reads
+the figure itself (`meets_slo`, `meets_ttft` keep their meaning).
 """
 
 from __future__ import annotations
