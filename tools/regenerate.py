@@ -8,7 +8,7 @@ equation changes.
 Each text comes from the package (`accuracy/ship_fit.py`, `accuracy/disagg_refs.py`: numbers
 only, no file touched); this tool writes it through the package's safe writer, whole or not at
 all, since every process reads these files. `tests/report/test_docs.py` and
-`tests/accuracy/test_disagg_validation.py` fail when a shipped file and a fresh text disagree.
+`tests/accuracy/test_disagg_refs.py` fail when a shipped file and a fresh text disagree.
 """
 
 from __future__ import annotations

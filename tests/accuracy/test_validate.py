@@ -19,12 +19,15 @@ import pytest
 from deepep_calc.accuracy.validate import (
     ABRow,
     Report,
+    Row,
     cross_validate,
     kernel_prediction,
+    prediction_band,
     validate,
 )
 from deepep_calc.catalog.engines import load_engines
 from deepep_calc.catalog.measured import load_cells
+from deepep_calc.catalog.references import load_disagg_refs
 from deepep_calc.catalog.transports import load_transports
 from deepep_calc.cli import main
 from deepep_calc.fit.build import fit_kernels
@@ -434,3 +437,69 @@ def test_the_steady_state_ratio_is_shown_beside_the_measured_one(cv: Report) -> 
         cv.to_json()["ab"][[a.pair for a in cv.ab].index("trt-ab-k1-c4")]["steady_state_ratio"]
         == k1.steady_ratio
     )
+
+
+def test_the_disaggregated_rows_stay_out_of_the_other_bands(report: Report) -> None:
+    ids = {r.reference for r in report.rows}
+    assert not ids & set(load_disagg_refs())
+
+
+# The band and the figures, on rows stated here -------------------------------------------------
+
+
+def test_a_prediction_band_is_split_conformal() -> None:
+    """With n misses the band runs from the floor((n + 1) x 0.1)-th to the ceil((n + 1) x 0.9)-th
+    smallest: for 20 misses (logs -0.10 to 0.09 by 0.01) the 2nd and the 19th, -0.09 and 0.08;
+    for 5, the smallest and the largest. Fewer than 3 give no band."""
+    logs = [i / 100 - 0.10 for i in range(20)]
+    band = prediction_band(logs[::-1])  # order does not matter
+    assert band is not None
+    low, high = band
+    assert low == pytest.approx(math.exp(-0.09)) and high == pytest.approx(math.exp(0.08))
+    five = [math.log(f) for f in (0.9, 1.0, 1.1, 1.2, 1.3)]
+    assert prediction_band(five) == pytest.approx((0.9, 1.3))
+    assert prediction_band(five[:2]) is None
+
+
+def test_a_band_never_excludes_the_model_itself() -> None:
+    """Misses all above 1 (1.1 to 1.5): the band starts at 1, not at 1.1."""
+    band = prediction_band([math.log(f) for f in (1.1, 1.2, 1.3, 1.4, 1.5)])
+    assert band is not None
+    low, high = band
+    assert low == 1.0 and high == pytest.approx(1.5)
+
+
+def _row(kind: str, measured: float, predicted: float, held_out: float | None, in_scope: bool = True) -> Row:
+    return Row(kind, f"{kind}-{measured}", "m", measured, predicted, held_out, "src", True, in_scope)
+
+
+def test_accuracy_by_kind_counts_in_scope_rows_only() -> None:
+    """Step rows 10 -> 11 (+10 %) and 20 -> 19 (-5 %): MAPE 7.5 %; held out 12 (+20 %) and none:
+    one held-out row at 20 %. The out-of-scope row (+100 %) counts nowhere."""
+    rows = [
+        _row("step", 10.0, 11.0, 12.0),
+        _row("step", 20.0, 19.0, None),
+        _row("step", 5.0, 10.0, 10.0, in_scope=False),
+    ]
+    assert rows[0].error == pytest.approx(0.1) and rows[0].cv_error == pytest.approx(0.2)
+    assert rows[1].cv_error is None
+    kinds = Report(rows=rows).kinds()
+    assert list(kinds) == ["step"]
+    assert kinds["step"]["rows"] == 2 and kinds["step"]["mape"] == pytest.approx(0.075)
+    assert kinds["step"]["held_out_rows"] == 1 and kinds["step"]["held_out_mape"] == pytest.approx(0.2)
+
+
+def test_verdict_agreement_counts_the_pairs_whose_call_agrees() -> None:
+    """One pair measured 1.10 (DeepEP) and held out 1.08 (DeepEP): agrees, off by 0.02; one
+    measured 0.90 (dense) and held out 1.10 (DeepEP): disagrees, off by 0.20."""
+    labels = ("deepep", "dense")
+    report = Report(
+        ab=[
+            ABRow("a", "vllm", labels, "aggregate", 1.10, 1.09, 1.08),
+            ABRow("b", "vllm", labels, "aggregate", 0.90, 0.95, 1.10),
+        ]
+    )
+    got = report.verdict_agreement()
+    assert (got["pairs"], got["agree"], got["rate"]) == (2, 1, 0.5)
+    assert got["max_ratio_error"] == pytest.approx(0.20)
+    assert Report().verdict_agreement()["rate"] is None

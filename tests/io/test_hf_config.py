@@ -1,4 +1,6 @@
-"""Reading a config.json from disk (`io/hf_config.py`): every file-level failure is one line.
+"""Reading a config.json from disk (`io/hf_config.py`): a folder or the file itself, named after
+its folder; a preset taken by name or hub id before any file is looked for; every file-level
+failure is one line.
 
 What the parsed dict must hold (each family's fields) is `tests/catalog/test_hf_config.py`'s.
 """
@@ -11,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from deepep_calc.base.errors import FileInputError
+from deepep_calc.base.errors import FileInputError, InputError
 from deepep_calc.catalog.hf import MAX_CONFIG_BYTES
-from deepep_calc.io.hf_config import load_hf_config
+from deepep_calc.io.hf_config import load_hf_config, resolve_model
 from one_line import assert_one_line
 from paths import TESTS
 
@@ -82,3 +84,28 @@ def test_not_json(tmp_path: Path, text: str) -> None:
     with pytest.raises(FileInputError) as info:
         load_hf_config(path)
     assert_one_line(info.value, "not valid JSON")
+
+
+def test_a_folder_or_its_config_json_is_named_after_the_folder() -> None:
+    """DBRX's config.json (16 experts), read through its folder or directly: the same spec,
+    named "dbrx", its source the file."""
+    by_folder, by_file = load_hf_config(FIXTURES / "dbrx"), load_hf_config(FIXTURES / "dbrx" / "config.json")
+    assert by_folder.name == by_file.name == "dbrx" and by_folder.experts == by_file.experts == 16
+    assert by_folder.source == f"config.json at {FIXTURES / 'dbrx' / 'config.json'}"
+
+
+def test_a_preset_is_found_by_name_or_hub_id_before_any_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`--model DeepSeek-V3` is the preset even with a folder of that name in the working
+    directory; text that is neither a preset nor looks like a path is refused naming --model,
+    and a path that does not exist as the missing file it is."""
+    (tmp_path / "DeepSeek-V3").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert resolve_model("DeepSeek-V3").name == resolve_model("deepseek-ai/DeepSeek-V3").name == "deepseek-v3"
+    with pytest.raises(InputError) as refused:
+        resolve_model("no-such-model")
+    assert_one_line(refused.value, "--model: 'no-such-model' is not allowed", "or a path to a config.json")
+    with pytest.raises(FileInputError) as info:
+        resolve_model("models/none/config.json")
+    assert_one_line(info.value, "models/none/config.json", "no such file or folder")

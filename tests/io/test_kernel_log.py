@@ -1,14 +1,21 @@
-"""DeepEP kernel-log import: the shipped sample, the line shapes DeepEP prints, the guards."""
+"""DeepEP kernel-log import (`io/kernel_log.py`): the shipped sample, the line shapes DeepEP
+prints, the guards, and the transport a log states about itself (issue 10 item 10: a log of
+another transport than the one it would calibrate is refused)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
+from calibrate.user_runs import DEEPEP_NAME, DENSE_NAME, REAL
+from cli_runner import run_cli
 from deepep_calc.base.errors import FileInputError
 from deepep_calc.base.quantity import Tag
-from deepep_calc.io.kernel_log import SAMPLE_LOG, load_kernel_log, parse_kernel_log
+from deepep_calc.catalog.transports import get_transport
+from deepep_calc.io.kernel_log import SAMPLE_LOG, check_transport, load_kernel_log, parse_kernel_log
+from one_line import assert_one_line
 
 
 def test_sample_log_medians_are_the_published_gate_run() -> None:
@@ -146,3 +153,118 @@ def test_missing_directory_and_oversize(tmp_path: Path) -> None:
         fh.truncate(50 * 1024 * 1024 + 1)
     with pytest.raises(FileInputError, match="over the 50 MB limit"):
         load_kernel_log(big)
+
+
+# Shapes and numbers a log states ----------------------------------------------------------------
+
+LINE = "[rank 0] Dispatch bandwidth: 40.00 GB/s, avg_t=100 us"
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        ("num_tokens=0", "line 2: num_tokens is 0; expected a positive number"),
+        ("[rank 1] Dispatch bandwidth: 1e13 GB/s, avg_t=1 us", "line 2: 1e13 is not a plausible number"),
+        ("[rank 99999999999999] Combine bandwidth: 4 GB/s", "line 2: 99999999999999 is not a plausible"),
+    ],
+)
+def test_a_number_no_kernel_can_have_is_refused_with_its_line(extra: str, needle: str) -> None:
+    """A zero in the shape would divide by 0 in the kernel model; a figure over 1e12 (or a rank
+    of 14 digits) is a damaged line, not a measurement."""
+    with pytest.raises(FileInputError) as info:
+        parse_kernel_log(f"{LINE}\n{extra}\n", Path("a.log"))
+    assert_one_line(info.value, "a.log", needle)
+
+
+def test_the_first_shape_stated_wins_and_a_contradiction_is_warned_about() -> None:
+    """Two ranks report dispatch but one reports combine; rank 0 reports dispatch twice: every
+    line stays in the medians (dispatch of 100 and 110 us: 105), each oddity warned about."""
+    log = parse_kernel_log(
+        "\n".join(
+            [
+                LINE,
+                "num_tokens=128",
+                "num_tokens=64",
+                "[rank 0] Dispatch bandwidth: 41 GB/s, avg_t=110 us",
+                "[rank 1] Combine bandwidth: 41 GB/s, avg_t=110 us",
+            ]
+        ),
+        Path("b.log"),
+    )
+    assert log.shape.tokens == 128 and log.dispatch_us == [100.0, 110.0]
+    assert log.dispatch_p50_us is not None and log.dispatch_p50_us.value == 105.0
+    assert log.warnings == [
+        "line 3: tokens = 64 contradicts the earlier 128; keeping the first",
+        "some ranks report dispatch more than once; every line is kept in the median",
+        "2 ranks report dispatch but 1 report combine",
+    ]
+
+
+# Kernel logs: the transport they state ------------------------------------------------------------
+
+
+def test_a_proxy_log_cannot_calibrate_efa_gda(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "p.toml"
+    code, _, err = run_cli(
+        capsys,
+        "calibrate",
+        "--dense",
+        REAL / DENSE_NAME,
+        "--deepep",
+        REAL / DEEPEP_NAME,
+        "--kernel-log",
+        SAMPLE_LOG,
+        "--transport",
+        "efa-gda",
+        "-o",
+        out,
+    )
+    assert code == 2 and "NCCL_GIN_TYPE=2, the setting of efa-proxy" in err and "efa-gda" in err
+    assert not out.exists()
+
+
+def test_a_log_that_names_its_transport_is_held_to_it(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    text = SAMPLE_LOG.read_text().replace("# Synthesised", "# transport: efa-uccl. Synthesised", 1)
+    log.write_text(re.sub(r"NCCL-GIN type 2", "its own path", text))
+    parsed = load_kernel_log(log)
+    assert parsed.stated_transport == ("efa-uccl", 1)
+    check_transport(parsed, get_transport("efa-uccl"))
+    with pytest.raises(
+        FileInputError, match=r"line 1 says the run used transport efa-uccl.*--transport efa-uccl"
+    ):
+        check_transport(parsed, get_transport("efa-proxy"))
+
+
+def test_a_log_that_states_nothing_is_accepted_for_any_transport(tmp_path: Path) -> None:
+    log = tmp_path / "plain.log"
+    log.write_text(
+        "\n".join(line for line in SAMPLE_LOG.read_text().splitlines() if not line.startswith("#"))
+    )
+    parsed = load_kernel_log(log)
+    assert parsed.stated_transport is None and parsed.stated_env == {}
+    for name in ("efa-proxy", "efa-gda", "ib-ibgda"):
+        check_transport(parsed, get_transport(name))
+
+
+def test_the_sample_log_still_calibrates_efa_proxy() -> None:
+    check_transport(load_kernel_log(SAMPLE_LOG), get_transport("efa-proxy"))
+
+
+def test_an_environment_setting_is_held_to_the_transport_that_sets_it() -> None:
+    """NCCL_GIN_TYPE=5 is efa-gda's setting (efa-proxy runs with 2; ib-ibgda sets none): the log
+    calibrates efa-gda only. A variable no catalog transport sets says nothing either way."""
+    gda = parse_kernel_log(f"# NCCL_GIN_TYPE=5\n{LINE}\n", Path("c.log"))
+    assert gda.stated_env == {"NCCL_GIN_TYPE": ("5", 1)}
+    check_transport(gda, get_transport("efa-gda"))
+    for name, wants in (
+        ("efa-proxy", "efa-proxy runs with NCCL_GIN_TYPE=2"),
+        ("ib-ibgda", "does not set it"),
+    ):
+        with pytest.raises(FileInputError) as info:
+            check_transport(gda, get_transport(name))
+        assert_one_line(info.value, "line 1 sets NCCL_GIN_TYPE=5, the setting of efa-gda", wants)
+        assert info.value.field == "transport"
+    mine = parse_kernel_log(f"# MY_SETTING=1\n{LINE}\n", Path("d.log"))
+    for name in ("efa-proxy", "efa-gda", "ib-ibgda"):
+        check_transport(mine, get_transport(name))

@@ -13,7 +13,7 @@ of figure) is written to `catalog/data/disagg_bands.toml` (`fresh_text` here, th
     python tools/regenerate.py disagg-bands
 
 and a disaggregated figure outside the range of every reference carries the wider of it and
-its kind's own band (`estimate/disagg.py`). `tests/accuracy/test_disagg_validation.py` fails when the
+its kind's own band (`estimate/disagg.py`). `tests/accuracy/test_disagg_refs.py` fails when the
 shipped file and a fresh computation disagree.
 """
 

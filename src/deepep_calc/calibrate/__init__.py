@@ -1,1 +1,2 @@
-"""Calibration from the user's own runs: readers for AIPerf exports and DeepEP kernel logs."""
+"""Calibration from the user's own runs: their AIPerf A/B and DeepEP kernel log, parsed by io/,
+fitted into the engine and transport constants a profile records."""

@@ -40,6 +40,15 @@ def stat_path(path: Path) -> os.stat_result:
         raise FileInputError(path, _stat_problem(path, exc)) from None
 
 
+def _size(n: int) -> str:
+    """A byte count as a refusal quotes it: bytes, kB or MB (powers of 1024), whole when it is."""
+    for unit, scale in (("MB", 1024 * 1024), ("kB", 1024)):
+        if n >= scale:
+            v = n / scale
+            return f"{v:.0f} {unit}" if v.is_integer() else f"{v:.1f} {unit}"
+    return f"{n:,} bytes"
+
+
 def read_text_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
     """Read a user-supplied text file with the guards every importer needs.
 
@@ -56,8 +65,8 @@ def read_text_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
     if size > max_bytes:
         raise FileInputError(
             path,
-            f"file is {size / 1e6:.1f} MB, over the {max_bytes // (1024 * 1024)} MB limit; "
-            "refusing to read it (a summary export is tens of kB)",
+            f"file is {_size(size)}, over the {_size(max_bytes)} limit; refusing to read it "
+            "(is it the right file?)",
         )
     try:
         # Non-blocking open, then fstat: a file swapped for a FIFO after the stat cannot hang us.

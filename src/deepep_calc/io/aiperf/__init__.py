@@ -19,7 +19,7 @@ look at it, but must be told.
 Imports run one way: files, metrics, names -> run, workload -> build, flat / records /
 csv_export -> reader. The pairing of two runs into an A/B reads no file, so it is the fit's
 (`fit/pairs.py`), re-exported here for the reader's callers. This module only re-exports what
-callers use (the underscore names are the ones `tests/io/test_aiperf_metrics.py` uses).
+callers use (the underscore names are the ones `tests/io/aiperf/test_metrics.py` uses).
 """
 
 from deepep_calc.base.quantity import MIN_POSITIVE

@@ -1,4 +1,7 @@
-"""`calibrate` takes folders as people have them: AIPerf artifact folders, campaigns, our own names."""
+"""Finding the runs (`io/discover.py`): `calibrate` takes folders as people have them: AIPerf
+artifact folders, campaigns, our own names. One summary export per run is read, every other
+file is listed with the reason it was not, and what the folders' names say fills what the
+exports leave out."""
 
 from __future__ import annotations
 
@@ -7,24 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from calibrate.user_runs import TRT_DEEPEP, TRT_DENSE, TRT_DENSE_CSV, vllm
 from cli_runner import run_cli
-from deepep_calc.base.errors import FileInputError
-from deepep_calc.io.aiperf import parse_export_name
+from deepep_calc.base.errors import FileInputError, InputError
+from deepep_calc.io import discover as discover_module
 from deepep_calc.io.discover import discover, skip_reason
-from paths import TESTS
+from one_line import assert_one_line
 
-TESTS = TESTS
-REAL = TESTS / "fixtures" / "aiperf"
-EXTRA = TESTS / "fixtures" / "aiperf_extra"
-PREFIX = "qwen3-30b-a3b-fp8_ep16_2xp5en"
-TRT_DENSE = REAL / f"trtllm-0.21_{PREFIX}_dense-allgather_c4_isl120.json"
-TRT_DENSE_CSV = EXTRA / f"trtllm-0.21_{PREFIX}_dense-allgather_c4_isl120.csv"
-TRT_DEEPEP = REAL / f"trtllm-0.21_{PREFIX}_deepep-epnc1_c4_isl120.json"
 AIPERF_FOLDER = "Qwen_Qwen3-30B-A3B-FP8-openai-chat-concurrency4"
-
-
-def vllm(comms: int, conc: int) -> Path:
-    return REAL / f"vllm-0.24_{PREFIX}_deepep-epnc{comms}_c{conc}_isl120.json"
 
 
 def artifact_folder(root: Path, summary: Path, csv: Path | None = None) -> Path:
@@ -237,15 +230,63 @@ def test_names_that_are_never_summaries(name: str, skipped: bool) -> None:
     assert (skip_reason(Path(name)) is not None) is skipped
 
 
-@pytest.mark.parametrize(
-    ("name", "field", "value"),
-    [
-        ("c32", "concurrency", 32),
-        ("deepep-epnc8", "comms", 8),
-        ("dense", "leg", "dense"),
-        ("vllm", "engine", "vllm"),
-        ("Qwen_Qwen3-30B-A3B-FP8-openai-chat-concurrency64", "concurrency", 64),
-    ],
-)
-def test_folder_names_carry_hints(name: str, field: str, value: object) -> None:
-    assert getattr(parse_export_name(name), field) == value
+def test_the_discovery_as_json_keeps_the_key_arm_and_gives_comms_to_deepep_runs_only(
+    tmp_path: Path,
+) -> None:
+    """`calibrate --json` lists the files under "arm" (the key keeps its name for the leg); a run
+    given as dense has no comms even when its name states one; a note says when a named file was
+    read through the summary beside it, and only then."""
+    (tmp_path / "profile_export_aiperf.json").write_bytes(TRT_DEEPEP.read_bytes())
+    (tmp_path / "profile_export.jsonl").write_text("{}\n")
+    found = discover([vllm(1, 4)], [vllm(8, 4), tmp_path / "profile_export.jsonl"])
+    assert [r.path for r in found.runs("dense")] == [vllm(1, 4)]
+    doc = found.to_json()
+    assert doc["skipped"] == []
+    dense, deepep, beside = doc["used"]
+    assert dense == {
+        "path": str(vllm(1, 4)),
+        "arm": "dense",
+        "format": "json",
+        "concurrency": 4,
+        "comms": None,
+    }
+    assert deepep == {
+        "path": str(vllm(8, 4)),
+        "arm": "deepep",
+        "format": "json",
+        "concurrency": 4,
+        "comms": 8,
+    }
+    assert beside["path"] == str(tmp_path / "profile_export_aiperf.json")
+    assert beside["note"] == (
+        "profile_export.jsonl is AIPerf per-request records; read profile_export_aiperf.json beside it"
+    )
+
+
+def test_no_deepep_run_is_refused() -> None:
+    with pytest.raises(InputError) as info:
+        discover([TRT_DENSE], [])
+    assert_one_line(info.value, "--deepep", "at least one DeepEP run")
+
+
+def test_a_folder_with_too_many_entries_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_ENTRIES files and folders the wrong folder was given: refused, not walked on."""
+    monkeypatch.setattr(discover_module, "MAX_ENTRIES", 3)
+    for n in range(4):
+        (tmp_path / f"notes{n}.txt").write_text("x")
+    with pytest.raises(FileInputError) as info:
+        discover([], [tmp_path])
+    assert_one_line(info.value, "holds more than 3 files and folders; point at the folder of runs")
+
+
+def test_folders_deeper_than_max_depth_are_not_walked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At MAX_DEPTH 1, a run one folder down is found and one two folders down is not."""
+    monkeypatch.setattr(discover_module, "MAX_DEPTH", 1)
+    near, far = tmp_path / "c4", tmp_path / "a" / "c8"
+    near.mkdir()
+    far.mkdir(parents=True)
+    (near / "profile_export_aiperf.json").write_bytes(vllm(8, 4).read_bytes())
+    (far / "profile_export_aiperf.json").write_bytes(vllm(8, 8).read_bytes())
+    assert [u.run.concurrency for u in discover([], [tmp_path]).used] == [4]

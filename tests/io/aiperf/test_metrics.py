@@ -1,7 +1,10 @@
-"""The AIPerf metric reader (`io/aiperf/metrics.py`): which statistic, which unit, which range.
+"""The AIPerf metric reader (`io/aiperf/metrics.py`): which statistic, which unit, which range,
+and the ITL whose unit contradicts the export's own per-user throughput (issue 10 item 10: an
+import that would lie about provenance is refused).
 
-Exports are written here, in tmp_path, from numbers stated in each test, so nothing depends on
-fixture files: avg and p50 differ in every block, so reading one for the other fails.
+Most exports are written here, in tmp_path, from numbers stated in each test, so nothing depends
+on fixture files: avg and p50 differ in every block, so reading one for the other fails. The
+mislabelled-unit tests edit a real export (the TRT-LLM DeepEP c4 run, 51.9 ms per token).
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from calibrate.user_runs import DEEPEP_NAME, DENSE_NAME, REAL
+from cli_runner import run_cli
 from deepep_calc.base.errors import FileInputError
 from deepep_calc.base.quantity import Tag
 from deepep_calc.io.aiperf import (
@@ -23,6 +28,7 @@ from deepep_calc.io.aiperf import (
     _number,
     load_aiperf,
 )
+from deepep_calc.io.aiperf.metrics import json_type
 
 EXPORT: dict[str, Any] = {
     "schema_version": "1.5",
@@ -234,3 +240,88 @@ def test_csv_export_reads_avg_and_the_value_table(tmp_path: Path) -> None:
     assert run.aggregate_tok_s.value == 600.0
     assert run.ttft_p50_ms.value == 180.0
     assert run.request_count == 100
+
+
+def test_metric_block_with_text_avg(tmp_path: Path) -> None:
+    bad = tmp_path / "text_avg.json"
+    bad.write_text(json.dumps({"inter_token_latency": {"unit": "ms", "avg": "fast"}}))
+    with pytest.raises(FileInputError, match="no numeric avg"):
+        load_aiperf(bad)
+
+
+def test_seconds_are_converted_to_ms(tmp_path: Path) -> None:
+    f = tmp_path / "seconds.json"
+    f.write_text(json.dumps({"inter_token_latency": {"unit": "s", "avg": 0.05, "p50": 0.049}}))
+    run = load_aiperf(f)
+    assert run.itl_ms.scalar == pytest.approx(50.0)  # type: ignore[union-attr]
+    assert run.itl_p50_ms.unit == "ms"  # type: ignore[union-attr]
+    assert any("no schema_version" in w for w in run.warnings)
+
+
+def test_json_type_names_a_value_with_its_article() -> None:
+    assert [json_type(v) for v in ({}, [], "", True, None, 1, 1.5)] == [
+        "an object",
+        "an array",
+        "a string",
+        "a boolean",
+        "a null",
+        "a number",
+        "a number",
+    ]
+
+
+# AIPerf: ITL against per-user throughput ---------------------------------------------------------
+
+
+def _export(tmp_path: Path, name: str, **itl: Any) -> Path:
+    doc = json.loads((REAL / name).read_text("utf-8"))
+    doc["inter_token_latency"].update(itl)
+    path = tmp_path / name
+    path.write_text(json.dumps(doc), "utf-8")
+    return path
+
+
+def test_itl_in_seconds_that_is_really_milliseconds_is_refused(tmp_path: Path) -> None:
+    path = _export(tmp_path, DEEPEP_NAME, unit="s")
+    with pytest.raises(FileInputError) as info:
+        load_aiperf(path)
+    msg = info.value.message
+    assert info.value.field == "inter_token_latency"
+    assert "51.9 ms per token" in msg and "51,899.9 ms" in msg and "reads right in 'ms'" in msg
+
+
+def test_itl_in_seconds_that_is_really_seconds_is_converted(tmp_path: Path) -> None:
+    doc = json.loads((REAL / DEEPEP_NAME).read_text("utf-8"))
+    block = doc["inter_token_latency"]
+    for stat in ("avg", "p50", "std", "min", "max", "p1", "p5", "p10", "p25", "p75", "p90", "p95", "p99"):
+        if isinstance(block.get(stat), int | float):
+            block[stat] = block[stat] / 1000.0
+    block["unit"] = "s"
+    path = tmp_path / DEEPEP_NAME
+    path.write_text(json.dumps(doc), "utf-8")
+    run = load_aiperf(path)
+    assert run.itl_ms is not None and run.itl_ms.scalar == pytest.approx(51.8999, rel=1e-4)
+
+
+def test_the_cli_refuses_the_mislabelled_export_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = _export(tmp_path, DEEPEP_NAME, unit="s")
+    code, out, err = run_cli(
+        capsys, "calibrate", "--dense", REAL / DENSE_NAME, "--deepep", bad, "-o", tmp_path / "p.toml"
+    )
+    assert code == 2 and not out and err.count("\n") == 1 and "inter_token_latency" in err
+    assert not (tmp_path / "p.toml").exists()
+
+
+def test_an_itl_within_twice_the_per_user_step_is_accepted_and_no_unit_fits_no_hint(tmp_path: Path) -> None:
+    """20 tok/s per user is 50 ms per token: an ITL of 99 ms is within the factor of 2 (a run's
+    ITL and per-user figures differ by a few per cent); 250 ms in "s" is 250,000 ms, and no time
+    unit brings it within 2x of 50 ms, so the refusal offers none."""
+    doc = {**EXPORT, "inter_token_latency": {"unit": "ms", "avg": 99.0}}
+    assert load_aiperf(_write(tmp_path, doc, "ok.json")).itl_ms.value == 99.0
+    doc = {**EXPORT, "inter_token_latency": {"unit": "s", "avg": 250.0}}
+    with pytest.raises(FileInputError) as info:
+        load_aiperf(_write(tmp_path, doc, "bad.json"))
+    assert "the two disagree by more than 2x" in info.value.message
+    assert "reads right in" not in info.value.message

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from deepep_calc.io.sweep_table import columns, round_significant, value_columns
 from deepep_calc.io.sweep_table import formats as sweep_formats
-from deepep_calc.io.sweep_table import round_significant
 
 
 @pytest.mark.parametrize("digits", [1, 3, 6, 10, 16])
@@ -66,3 +66,29 @@ def test_fallback_float_text_is_arrows_on_every_kind_of_double() -> None:
     got = [sweep_formats._float_text(v) for v in values.tolist()]
     wrong = [(v, e, g) for v, e, g in zip(values.tolist(), expected, got, strict=True) if e != g]
     assert not wrong, wrong[:5]
+
+
+def test_the_columns_are_the_fields_then_each_arms_figures_then_the_tags() -> None:
+    """33 scenario fields; per arm (deepep, alternative, replica) six figures and a feasible flag
+    (21); two result figures; the verdict and the recommended arm; a tag for each of the 20
+    figures: 33 + 21 + 2 + 2 + 20 = 78. `--bounds` adds per arm two codes and two NIC shares and
+    their 6 tags (+18); a disaggregated grid six figures, a flag, three labels and 6 tags (+16)."""
+    cols = columns()
+    assert len(cols) == 78 and len(dict(cols)) == 78  # no name twice
+    assert cols[:3] == [("model", "str"), ("instance", "str"), ("nodes", "int")]
+    assert ("cuda_graphs", "bool") in cols and ("deepep_feasible", "bool") in cols
+    assert cols[-1] == ("tax_ms_per_token_tag", "str")
+    assert [c for c, _ in cols if c.endswith("_tag")] == [f"{c}_tag" for c in value_columns()]
+    assert len(value_columns()) == 20
+    assert len(columns(bounds=True)) == 78 + 18 and ("replica_exchange_bound", "str") in columns(bounds=True)
+    assert len(columns(disagg=True)) == 78 + 16 and ("disagg_feasible", "bool") in columns(disagg=True)
+    assert columns(keep_invalid=True) == [*cols, ("skipped_reason", "str")]
+
+
+def test_cell_text_by_kind() -> None:
+    """Empty for a missing value, true / false for flags, Arrow's float layout (2 not 2.0)."""
+    assert sweep_formats._text(None, "float") == ""
+    assert sweep_formats._text(True, "bool") == "true" and sweep_formats._text(0, "bool") == "false"
+    assert sweep_formats._text(2.0, "float") == "2" and sweep_formats._text(3, "int") == "3"
+    assert sweep_formats._text_list(np.array([True, False]), "bool") == ["true", "false"]
+    assert sweep_formats._text_list(np.array([1e-5, 1e10]), "float") == ["0.00001", "1e+10"]
