@@ -1,14 +1,25 @@
-"""The command-line contract: commands, --json shapes, one-line errors with exit code 2."""
+"""The `deepep-calc` program (`cli/program.py`): the commands, the `--json` shapes of evaluate and
+kernel and the catalog listings, bare `--json` as the default scenario, every expected failure as
+one line with exit code 2; and the entry point's own rules: which commands register, how a
+signal, Ctrl-C or a closed pipe ends a run, and which signal handlers a run leaves behind."""
 
+from __future__ import annotations
+
+import errno
 import json
+import signal
+import threading
 from pathlib import Path
 
+import click
 import pytest
 
 from cli_runner import run_cli
+from deepep_calc.cli import program
 from paths import TESTS
 
 Q_KEYS = {"value", "unit", "tag", "source"}
+
 BAND_KEYS = {"low", "high"}  # additive: a modelled figure carries its band, a measured one none
 
 
@@ -163,3 +174,164 @@ def test_config_json_path_evaluates(capsys: pytest.CaptureFixture[str]) -> None:
     folder = TESTS / "fixtures" / "hf" / "deepseek-v3"
     code, out, _ = run(["evaluate", "--model", str(folder), "--instance", "p5", "--json"], capsys)
     assert code == 0 and json.loads(out)["verdict"]["code"] == "capacity"
+
+
+def test_bare_json_is_the_default_scenario(capsys: pytest.CaptureFixture[str]) -> None:
+    code, bare, _ = run_cli(capsys, "--json")
+    assert code == 0
+    code, explicit, _ = run_cli(capsys, "evaluate", "--json")
+    assert code == 0
+    assert json.loads(bare) == json.loads(explicit)
+    assert json.loads(bare)["verdict"]["code"] == "dense"
+
+
+def test_json_before_a_command_says_where_it_goes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "--json", "kernel")
+    assert code == 2 and out == ""
+    assert "deepep-calc kernel --json" in err and err.count("\n") == 1
+
+
+# The entry point --------------------------------------------------------------------------------
+
+
+def test_every_command_is_registered() -> None:
+    """Built in: evaluate, kernel and the three catalog listings; each extension module adds its
+    own through `register(app)`."""
+    program._load_extensions()
+    assert set(program.app.commands) == {
+        "evaluate",
+        "kernel",
+        "models",
+        "instances",
+        "transports",
+        "calibrate",
+        "serve",
+        "report",
+        "sweep",
+        "breakeven",
+        "sensitivity",
+        "validate",
+        "plan",
+    }
+    assert [name for name, *_ in program.CATALOGS] == ["models", "instances", "transports"]
+
+
+def test_version_and_help_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "--version")
+    assert code == 0 and out.startswith("deepep-calc, version ")
+    code, out, _ = run_cli(capsys, "-h")
+    assert code == 0 and "Usage: deepep-calc" in out and "evaluate" in out
+
+
+@pytest.fixture
+def handlers():
+    """The SIGTERM, SIGHUP and SIGINT handlers, put back after the test whatever it left."""
+    names = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+    before = {s: signal.getsignal(s) for s in names}
+    yield before
+    for s, h in before.items():
+        signal.signal(s, h)
+
+
+def failing_with(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> None:
+    """Make the click app raise `exc` as a command would."""
+
+    def main(*_a, **_k):
+        raise exc
+
+    monkeypatch.setattr(program.app, "main", main)
+
+
+def test_a_stop_signal_exits_128_plus_its_number_and_ignores_a_second(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], handlers
+) -> None:
+    """SIGTERM is 15: exit 143. A service manager's second SIGTERM must not kill an exit already
+    under way, so a default SIGTERM handler is left ignored rather than restored."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    failing_with(monkeypatch, program.Stopped(signal.SIGTERM))
+    code, out, err = run_cli(capsys)
+    assert (code, out, err) == (143, "", "deepep-calc: stopped by SIGTERM\n")
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+    failing_with(monkeypatch, program.Stopped(signal.SIGHUP))
+    assert run_cli(capsys)[0] == 129  # SIGHUP is 1
+
+
+def test_ctrl_c_is_one_line_and_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failing_with(monkeypatch, click.exceptions.Abort())
+    assert run_cli(capsys) == (130, "", "deepep-calc: interrupted\n")
+
+
+def test_a_closed_pipe_ends_the_run_quietly(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`deepep-calc models | head`: exit 0, nothing on stderr, stdout pointed at /dev/null (here a
+    recorder: the test's own stdout stays)."""
+    quieted: list[bool] = []
+    monkeypatch.setattr(program, "_quiet_stdout", lambda: quieted.append(True))
+    failing_with(monkeypatch, BrokenPipeError())
+    assert run_cli(capsys) == (0, "", "")
+    assert quieted == [True]
+    failing_with(monkeypatch, OSError(errno.ENOSPC, "No space left on device"))  # not a pipe: raised
+    with pytest.raises(OSError):
+        program.main([])
+
+
+@pytest.mark.parametrize(
+    ("exc", "closed"),
+    [
+        (BrokenPipeError(), True),
+        (OSError(errno.EPIPE, "Broken pipe"), True),
+        (OSError(errno.ENOENT, "No such file"), False),
+        (SystemExit(2), False),
+        (SystemExit(0), False),
+    ],
+)
+def test_closed_pipe_is_only_the_reader_going_away(exc: BaseException, closed: bool, monkeypatch) -> None:
+    monkeypatch.setattr(program, "_stdout_gone", lambda: False)
+    assert program._closed_pipe(exc) is closed
+
+
+def test_an_exit_1_is_a_closed_pipe_when_it_came_from_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rich and click turn a BrokenPipeError into SystemExit(1): a pipe if that was its cause,
+    or if stdout's reader is gone; any other exit 1 is a failure."""
+    monkeypatch.setattr(program, "_stdout_gone", lambda: False)
+    from_pipe = SystemExit(1)
+    from_pipe.__context__ = BrokenPipeError()
+    assert program._closed_pipe(from_pipe) is True
+    assert program._closed_pipe(SystemExit(1)) is False
+    monkeypatch.setattr(program, "_stdout_gone", lambda: True)
+    assert program._closed_pipe(SystemExit(1)) is True
+
+
+def test_signals_are_caught_while_a_command_runs_and_restored_after(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], handlers
+) -> None:
+    during: list[object] = []
+    monkeypatch.setattr(program.app, "main", lambda *a, **k: during.append(signal.getsignal(signal.SIGTERM)))
+    assert run_cli(capsys)[0] == 0
+    assert during == [program._stop]
+    assert signal.getsignal(signal.SIGTERM) == handlers[signal.SIGTERM]
+    assert signal.getsignal(signal.SIGHUP) == handlers[signal.SIGHUP]
+
+
+def test_off_the_main_thread_no_handler_is_touched() -> None:
+    got: list[dict] = []
+    thread = threading.Thread(target=lambda: got.append(program._catch_signals()))
+    thread.start()
+    thread.join()
+    assert got == [{}]
+
+
+def test_a_signal_outside_a_file_section_stops_at_once() -> None:
+    with pytest.raises(program.Stopped) as info:
+        program._stop(signal.SIGTERM, None)
+    assert info.value.signum == signal.SIGTERM
+    with pytest.raises(KeyboardInterrupt):
+        program._stop(signal.SIGINT, None)
+
+
+def test_stopped_is_not_an_exception_a_handler_could_swallow() -> None:
+    assert issubclass(program.Stopped, BaseException) and not issubclass(program.Stopped, Exception)
+    assert program.Stopped(1).args == (1,)

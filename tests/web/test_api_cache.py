@@ -1,4 +1,5 @@
-"""The API digests each request once (issue 12, item 4), and its caches answer the same bytes.
+"""The caches of `web/api.py`: the API digests each request once (issue 12, item 4), and its caches
+answer the same bytes.
 
 Latency is measured by benchmarks/api_latency.py (cold and warm, with --check) and
 benchmarks/speed.py (in-process service time), never here.

@@ -1,5 +1,7 @@
-"""`deepep-calc plan` on the command line and over HTTP: the JSON contract, one-line errors, the
-80-column table, the self-contained HTML file, and `/api/plan` equal to the CLI's JSON."""
+"""`deepep-calc plan` (`cli/commands/plan.py`): the JSON contract, one-line errors, the 80-column
+table, the self-contained HTML file and its write rules, a rate instead of a concurrency, and
+the plan flags spelled as evaluate spells them. (`/api/plan` and the `/plan` page are
+tests/web/test_plan_routes.py's.)"""
 
 from __future__ import annotations
 
@@ -7,43 +9,19 @@ import json
 import re
 from urllib.parse import parse_qsl
 
+import click
 import pytest
 
 from cli_runner import run_cli
+from deepep_calc.cli.commands import plan
 from deepep_calc.question.scenario import Scenario
 from web_fixtures import app, client  # noqa: F401  (fixtures)
 
-ARGS = [
-    "plan",
-    "--model",
-    "deepseek-v3",
-    "--isl",
-    "1024",
-    "--osl",
-    "256",
-    "--concurrency",
-    "64",
-    "--slo-tok-s",
-    "20",
-    "--instances",
-    "p5en,p6-b200",
-    "--engines",
-    "vllm,sglang",
-    "--max-nodes",
-    "4",
-]
-BODY = {
-    "model": "deepseek-v3",
-    "isl": 1024,
-    "osl": 256,
-    "concurrency": 64,
-    "slo_tok_s": 20.0,
-    "instances": "p5en,p6-b200",
-    "engines": "vllm,sglang",
-    "max_nodes": 4,
-}
+from ..flags import SCENARIO, _command, _options, _words
+from .plan_question import ARGS, cli_json  # noqa: F401  (fixture)
 
 TOP = ["targets", "searched", "skipped", "best", "frontier", "nearest_misses", "note"]
+
 POINT = [
     "config",
     "arm",
@@ -54,21 +32,8 @@ POINT = [
     "memory_gb_per_gpu",
     "meets_targets",
 ]
+
 Q_KEYS = {"value", "unit", "tag", "source"}
-
-
-@pytest.fixture(scope="module")
-def cli_json():
-    """The CLI's JSON for ARGS (module-scoped, so captured by hand rather than with capsys)."""
-    import contextlib
-    import io
-
-    from deepep_calc import cli
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        cli.main([*ARGS, "--json"])
-    return json.loads(out.getvalue())
 
 
 def check_point(p: dict) -> None:
@@ -82,7 +47,7 @@ def check_point(p: dict) -> None:
     assert isinstance(p["meets_targets"], bool)
 
 
-def test_json_contract_keys_exactly(cli_json):
+def test_json_contract_keys_exactly(cli_json):  # noqa: F811
     assert list(cli_json)[: len(TOP)] == TOP
     assert isinstance(cli_json["searched"], int) and isinstance(cli_json["skipped"], int)
     assert set(cli_json["targets"]) >= {
@@ -102,7 +67,7 @@ def test_json_contract_keys_exactly(cli_json):
     assert "low" in cli_json["best"]["per_user_tok_s"]  # modelled figures carry their band
 
 
-def test_the_best_config_feeds_evaluate_json_unchanged(capsys, cli_json):
+def test_the_best_config_feeds_evaluate_json_unchanged(capsys, cli_json):  # noqa: F811
     config = cli_json["best"]["config"]
     flags = []
     for k, v in config.items():
@@ -117,47 +82,6 @@ def test_the_best_config_feeds_evaluate_json_unchanged(capsys, cli_json):
     arm = json.loads(out)["arms"][cli_json["best"]["arm"]]
     for name in POINT[2:7]:
         assert arm[name]["value"] == pytest.approx(cli_json["best"][name]["value"], rel=1e-9)
-
-
-def test_api_plan_equals_the_cli_json(client, cli_json):  # noqa: F811
-    resp = client.post("/api/plan", json=BODY)
-    assert resp.status_code == 200, resp.text
-    assert resp.json() == cli_json
-
-
-def test_api_plan_response_matches_its_schema(client):  # noqa: F811
-    from deepep_calc.web.plan_schemas import PlanResponse
-
-    resp = client.post("/api/plan", json=dict(BODY, slo_tok_s=1e6))
-    assert resp.status_code == 200
-    PlanResponse.model_validate(resp.json())
-    assert resp.json()["best"] is None and resp.json()["nearest_misses"]
-
-
-@pytest.mark.parametrize(
-    ("body", "field"),
-    [
-        (dict(BODY, request_rate=2.0), "request_rate"),
-        (dict(BODY, concurrency=None), "concurrency"),
-        (dict(BODY, instances="p5,p7"), "instances"),
-        (dict(BODY, max_nodes=65), "max_nodes"),
-        (dict(BODY, model="../../etc/passwd"), "model"),
-        (dict(BODY, concurrency="64"), "concurrency"),
-        ({"concurrency": 4}, "model"),
-        (dict(BODY, unknown=1), "unknown"),
-    ],
-)
-def test_api_plan_bad_input_is_one_line_422(client, body, field):  # noqa: F811
-    resp = client.post("/api/plan", json=body)
-    assert resp.status_code == 422
-    data = resp.json()
-    assert set(data) == {"error", "field"} and data["field"] == field
-    assert "\n" not in data["error"] and "Traceback" not in resp.text
-
-
-def test_api_plan_takes_only_json(client):  # noqa: F811
-    resp = client.post("/api/plan", content="model=deepseek-v3", headers={"content-type": "text/plain"})
-    assert resp.status_code == 415
 
 
 # The command line ----------------------------------------------------------------------------
@@ -306,75 +230,6 @@ def test_rate_plan_on_the_cli(capsys):
     assert data["best"]["sustainable"] is True and data["best"]["config"]["concurrency"] >= 1
 
 
-# The page --------------------------------------------------------------------------------------
-
-
-def test_plan_page_renders_the_answer_server_side(client):  # noqa: F811
-    resp = client.get(
-        "/plan",
-        params={
-            **{k: str(v) for k, v in BODY.items() if k not in ("instances", "engines")},
-            "instances": ["p5en", "p6-b200"],
-            "engines": ["vllm", "sglang"],
-        },
-    )
-    assert resp.status_code == 200
-    assert "Cheapest meeting every target" in resp.text and 'id="plan-frontier"' in resp.text
-    assert 'href="/?' in resp.text  # each configuration links to its card
-
-
-def test_plan_page_without_a_question_and_with_a_bad_one(client):  # noqa: F811
-    resp = client.get("/plan")
-    assert resp.status_code == 200 and "No plan yet" in resp.text
-    resp = client.get("/plan", params={"model": "deepseek-v3", "concurrency": "8", "max_nodes": "0"})
-    assert resp.status_code == 422
-    shown = re.search(r'data-error-for="max_nodes" role="alert">([^<]*)<', resp.text)
-    assert shown and shown.group(1).startswith("--max-nodes: 0 is not allowed")
-    resp = client.get("/plan", params={"model": "/etc/passwd", "concurrency": "8"})
-    assert resp.status_code == 422 and "a preset" in resp.text
-
-
-class _Opens:
-    """Files opened while a call runs (an audit hook: it sees the app's own thread too)."""
-
-    def __init__(self) -> None:
-        import sys
-
-        self.active, self.paths = False, []
-        sys.addaudithook(self._hook)
-
-    def _hook(self, event: str, args: tuple) -> None:
-        import os
-
-        if self.active and event == "open" and args and isinstance(args[0], str | bytes | os.PathLike):
-            self.paths.append(os.fsdecode(args[0]))
-
-    def __call__(self, call):
-        self.paths, self.active = [], True
-        try:
-            return call(), self.paths
-        finally:
-            self.active = False
-
-
-_OPENS = _Opens()
-
-
-@pytest.mark.parametrize("field", ["model", "instances", "engines", "price_per_hour"])
-def test_no_path_in_a_plan_field_is_opened(client, tmp_path, field):  # noqa: F811
-    sentinel = tmp_path / "config.json"
-    sentinel.write_text('{"model_type": "mixtral"}')
-    query = {"model": "deepseek-v3", "concurrency": "4"}
-    for value in [str(sentinel), str(tmp_path), f"file://{sentinel}", "/etc/passwd", f"{sentinel}\x00"]:
-        for call in (
-            lambda v=value: client.post("/api/plan", json=dict(BODY, **{field: v})),
-            lambda v=value: client.get("/plan", params={**query, field: v}),
-        ):
-            resp, opened = _OPENS(call)
-            assert resp.status_code == 422, (field, value, resp.text[:200])
-            assert [p for p in opened if str(tmp_path) in p or p.startswith("/etc")] == []
-
-
 def test_a_dagger_stays_beside_its_configuration_at_80_columns(capsys):
     """An assumed-evidence row's dagger wrapped onto a line of its own at 80 columns."""
     code, out, _ = run_cli(
@@ -386,19 +241,29 @@ def test_a_dagger_stays_beside_its_configuration_at_80_columns(capsys):
     assert not any(line.strip() == "†" for line in table.splitlines())
 
 
-def test_the_plan_page_speaks_the_forms_language_and_leaves_unpriced_instances_unticked(client):  # noqa: F811
-    """Issue #26 item 8: a web user has no --price-per-hour; an instance with no price starts
-    unticked (it cannot be costed until a price is typed)."""
-    blank = client.get("/plan").text
-    boxes = dict(re.findall(r'<input type="checkbox" name="instances" value="([^"]+)"( checked)?>', blank))
-    assert boxes["p6-b300"] == "" and boxes["p5en"] == " checked"
-    asked = client.get("/plan?model=deepseek-v3&concurrency=8&max_nodes=2").text
-    assert "p6-b300" not in asked.split('id="plan-count"')[1].split("</p>")[0]  # not searched
-    ticked = client.get("/plan?model=deepseek-v3&concurrency=8&max_nodes=2&instances=p5en&instances=p6-b300")
-    text = ticked.text
-    assert "--price-per-hour" not in text and "--measured-only" not in text
-    assert "type a price for p6-b300 under Price per node-hour" in text
-    # the JSON and the CLI keep the flag (its readers type commands)
-    body = {"model": "deepseek-v3", "concurrency": 8, "max_nodes": 2, "instances": ["p5en", "p6-b300"]}
-    reasons = client.post("/api/plan", json=body).json()["skipped_reasons"]
-    assert any("--price-per-hour p6-b300=P" in r for r in reasons)
+def test_plan_spells_its_scenario_flags_as_evaluate_does() -> None:
+    """plan's search lists answer to evaluate's singular names too; its other shared flags match."""
+    options = _options(_command("plan"))
+    assert options["--instance"] is options["--instances"]
+    assert options["--engine"] is options["--engines"]
+    for name in ("--model", "--isl", "--osl", "--concurrency", "--slo-tok-s", "--ttft-ms", "--max-batch"):
+        assert _words(options[name]) == _words(SCENARIO[name]), name
+
+
+def test_register_adds_the_plan_command() -> None:
+    group = click.Group()
+    plan.register(group)
+    assert group.commands == {"plan": plan.plan_cmd}
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--layouts", "both"], "'both' is not one of 'all', 'aggregated', 'disaggregated'"),
+        (["--disagg", "3X"], "--disagg"),
+    ],
+)
+def test_layout_choices_are_refused_in_one_line(capsys, args, needle) -> None:
+    code, out, err = run_cli(capsys, "plan", "--model", "deepseek-v3", "--concurrency", "8", *args)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and needle in err
