@@ -11,6 +11,7 @@ import pytest
 from cli_runner import run_cli
 from deepep_calc import Scenario, evaluate
 from deepep_calc.question.scenario import resolve
+from deepep_calc.whatif.fixes import fixes_for
 
 
 def _json(capsys: pytest.CaptureFixture[str], *args: Any) -> dict[str, Any]:
@@ -71,3 +72,17 @@ def test_when_an_arm_meets_the_target_the_recommended_one_does() -> None:
     assert v.status == "ok" and v.recommended_arm == "allgather"
     v = evaluate(Scenario(ttft_ms=50)).verdict
     assert v.status == "targets_missed" and v.headline.startswith("No arm meets the 50 ms TTFT ceiling")
+
+
+def test_an_ok_verdict_has_no_fixes_and_a_fix_is_json_of_its_own() -> None:
+    """`fixes_for` offers nothing for `ok`; a fix's JSON holds a copy of its update, so a reader
+    that edits it changes nothing of the fix."""
+    result = evaluate(Scenario(model="kimi-k2", instance="p5", nodes=1))
+    assert fixes_for(evaluate(Scenario()), "ok") == []
+    found = fixes_for(result, "nothing_fits")
+    assert found and found[0].change.startswith("--nodes ")
+    doc = found[0].to_json()
+    assert doc["update"] == found[0].update and doc["update"] is not found[0].update
+    assert set(doc["figures"]) == {"aggregate_tok_s", "per_user_tok_s", "ttft_ms"}
+    doc["update"]["nodes"] = 0
+    assert found[0].update["nodes"] > 0

@@ -10,7 +10,7 @@ import pytest
 
 from deepep_calc.api import evaluate
 from deepep_calc.base.errors import InputError
-from deepep_calc.base.quantity import Tag
+from deepep_calc.base.quantity import Q, Tag
 from deepep_calc.catalog.constants import CATALOG, Assumptions, const, load_constants
 from deepep_calc.catalog.hardware import get_instance
 from deepep_calc.catalog.transports import get_transport
@@ -21,7 +21,7 @@ from deepep_calc.fit.build import built_in_table
 from deepep_calc.io.inputs import resolve_files
 from deepep_calc.physics.deepep import KernelShape, KernelSite, kernel_us
 from deepep_calc.question.scenario import Resolved, Scenario, resolve
-from deepep_calc.whatif.sensitivity import cases, fragility, sensitivity
+from deepep_calc.whatif.sensitivity import Case, Row, annotate, cases, fragility, model_ratio, sensitivity
 from invariant_checks import kernel_log_loss
 from paths import FIXTURES
 
@@ -255,3 +255,56 @@ def test_cli_sensitivity_text(capsys: pytest.CaptureFixture[str]) -> None:
     main(["sensitivity"])
     out = capsys.readouterr().out
     assert "hbm_efficiency" in out and "Verdict is robust" in out
+
+
+def _row(key: str, low: str, high: str, ratio_low: float, ratio_high: float) -> Row:
+    """A tornado row by hand: `key` at 0.5 ± 0.2 (0.3 and 0.7), base verdict deepep at 1.06."""
+    case = Case(key, key, Q.assumed(0.5, "1", "catalog"), 0.2, 0.3, 0.7)
+    ratio = Q.assumed(1.06, "x", "model")
+    lo, hi = Q.assumed(ratio_low, "x", "model"), Q.assumed(ratio_high, "x", "model")
+    return Row(case, "deepep", ratio, lo, hi, low, high)
+
+
+def test_a_row_survives_only_when_both_ends_keep_the_verdict() -> None:
+    """Swing is |high - low| of the ratio: 1.10 - 0.98 = 0.12. The low end flips to dense."""
+    row = _row("hbm_efficiency", "dense", "deepep", 0.98, 1.10)
+    assert not row.survives and row.swing == pytest.approx(0.12)
+    assert row.flips() == [(0.3, "dense")]
+    both = _row("hbm_efficiency", "dense", "capacity", 0.9, 0.9)
+    assert both.flips() == [(0.3, "dense"), (0.7, "capacity")] and both.swing == 0.0
+    kept = _row("compute_efficiency", "deepep", "deepep", 1.05, 1.08)
+    assert kept.survives and kept.flips() == []
+    doc = row.to_json()
+    assert (doc["input"], doc["low"], doc["high"], doc["spread"]) == ("hbm_efficiency", 0.3, 0.7, 0.2)
+    assert doc["survives"] is False and doc["versus"] == ["deepep", "allgather"]
+    assert doc["swing"] == pytest.approx(0.12)
+    json.dumps(doc, allow_nan=False)
+
+
+def test_fragility_names_the_first_row_that_flips_and_annotate_appends_it() -> None:
+    rows = [
+        _row("compute_efficiency", "deepep", "deepep", 1.05, 1.08),
+        _row("hbm_efficiency", "deepep", "dense", 1.07, 1.01),
+    ]
+    line = fragility(rows)
+    assert line == "fragile: flips to ■ dense if hbm_efficiency is 0.7 (assumed 0.5 ± 0.2)"
+    assert fragility(rows[:1]).startswith("robust: no assumed constant")
+    result = evaluate(Scenario())
+    before = result.verdict.robustness
+    annotate(result, rows)
+    assert result.verdict.robustness == f"{before}; constants: {line}"
+
+
+def test_the_ratio_is_the_models_of_the_two_arms_named() -> None:
+    """At the default scenario both compared arms are measured cells; the ratio read here is the
+    model's aggregates, before the cells stand in."""
+    result = compute(resolve(Scenario()))
+    assert result.arms["deepep"].measured_cell is not None
+    dee, alt = result.arms["deepep"], result.arms["allgather"]
+    ratio = model_ratio(result)
+    want = dee.model_aggregate_tok_s.scalar / alt.model_aggregate_tok_s.scalar
+    assert ratio.scalar == pytest.approx(want, rel=1e-12) and ratio.unit == "x"
+    replica = model_ratio(result, ("deepep", "replica"))
+    assert replica.scalar == pytest.approx(
+        dee.model_aggregate_tok_s.scalar / result.arms["replica"].model_aggregate_tok_s.scalar, rel=1e-12
+    )

@@ -1,6 +1,7 @@
-"""The planner's xPyD splits: re-evaluated with `evaluate` they give the same figures, and a brute
-force over a small space (every split, side layout, graph mode and KV transport, one scalar
-evaluation each, no planner code) finds nothing cheaper that meets the targets."""
+"""The planner's xPyD splits (`whatif/plan/disagg.py`): re-evaluated with `evaluate` they give the
+same figures, and a brute force over a small space (every split, side layout, graph mode and KV
+transport, one scalar evaluation each, no planner code) finds nothing cheaper that meets the
+targets. The prefill rows' Pareto cut, on hand-made rows."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import numpy as np
 import pytest
 
 from deepep_calc import Scenario, evaluate
+from deepep_calc.base.quantity import Q
 from deepep_calc.catalog.kv_transports import kv_transports_for
 from deepep_calc.catalog.transports import load_transports
 from deepep_calc.estimate.disagg import compute_with_disagg
 from deepep_calc.question.scenario import resolve
+from deepep_calc.whatif.plan.disagg import SideRows, _pareto_prefill, plan_disagg
 from deepep_calc.whatif.plan.scan import config_of
 from deepep_calc.whatif.plan.search import plan_request, run_plan
 
@@ -159,3 +162,50 @@ def test_a_rate_plan_searches_aggregated_layouts_only():
     plan = run_plan(plan_request(**{**SMALL, "layouts": "all", "concurrency": None, "request_rate": 2.0}))
     assert plan.scan.search.disagg is None
     assert "aggregated layouts only" in plan.to_json()["space"]["disaggregated_note"]
+
+
+def _side(nodes: list[int], capacity: list[float], prefill_ms: list[float], ok: list[bool]) -> SideRows:
+    """Prefill rows of one KV layout (one holder, no shard), figures given; the rest placeholders."""
+    n = len(nodes)
+    figures = {
+        "ok": np.array(ok),
+        "capacity": Q.assumed(np.array(capacity), "req/s", "given"),
+        "prefill_ms": Q.assumed(np.array(prefill_ms), "ms", "given"),
+        "holders": np.ones(n),
+        "kv_shard": np.ones(n),
+    }
+    zeros = np.zeros(n)
+    return SideRows(
+        np.array(nodes, dtype=float), zeros, zeros, zeros, zeros, np.zeros(n, dtype=bool), figures
+    )
+
+
+def test_a_prefill_row_beaten_on_capacity_and_time_by_one_of_its_node_count_is_dropped() -> None:
+    """On one node: (capacity 10, 5 ms) is kept; (8, 6 ms) loses on both; (12, 7 ms) is slower but
+    holds more, kept; (12, 8 ms) holds no more than it and is slower; (10, 5 ms) again ties the
+    first, which stands for it. On two nodes (4, 9 ms) is kept, worse though it is: it competes
+    only with its own node count. A row that cannot run is dropped."""
+    side = _side(
+        nodes=[1, 1, 1, 1, 1, 2, 1],
+        capacity=[10.0, 8.0, 12.0, 12.0, 10.0, 4.0, 50.0],
+        prefill_ms=[5.0, 6.0, 7.0, 8.0, 5.0, 9.0, 1.0],
+        ok=[True, True, True, True, True, True, False],
+    )
+    assert _pareto_prefill(side).tolist() == [0, 2, 5]
+
+
+def test_no_split_rows_for_a_rate_an_aggregated_search_or_fewer_than_two_nodes() -> None:
+    concurrency = plan_request(**SMALL)
+    assert (
+        plan_disagg(
+            plan_request(**{**SMALL, "concurrency": None, "request_rate": 2.0, "layouts": "all"}),
+            [],
+            1,
+            3,
+            {},
+        )
+        is None
+    )
+    assert plan_disagg(plan_request(**{**SMALL, "layouts": "aggregated"}), [], 1, 3, {}) is None
+    assert plan_disagg(concurrency, [], 1, 1, {}) is None
+    assert plan_disagg(concurrency, [], 1, 3, {}) is None  # no family to split

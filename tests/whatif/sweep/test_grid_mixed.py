@@ -1,4 +1,5 @@
-"""Sweeps over mixed grids (issue 13, item 5) and their checks before work (issue 12, item 3).
+"""Sweeps over mixed grids (issue 13, item 5) and their checks before work (issue 12, item 3),
+in `whatif/sweep/grid.py`.
 
 A combination invalid by construction is skipped and counted, written with its reason under
 --keep-invalid; a value no combination can use is refused before any work; the row limit counts
@@ -9,7 +10,6 @@ tests/io/test_sweep_table.py.
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +28,7 @@ from deepep_calc.whatif.sweep.run import sweep
 from paths import FIXTURES
 from sweep_rows import no_work, run_sweep
 
-# efa-gda does not run on p5: 2 of the 6 (instance, transport) pairs are invalid, per model
-MIXED = {
-    "model": "deepseek-v3,kimi-k2",
-    "instance": "p5,p5en,p6-b200",
-    "transport": "efa-proxy,efa-gda",
-    "nodes": "2,4",
-    "concurrency": "8,64",
-}
+from .mixed import MIXED
 
 
 @pytest.fixture(scope="module")
@@ -52,20 +45,6 @@ def test_mixed_grid_skips_what_cannot_run(mixed: Any) -> None:
     reasons = mixed.skipped_reasons()
     assert sum(reasons.values()) == len(mixed.skipped)
     assert all(r.startswith("--transport efa-gda: needs") and "p5" in r for r in reasons)
-
-
-def test_cli_reports_the_skipped_on_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    args = [f"--{k.replace('_', '-')}={v}" for k, v in MIXED.items()]
-    main(["sweep", *args, "--json"])
-    captured = capsys.readouterr()
-    out = json.loads(captured.out)
-    err = [line for line in captured.err.splitlines() if line.strip()]
-    assert len(err) == 1 and err[0].startswith("deepep-calc: skipped 2 invalid combination(s) (8 rows)")
-    assert "2 × --transport efa-gda" in err[0]
-    assert out["skipped"]["combinations"] == 2 and out["skipped"]["rows"] == 8
-    assert sum(out["skipped"]["reasons"].values()) == 2
-    assert out["skipped"]["written"] is False
-    assert out["rows"] == sum(out["verdicts"].values()) == 10 * 4
 
 
 @pytest.mark.parametrize("arrow", [True, False])
@@ -206,22 +185,3 @@ def test_eager_and_cuda_graphs_lists_fold(monkeypatch: pytest.MonkeyPatch) -> No
     assert sweep_grid({"eager": "false,true"}).axes["cuda_graphs"] == [True, False]
     with pytest.raises(InputError, match="--eager"):
         sweep_grid({"eager": "true", "cuda_graphs": "true"})
-
-
-# Precision -----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("bad", ["0", "18", "-1", "six"])
-def test_precision_is_checked_before_work(
-    bad: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setattr(sweep_mod, "evaluate_chunk", no_work)
-    with pytest.raises(SystemExit) as exc:
-        main(["sweep", "--precision", bad, "-o", str(tmp_path / "rows.csv")])
-    assert exc.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--precision" in err[0]
-    assert list(tmp_path.iterdir()) == []
-
-
-# File modes ----------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Sweeps: the vectorised path equals the scalar one, bad input stops before work, maps and the
-summary hold every row (the output files' tests are in tests/io/test_sweep_table.py)."""
+"""A sweep's grid (`whatif/sweep/grid.py`): parsing the flags, the blocks a grid is evaluated in,
+and its vectorised rows, which equal the scalar path's; bad input stops before work (the mixed
+grids are `test_grid_mixed.py`'s, the output files' tests are in tests/io/test_sweep_table.py)."""
 
 from __future__ import annotations
 
@@ -12,17 +13,13 @@ import numpy as np
 import pytest
 
 from deepep_calc.api import evaluate
-from deepep_calc.base.errors import CalcError, InputError
-from deepep_calc.base.vocabulary import SYMBOLS, VERDICT_CODES
+from deepep_calc.base.errors import InputError
 from deepep_calc.cli import main
 from deepep_calc.estimate.compute import compute
-from deepep_calc.io import safe_write
 from deepep_calc.question.scenario import Scenario, resolve
-from deepep_calc.report.sweep_maps import draw
 from deepep_calc.whatif.sweep import grid as sweep_mod
 from deepep_calc.whatif.sweep.grid import FIELDS, iter_chunks, parse_values, sweep_grid
-from deepep_calc.whatif.sweep.run import run_sweep as run_sweep_given
-from sweep_rows import no_work, run_sweep, sweep_rows
+from sweep_rows import no_work, sweep_rows
 
 SPEC = {
     "model": "qwen3-30b-a3b-fp8,deepseek-v3",
@@ -239,93 +236,78 @@ def test_invalid_list_fails_before_any_work(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_bad_targets_fail_before_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sweep_mod, "evaluate_chunk", no_work)
-    grid = sweep_grid({"nodes": "1,2"})
-    with pytest.raises(CalcError, match=r"\.csv or \.parquet"):
-        run_sweep(grid, output=str(tmp_path / "rows.txt"))
-    with pytest.raises(CalcError, match="directory does not exist"):
-        run_sweep(grid, output=str(tmp_path / "missing" / "rows.csv"))
-    with pytest.raises(CalcError, match=r"\.html or \.png"):
-        run_sweep(grid, map_path=str(tmp_path / "map.svg"), draw=draw)
-    with pytest.raises(InputError, match="--x"):
-        run_sweep(grid, map_path=str(tmp_path / "map.html"), x="speed", draw=draw)
-    many = sweep_grid({"model": "qwen3-30b-a3b-fp8,deepseek-v3", "isl": "1:13", "osl": "1,2"})
-    with pytest.raises(InputError, match="panels"):
-        run_sweep(many, map_path=str(tmp_path / "map.html"), draw=draw)
-    assert list(tmp_path.iterdir()) == []
+# The grid's parts, directly ------------------------------------------------------------------------
 
 
-def test_verdict_maps(tmp_path: Path) -> None:
-    spec = {
-        "model": "deepseek-v3",
-        "transport": "efa-proxy,efa-gda",
-        "nodes": "1,2,4,8",
-        "concurrency": "1:4096:x4",
-    }
-    grid = sweep_grid(spec)
-    html = tmp_path / "map.html"
-    summary = run_sweep(grid, map_path=str(html), draw=draw)
-    text = html.read_text(encoding="utf-8")
-    assert "plotly" in text.lower() and "transport=efa-gda" in text
-    for code in summary.verdicts:  # each verdict in its legend entry and its cells
-        assert f'"name":"{SYMBOLS[code]} ' in text
-    pytest.importorskip("matplotlib")
-    png = tmp_path / "map.png"
-    run_sweep(grid, map_path=str(png), draw=draw)
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["map.html", "map.png"]
+@pytest.mark.parametrize(
+    ("flag", "word", "graphs"),
+    [
+        ("--cuda-graphs", " TRUE ", True),
+        ("--cuda-graphs", "no", False),
+        ("--eager", "true", False),  # true answers the flag it follows: eager on, graphs off
+        ("--eager", "graphs", True),  # a mode word names the mode, whichever flag carries it
+        ("--cuda-graphs", "eager", False),
+    ],
+)
+def test_a_graph_mode_word_answers_its_flag_or_names_the_mode(flag: str, word: str, graphs: bool) -> None:
+    assert sweep_mod.graphs_word(flag, word) is graphs
 
 
-def test_map_grid_holds_every_verdict() -> None:
-    from deepep_calc.whatif.sweep.maps import MapGrid
-
-    grid = sweep_grid({"transport": "efa-proxy,efa-gda", "nodes": "1,2,4", "concurrency": "1:64:x2"})
-    cells = MapGrid(grid, "nodes", "concurrency")
-    for chunk in iter_chunks(grid, 5):
-        cells.add(chunk)
-    assert cells.code.shape == (2, 7, 3)
-    assert (cells.code >= 0).all()
-    rows = sweep_rows(grid)
-    first = rows[0]
-    assert VERDICT_CODES[cells.code[0, 0, 0]] == first["verdict"]
+def test_a_graph_mode_word_outside_the_vocabulary_is_refused() -> None:
+    with pytest.raises(InputError) as err:
+        sweep_mod.graphs_word("--eager", "maybe")
+    assert err.value.field == "--eager" and "true or false (or the mode: graphs, eager)" in err.value.message
 
 
-def test_cli_sweep_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import json
-
-    main(["sweep", "--nodes", "1,2", "--concurrency", "4,32", "--json"])
-    out = json.loads(capsys.readouterr().out)
-    assert out["rows"] == 4 and out["combinations"] == 1
-    assert sum(out["verdicts"].values()) == 4
-    assert out["varied"] == {"nodes": [1, 2], "concurrency": [4, 32]}
-
-
-def test_a_map_needs_a_drawer_from_the_caller(tmp_path: Path) -> None:
-    """The runner draws nothing itself: a map without `draw` is a programming error, and no file."""
-    grid = sweep_grid({"nodes": "1,2"})
-    with pytest.raises(TypeError, match="draw="):
-        run_sweep(grid, map_path=str(tmp_path / "map.html"))
-    assert list(tmp_path.iterdir()) == []
+def test_blocks_are_counted_before_they_are_built() -> None:
+    """(4, 6) rows by 5: the trailing axis (6) is over 5, so it is taken 5 values at a time, each
+    value of the leading axis alone: 4 x 2 = 8 blocks. By 24: the whole grid. By 6: one leading
+    value a block, 4 blocks. By 13: two leading values a block, 2 blocks of 12 rows."""
+    assert sweep_mod.blocks_per_combination((4, 6), 5) == 8
+    assert sweep_mod.blocks_per_combination((4, 6), 24) == 1
+    assert sweep_mod.blocks_per_combination((4, 6), 6) == 4
+    blocks = list(sweep_mod.grid_blocks((4, 6), 13))
+    assert [(b.start, b.stop, b.shape) for b in blocks] == [(0, 12, (2, 6)), (12, 24, (2, 6))]
 
 
-def test_an_output_needs_the_file_rules_from_the_caller(tmp_path: Path) -> None:
-    """The runner opens no file itself: a table or a map without `files` is a programming error,
-    and so is a table without `tables` (its format and writer are io's)."""
-    grid = sweep_grid({"nodes": "1,2"})
-    with pytest.raises(TypeError, match="files="):
-        run_sweep_given(grid, output=str(tmp_path / "rows.csv"))
-    with pytest.raises(TypeError, match="tables="):
-        run_sweep_given(grid, output=str(tmp_path / "rows.csv"), files=safe_write)
-    with pytest.raises(TypeError, match="files="):
-        run_sweep_given(grid, map_path=str(tmp_path / "map.html"), draw=draw)
-    assert list(tmp_path.iterdir()) == []
-    assert run_sweep_given(grid).rows == run_sweep(grid).rows  # no target: nothing to check
+def test_numeric_columns_broadcast_over_their_block_and_a_single_value_is_a_scalar() -> None:
+    g = sweep_grid({"nodes": "1,2", "concurrency": "1:4"})
+    block = next(sweep_mod.grid_blocks(g.numeric_shape, 3))  # nodes 1, concurrency 1-3
+    cols = sweep_mod.numeric_columns(g, block)
+    axis = g.numeric.index("concurrency")
+    assert cols["concurrency"].shape == tuple(3 if i == axis else 1 for i in range(len(g.numeric)))
+    assert cols["concurrency"].reshape(-1).tolist() == [1.0, 2.0, 3.0]
+    assert np.ndim(cols["nodes"]) == 0 and cols["nodes"] == 1.0  # one value in this block
+    assert np.ndim(cols["isl"]) == 0  # not swept at all
 
 
-def test_progress_is_reported_from_nothing_to_every_row() -> None:
-    seen: list[tuple[int, int]] = []
-    grid = sweep_grid({"nodes": "1,2,4", "concurrency": "1:64:x2"})
-    summary = run_sweep(grid, chunk_rows=5, progress=lambda done, total: seen.append((done, total)))
-    assert seen[0] == (0, summary.rows) and seen[-1] == (summary.rows, summary.rows)
-    assert [d for d, _ in seen] == sorted(d for d, _ in seen) and len(seen) == summary.chunks + 1
+def test_a_grid_counts_its_rows_and_names_what_it_sweeps() -> None:
+    g = sweep_grid({"nodes": "1,2", "concurrency": "1:4", "model": "qwen3-30b-a3b-fp8,deepseek-v3"})
+    assert g.swept == ("model", "nodes", "concurrency")  # in field order
+    assert g.rows_per_combination == 2 * 4 and len(g.combinations) == 2 and g.rows == 16
+    assert g.skipped_rows == 0 and g.skipped_reasons() == {} and not g.disaggregated
+    assert "model" in g.categorical and "concurrency" in g.numeric
+
+
+def test_unknown_fields_and_too_many_combinations_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(InputError) as err:
+        sweep_grid({"speed": "1"})
+    assert err.value.field == "sweep field" and "'speed'" in err.value.message
+    monkeypatch.setattr(sweep_mod, "MAX_COMBINATIONS", 3)
+    with pytest.raises(InputError, match="at most 3 categorical combinations") as err:
+        sweep_grid({"model": "qwen3-30b-a3b-fp8,deepseek-v3", "engine": "vllm,sglang"})
+    assert err.value.field == "sweep"
+
+
+def test_a_disaggregated_split_becomes_its_node_counts_and_leaves_no_nodes_axis() -> None:
+    g = sweep_grid({"disagg": "1P2D"})
+    assert (g.axes["prefill_nodes"], g.axes["decode_nodes"]) == ([1], [2]) and g.disaggregated
+    for spec, flag, needle in (
+        ({"disagg": "1P2D,2P2D"}, "--disagg", "one xPyD split"),
+        ({"disagg": "1P2D", "nodes": "2"}, "--nodes", "no --nodes in a disaggregated sweep"),
+        ({"prefill_nodes": "1", "nodes": "2"}, "--nodes", "each row's cluster is P + D nodes"),
+        ({"disagg": "1P2D", "prefill_nodes": "2"}, "--prefill-nodes", "1, as --disagg 1P2D says"),
+    ):
+        with pytest.raises(InputError) as err:
+            sweep_grid(spec)
+        assert err.value.field == flag and needle in err.value.message, spec
