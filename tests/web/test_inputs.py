@@ -26,6 +26,7 @@ from deepep_calc.web.inputs import (
     request_from_form,
     request_from_json,
 )
+from one_line import assert_one_line
 from web_fixtures import app, client  # noqa: F401  (fixtures)
 
 from .responses import HF, api_message, clean, error_of, post
@@ -268,16 +269,12 @@ def test_a_body_pydantic_refuses_is_the_cli_line(data, message: str, field: str 
     assert input_name(info.value) == field
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="from_validation reads any dict_type error as 'the body is not an object': a config_json "
-    "that is neither an object nor text is refused with field None instead of naming config_json",
-)
 @pytest.mark.parametrize("config", [5, [1, 2]])
 def test_a_config_of_the_wrong_type_names_config_json(config) -> None:
     with pytest.raises(CalcError) as info:
         request_from_json({"config_json": config})
     assert input_name(info.value) == "config_json"
+    assert_one_line(info.value, "config_json:", "is not allowed; expected a config.json object, or its text")
 
 
 def test_an_inline_config_is_keyed_by_its_content() -> None:

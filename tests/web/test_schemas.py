@@ -148,13 +148,8 @@ def test_kernel_request_is_strict() -> None:
         KernelRequest.model_validate({"qp": 2})  # an unknown field
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="KernelRequest says it has `deepep-calc kernel`'s defaults, but its qps default is 6 where "
-    "the CLI and kernel_query default to DEFAULTS['max_qps'] = 2: POST /api/kernel {} answers the 6-QP "
-    "gate run, `deepep-calc kernel --json` the 2-QP campaign",
-)
 def test_kernel_request_defaults_are_the_clis() -> None:
+    """`POST /api/kernel {}` asks what `deepep-calc kernel` asks with no options."""
     defaults = {
         name: p.default
         for name, p in inspect.signature(kernel_query).parameters.items()

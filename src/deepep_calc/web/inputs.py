@@ -96,9 +96,13 @@ def from_validation(err: ValidationError) -> CalcError:
     value = first.get("input")
     if kind == "json_invalid":
         return CalcError(f"the request body is not valid JSON ({first.get('msg', '')})")
-    if not loc or kind in ("model_attributes_type", "dict_type", "model_type"):
+    if not loc or kind in ("model_attributes_type", "model_type"):
         return CalcError("the request body must be a JSON object of scenario fields")
     name = loc[0]
+    plain = isinstance(value, int | float | str | bool) or value is None
+    shown = value if plain else type(value).__name__
+    if name == "config_json":  # a union: pydantic's first complaint names only one of its types
+        return InputError(name, shown, "a config.json object, or its text")
     if kind == "extra_forbidden":
         known = ", ".join(k for k in EvaluateRequest.model_fields)
         return InputError(name, value, f"one of the known fields ({known})")
@@ -107,7 +111,6 @@ def from_validation(err: ValidationError) -> CalcError:
         allowed = f"one of {first.get('ctx', {}).get('expected', '')}"
     else:
         allowed = _EXPECT.get(head, str(first.get("msg", "a valid value")).lower())
-    shown = value if isinstance(value, int | float | str | bool) or value is None else type(value).__name__
     return InputError(flag_of(name), shown, allowed)
 
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 from ..base.errors import InputError
 from ..base.vocabulary import VerdictCode, flag_of
 from ..estimate.kernel import LIMITS as KERNEL_LIMITS
-from ..question.fields import FLOAT_LIMIT, LIMITS, OVERRIDE_LIMIT
+from ..question.fields import DEFAULTS, FLOAT_LIMIT, LIMITS, OVERRIDE_LIMIT
 from ..question.scenario import FLOAT_FIELDS, Scenario
 
 Tag = Literal["measured", "derived", "assumed"]
@@ -462,8 +462,8 @@ class KernelRequest(BaseModel):
     topk: int = 8
     experts: int = 256
     dispatch_dtype: Literal["fp8", "bf16"] = "fp8"
-    comms: int = Field(8, description="EP_NUM_COMMS")
-    qps: int = Field(6, description="EP_EFA_MAX_QPS")
+    comms: int = Field(DEFAULTS["comms"], description="EP_NUM_COMMS")
+    qps: int = Field(DEFAULTS["max_qps"], description="EP_EFA_MAX_QPS")
 
 
 class KernelParts(BaseModel):
