@@ -15,7 +15,7 @@ import pytest
 from deepep_calc import Scenario, evaluate
 from deepep_calc.base.errors import CalcError
 from deepep_calc.base.quantity import Q
-from deepep_calc.decide.bounds import bound_reasons, move_changes
+from deepep_calc.decide.bounds import _times, bound_reasons, move_changes
 
 
 def _refused(update: dict[str, Any]) -> Any:
@@ -101,12 +101,16 @@ def test_without_a_deepep_arm_there_is_nothing_to_say() -> None:
     assert bound_reasons(SimpleNamespace(arms={}), _refused) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="decide/bounds.py _what_moves formats the take-over factor with `:,.2g`: 404x the load "
-    "prints as '4e+02× the load' (DeepEP on one node, default model)",
-)
 def test_the_take_over_load_is_never_in_exponent_notation() -> None:
     result = evaluate(Scenario(nodes=1, transport="nvlink"), explain=False)
     _, moves = bound_reasons(result, _refused)
     assert "would take over at" in moves and "e+" not in moves
+
+
+@pytest.mark.parametrize(
+    ("factor", "shown"),
+    [(1.04, "1"), (1.5, "1.5"), (45.3, "45"), (99.6, "100"), (404.0, "400"), (4000.7, "4,000")],
+)
+def test_a_take_over_factor_keeps_two_digits_written_out(factor: float, shown: str) -> None:
+    """Two significant digits, as before, but past 100 in plain digits: 404 reads 400, not 4e+02."""
+    assert _times(factor) == shown

@@ -138,6 +138,10 @@ def test_the_replicas_words_name_the_layout_each_node_runs() -> None:
         scenario=SimpleNamespace(nodes=4), arms={"replica": SimpleNamespace(layout="replica")}
     )
     assert replica_words(ag) == "4 single-node replicas of allgather"
+    one = SimpleNamespace(
+        scenario=SimpleNamespace(nodes=1), arms={"replica": SimpleNamespace(layout="replica")}
+    )
+    assert replica_words(one) == "1 single-node replica of allgather"  # one node: one replica
     rows = SimpleNamespace(
         scenario=SimpleNamespace(nodes=2.0),
         arms={"replica": SimpleNamespace(layout=["replica", "replica:tp"])},

@@ -47,9 +47,11 @@ from .shared import evaluate_refused as _refused
     [
         (0.4, "0 ms"),
         (999.4, "999 ms"),
+        (999.6, "1.0 s"),  # the unit follows the figure as printed: never "1,000 ms"
         (1000.0, "1.0 s"),  # from one second on, seconds with one decimal
         (1234.5, "1.2 s"),
-        (59_999.0, "60.0 s"),  # still below a minute, rounded
+        (59_940.0, "59.9 s"),
+        (59_999.0, "1.0 min"),  # 60.0 s as printed: a minute
         (60_000.0, "1.0 min"),
         (3.6e6, "1.0 h"),
         (8.64e7, "1.0 days"),

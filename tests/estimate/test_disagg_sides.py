@@ -5,7 +5,7 @@ allgather (256 experts over EP16: 16 each) runs 256 sequences per DP rank (vLLM'
 max_num_seqs) over 2 x 8 ranks, 4,096 at once, and finishes 4,096 / (256 tokens x its step)
 requests per second; the prefill side's TP takes
 floor(8,192 budget tokens / 1,024) = 8 prompts per forward on its one lane. The choosing
-helpers (`choose`, `gather`, `pick`, `pairing_score`) are worked on small hand-made lists.
+helpers (`choose`, `gather`, `pick`, `pairing_rank`) are worked on small hand-made lists.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ import pytest
 from deepep_calc import Scenario
 from deepep_calc.base.quantity import Q, Tag
 from deepep_calc.estimate.disagg_sides import (
+    best_ranked,
     candidates,
     choose,
     decode_arm,
     gather,
     gather_values,
-    pairing_score,
+    pairing_rank,
     pick,
     plain,
     prefill_arm,
@@ -149,14 +150,14 @@ def test_gather_and_pick_take_the_chosen_candidate() -> None:
     assert pick([np.array([1.0, 2.0]), np.array([3.0, 4.0])], np.array([0, 1])).tolist() == [1.0, 4.0]
 
 
-def _scored(ok: bool, per_user: float, ttft: float, rate: float, slo: float | None = None) -> float:
+def _scored(ok: bool, per_user: float, ttft: float, rate: float, slo: float | None = None) -> tuple:
     s = SimpleNamespace(scenario=SimpleNamespace(slo_tok_s=slo, ttft_ms=None))
     dep = SimpleNamespace(
         per_user_tok_s=Q.assumed(per_user, "tok/s", "t"),
         ttft_ms=Q.assumed(ttft, "ms", "t"),
         throughput_req_s=Q.assumed(rate, "req/s", "t"),
     )
-    return pairing_score(s, {"ok": ok}, {"ok": True}, dep)
+    return pairing_rank(s, {"ok": ok}, {"ok": True}, dep)
 
 
 def test_a_pairing_is_rated_by_targets_then_running_then_rate_then_first_token() -> None:
@@ -169,11 +170,17 @@ def test_a_pairing_is_rated_by_targets_then_running_then_rate_then_first_token()
     assert _scored(False, 25.0, 400.0, 5.0) > _scored(False, 25.0, 500.0, 5.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="estimate/disagg_sides.py pairing_score: the first-token tiebreak (1e-9 x TTFT ms) is "
-    "added to a score of ~1e12-3e12 for a pairing that runs, below that float's resolution "
-    "(~5e-4): two running pairings of equal rate score the same whatever their TTFT",
-)
 def test_between_running_pairings_of_equal_rate_the_sooner_first_token_wins() -> None:
     assert _scored(True, 25.0, 400.0, 5.0) > _scored(True, 25.0, 500.0, 5.0)
+    # and a rate 1e-4 req/s higher still counts, where one float of ~1e12 could not hold it
+    assert _scored(True, 25.0, 500.0, 5.0001) > _scored(True, 25.0, 400.0, 5.0)
+
+
+def test_the_best_rank_compares_key_by_key_row_by_row() -> None:
+    """Scalars: the first key decides, then the next; a tie goes to the first candidate; NaN ranks
+    lowest. Rows: the same rule per row, each row its own winner."""
+    assert best_ranked([(1.0, 5.0), (1.0, 6.0), (0.0, 9.0)]) == 1
+    assert best_ranked([(1.0, 5.0), (1.0, 5.0)]) == 0
+    assert best_ranked([(1.0, float("nan")), (1.0, -1e300)]) == 1
+    rows = best_ranked([(np.array([1.0, 0.0, 1.0]), 5.0), (1.0, np.array([4.0, 0.0, 6.0]))])
+    assert rows.tolist() == [0, 1, 1]

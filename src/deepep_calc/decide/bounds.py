@@ -84,7 +84,7 @@ def _what_moves(result: Any, whatif: Callable[[dict[str, Any]], Any]) -> str:
     if over is not None:
         fits = "" if over["fits"] else ", past what fits in HBM"
         parts.append(
-            f"{over['label']} would take over at {over['factor'].scalar:,.2g}× the load (concurrency "
+            f"{over['label']} would take over at {_times(over['factor'].scalar)}× the load (concurrency "
             f"{over['running']:,}, {over['tokens_per_rank'].scalar:,.1f} tokens per rank{fits})"
         )
     else:
@@ -130,3 +130,9 @@ def _first_move(result: Any, whatif: Callable[[dict[str, Any]], Any]) -> tuple[s
         if arm.bounds.name != here:
             return flag, arm
     return None
+
+
+def _times(factor: float) -> str:
+    """A load factor in two significant digits, written out (1.5, 45, 400; never 4e+02)."""
+    rounded = float(f"{factor:.2g}")
+    return f"{factor:.2g}" if rounded < 100 else f"{rounded:,.0f}"

@@ -594,7 +594,7 @@ def replica_words(result: Any) -> str:
     """`2 single-node replicas of DeepEP over NVLink`: the deployment and the layout each node runs."""
     n = result.scenario.nodes
     inner = REPLICA_LAYOUT_WORDS.get(replica_layout(result))
-    count = f"{n} single-node replicas" if isinstance(n, int) else "single-node replicas"
+    count = "single-node replicas" if not isinstance(n, int) else f"{n} single-node replica{'s' * (n != 1)}"
     return f"{count} of {inner}" if inner else count
 
 

@@ -358,9 +358,15 @@ def duration(ms: float) -> str:
     """A wait in the unit a person reads it in (ms, s, min, h, days)."""
     if ms != ms:
         return "n/a"
-    for limit, div, unit in ((1e3, 1.0, "ms"), (6e4, 1e3, "s"), (3.6e6, 6e4, "min"), (8.64e7, 3.6e6, "h")):
-        if ms < limit:
-            return f"{ms / div:,.0f} {unit}" if unit == "ms" else f"{ms / div:,.1f} {unit}"
+    # the unit is chosen on the figure as printed, so 999.6 ms reads 1.0 s, not 1,000 ms
+    for limit, div, unit, digits in (
+        (1e3, 1.0, "ms", 0),
+        (6e4, 1e3, "s", 1),
+        (3.6e6, 6e4, "min", 1),
+        (8.64e7, 3.6e6, "h", 1),
+    ):
+        if round(ms / div, digits) < limit / div:
+            return f"{ms / div:,.{digits}f} {unit}"
     return f"{ms / 8.64e7:,.1f} days"
 
 

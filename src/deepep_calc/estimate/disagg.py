@@ -52,13 +52,13 @@ from .disagg_result import DisaggResult, SideResult
 from .disagg_sides import (
     DecodeArm,
     PrefillArm,
+    best_ranked,
     candidates,
-    choose,
     decode_arm,
     decode_figures,
     gather_values,
     pairing,
-    pairing_score,
+    pairing_rank,
     pick,
     prefill_arm,
     prefill_figures,
@@ -261,8 +261,8 @@ def _paired(
         pairing(r, spec.engine_kv, spec.kv, spec.prefill.nodes, spec.decode.nodes, pfs[i], dfs[j])
         for i, j in combos
     ]
-    scores = [pairing_score(r, pfs[i], dfs[j], dep) for (i, j), (_, dep) in zip(combos, pairs, strict=True)]
-    return combos, pairs, choose(scores, [True] * len(scores))
+    ranks = [pairing_rank(r, pfs[i], dfs[j], dep) for (i, j), (_, dep) in zip(combos, pairs, strict=True)]
+    return combos, pairs, best_ranked(ranks)
 
 
 def _larger_memory(mem_p: Q, mem_d: Q) -> Q:

@@ -10,9 +10,9 @@ its own (`side_resolved`); the decode side runs no prefill. For each arm it may 
   limit and capacity (`decode_arm`).
 
 `pairing` joins one prefill arm with one decode arm through the KV transfer
-(`physics/kv_transfer.py`) into the deployment's figures (`physics/disagg.py`); `pairing_score`
+(`physics/kv_transfer.py`) into the deployment's figures (`physics/disagg.py`); `pairing_rank`
 is how the model rates a pairing. Values may be arrays (a sweep's rows, the planner's grid);
-`choose` / `pick` select the best candidate row by row.
+`choose` / `best_ranked` / `pick` select the best candidate row by row.
 """
 
 from __future__ import annotations
@@ -281,9 +281,12 @@ def pairing(
     return link, dep
 
 
-def pairing_score(r: Resolved, pf: dict[str, Any], df: dict[str, Any], dep: phys.Deployment) -> Any:
-    """How the model rates a pairing: meeting the targets first, running at all next, then the
-    requests per second it serves, then the sooner first token."""
+def pairing_rank(
+    r: Resolved, pf: dict[str, Any], df: dict[str, Any], dep: phys.Deployment
+) -> tuple[Any, ...]:
+    """How the model rates a pairing, most telling first: meeting the targets, running at all,
+    the requests per second it serves, then the sooner first token (`best_ranked` compares
+    them in that order; folded into one float the last would drown in the first ones)."""
     s = r.scenario
     ok = pf["ok"] & df["ok"]
     meets = ok
@@ -291,8 +294,22 @@ def pairing_score(r: Resolved, pf: dict[str, Any], df: dict[str, Any], dep: phys
         meets = meets & (dep.per_user_tok_s.value >= s.slo_tok_s)
     if s.ttft_ms is not None:
         meets = meets & (dep.ttft_ms.value <= s.ttft_ms)
-    ttft = minimum(floats(dep.ttft_ms.value), 1e12)
-    return floats(dep.throughput_req_s.value) - 1e-9 * ttft + 1e12 * _number(ok) + 2e12 * _number(meets)
+    return (_number(meets), _number(ok), floats(dep.throughput_req_s.value), -floats(dep.ttft_ms.value))
+
+
+def best_ranked(ranks: list[tuple[Any, ...]]) -> Any:
+    """Index of the best rank, comparing key by key (a tie goes to the first), per row; a NaN
+    key ranks below every number."""
+    if not any(is_array(v) for rank in ranks for v in rank):
+        keys = [tuple(-np.inf if v != v else float(v) for v in rank) for rank in ranks]
+        return max(range(len(ranks)), key=lambda i: (keys[i], -i))
+    shape = np.broadcast_shapes(*(np.shape(v) for rank in ranks for v in rank))
+    best = np.ones((len(ranks), *shape), dtype=bool)
+    for level in range(len(ranks[0])):
+        values = np.stack([np.broadcast_to(np.asarray(rank[level], dtype=float), shape) for rank in ranks])
+        values = np.where(best, np.nan_to_num(values, nan=-np.inf), -np.inf)
+        best &= values == values.max(axis=0)
+    return np.argmax(best, axis=0)
 
 
 def _number(flag: Any) -> Any:
