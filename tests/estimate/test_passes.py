@@ -25,14 +25,10 @@ def test_first_true_finds_every_threshold_exactly(points: int) -> None:
         assert first_true(lambda g, t=t: g >= t, 1, 500, points) == t
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="estimate/passes.py: below 6 points a pass `_grid` has no point inside a bracket "
-    "(geomspace and linspace of 2 points are its ends), so the search stops at the bracket's top: "
-    "first_true(g >= 2, 1, 500, points=4) is 500. Every caller passes the default 96.",
-)
 def test_first_true_is_exact_on_a_coarse_grid_too() -> None:
+    """Four points a pass still leave a point inside each bracket, so the search narrows."""
     assert first_true(lambda g: g >= 2, 1, 500, 4) == 2
+    assert all(first_true(lambda g, t=t: g >= t, 1, 500, 2) == t for t in (1, 2, 77, 499, 500))
 
 
 def test_first_true_on_a_large_range() -> None:

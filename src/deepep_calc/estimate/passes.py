@@ -56,7 +56,7 @@ def first_true(pred: Callable[[np.ndarray], np.ndarray], lo: int, hi: int, point
 
 
 def _grid(lo: int, hi: int, points: int, include_ends: bool) -> np.ndarray:
-    half = max(points // 2, 2)
+    half = max(points // 2, 3)  # three points a spacing at least: one inside the bracket
     geo = np.geomspace(max(lo, 1), hi, half)
     lin = np.linspace(lo, hi, half)
     grid = np.unique(np.round(np.concatenate([geo, lin])).astype(np.int64))
