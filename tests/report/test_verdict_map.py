@@ -1,10 +1,12 @@
-"""The verdict map's one look: the page's map and a sweep's map file encode a verdict the same way."""
+"""`report/verdict_map.py`: the verdict map's one look. The page's map and a sweep's map file
+encode a verdict the same way: a colour step per code in the cards' order, the code's symbol in
+the cell, the verdict's title in the legend (only the verdicts shown), and a hover line.
+
+`shown` is pinned on the cases of `legends.py`, which `test_sweep_maps.py` pins
+`sweep_maps._verdicts_shown` on too: the two give the same legend for the same cells.
+"""
 
 from __future__ import annotations
-
-import json
-import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,19 +17,9 @@ from deepep_calc.base.vocabulary import SYMBOLS, VERDICT_CODES, VERDICTS_SHOWN
 from deepep_calc.decide.verdict import TITLES
 from deepep_calc.report import charts
 from deepep_calc.report import verdict_map as look
-from deepep_calc.report.sweep_maps import draw
-from deepep_calc.whatif.sweep.grid import iter_chunks, sweep_grid
-from deepep_calc.whatif.sweep.maps import MapGrid
 
-
-def _sweep_figure(spec: dict[str, str], x: str = "nodes", y: str = "concurrency") -> dict:
-    grid = MapGrid(sweep_grid(spec), x, y)
-    for chunk in iter_chunks(grid.sweep, 64):
-        grid.add(chunk)
-    page = draw(grid, "html").decode("utf-8")
-    found = re.search(r"Plotly\.newPlot\(\s*\"[^\"]+\",\s*(\[.*?\]),\s*(\{.*?\}),\s*\{", page, re.S)
-    assert found, "the map page holds one plotly figure"
-    return {"data": json.loads(found.group(1)), "grid": grid}
+from .legends import CASES, case_id, str_grid
+from .sweeps import sweep_figure as _sweep_figure
 
 
 def test_each_code_has_its_own_colour_step_in_the_cards_order() -> None:
@@ -72,17 +64,54 @@ def test_legends_name_only_the_verdicts_shown_by_their_titles() -> None:
     assert page_names == [look.title(c) for c in VERDICTS_SHOWN if look.step(c) in shown_on_page]
 
 
-def test_a_sweeps_hover_names_each_cells_own_alternative(tmp_path: Path) -> None:
-    sweep = _sweep_figure({"nodes": "1,2", "concurrency": "4,32", "alternative": "allgather,tp"})
-    hovers = [t["customdata"] for t in sweep["data"] if t.get("type") == "heatmap"]
-    assert len(hovers) == 2  # a panel per alternative
-    assert all("DeepEP / allgather aggregate" in line for row in hovers[0] for line in row)
-    assert all("DeepEP / tensor parallel aggregate" in line for row in hovers[1] for line in row)
-    assert all(line.endswith("(model)") for h in hovers for row in h for line in row)
-
-
 @pytest.mark.parametrize("code", VERDICT_CODES)
 def test_a_hover_line_leads_with_the_verdicts_title(code: str) -> None:
     line = look.hover_line(code, "replica", 0.5, "allgather", "[derived]")
     assert line.startswith(f"{SYMBOLS[code]} {TITLES[code]}<br>run single-node replicas")
     assert line.endswith("aggregate 0.50 [derived]")
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_the_legend_lists_the_codes_a_grid_holds_in_the_cards_order(case: tuple) -> None:
+    cells, legend = case
+    assert look.shown(str_grid(cells)) == legend
+
+
+def test_steps_map_a_grid_of_codes_to_heatmap_values() -> None:
+    """dense, capacity, deepep are steps 0, 1, 2 (the cards' order); None stays None."""
+    assert [look.step(c) for c in ("dense", "capacity", "deepep")] == [0, 1, 2]
+    assert look.steps([["deepep", None], ["dense", "capacity"]]) == [[2, None], [0, 1]]
+    with pytest.raises(ValueError):
+        look.step("no such verdict")
+
+
+def test_the_colour_scale_is_flat_bands_from_zero_to_one() -> None:
+    scale = look.colour_scale()
+    assert [point for point, _ in scale] == [0, 1 / 3, 1 / 3, 2 / 3, 2 / 3, 1]
+    assert (
+        [colour for _, colour in scale[::2]] == look.colours() == [palette.VERDICT[c] for c in VERDICTS_SHOWN]
+    )
+
+
+def test_each_verdict_has_a_distinct_colour_text_colour_and_symbol_and_missing_is_none_of_them() -> None:
+    assert len(set(look.colours())) == len(VERDICT_CODES)
+    assert set(look.TEXT_COLOURS) == set(VERDICT_CODES)
+    assert look.MISSING not in look.colours()
+    assert len({look.symbol(c) for c in VERDICT_CODES}) == len(VERDICT_CODES)
+
+
+def test_a_legend_entry_is_an_empty_square_in_the_verdicts_colour() -> None:
+    (entry,) = look.legend(["capacity"])
+    assert entry["name"] == "◆ Use DeepEP (or any EP) for CAPACITY" == look.title("capacity")
+    assert entry["x"] == [None] and entry["y"] == [None]
+    assert entry["marker"]["color"] == palette.VERDICT["capacity"] and entry["marker"]["symbol"] == "square"
+    assert look.legend([]) == []
+
+
+def test_a_big_map_leaves_the_symbols_out_and_narrows_the_gaps() -> None:
+    trace = look.heatmap(["1"], ["4"], [["deepep"]], [["h"]], ("concurrency", "nodes"), text=False)
+    assert "text" not in trace and trace["xgap"] == trace["ygap"] == 1
+    assert trace["hovertemplate"] == "concurrency %{y}, nodes %{x}<br>%{customdata}<extra></extra>"
+    small = look.heatmap(["1"], ["4"], [["deepep"]], [["h"]], ("concurrency", "nodes"))
+    assert small["text"] == [["▲"]] and small["xgap"] == 2 and small["textfont"] == look.TEXT_FONT
+    assert (small["zmin"], small["zmax"]) == (-0.5, 2.5)

@@ -176,8 +176,9 @@ WEB_WORDS: tuple[tuple[str, str], ...] = (
         r"give a price for \1 (under Price per node-hour)",
     ),
     (r"\(--price-kinds all ranks them together\)", "(tick Rank every price kind together)"),
-    (r"\(--price-kinds all\)", "(Rank every price kind together)"),
+    # the whole sentence before its bracket alone, which would otherwise leave it no match
     (r"rank every price kind together \(--price-kinds all\)", "tick Rank every price kind together"),
+    (r"\(--price-kinds all\)", "(Rank every price kind together)"),
     (r"drop --measured-only", "untick Measured evidence only"),
     (r"\(--measured-only\)", "(Measured evidence only)"),
     (r"--measured-only", "Measured evidence only"),
