@@ -190,6 +190,7 @@ def test_a_config_json_is_read_by_the_faces_resolver_only() -> None:
     assert {c.key for c in cases(r)} == {c.key for c in cases(preset)}
 
 
+@pytest.mark.slow  # a tornado: every assumed constant refitted both ways
 def test_tornado_rows_match_direct_evaluation() -> None:
     resolved: list[Scenario] = []
 
@@ -214,6 +215,7 @@ def test_tornado_rows_match_direct_evaluation() -> None:
     assert [r.survives for r in rows] == sorted(r.survives for r in rows)
 
 
+@pytest.mark.slow  # a tornado: every assumed constant refitted both ways
 def test_calibration_scenario_is_robust() -> None:
     rows = sensitivity(resolve(Scenario()))  # a question the face resolved
     assert all(r.survives for r in rows)
@@ -222,6 +224,7 @@ def test_calibration_scenario_is_robust() -> None:
         assert r.ratio_low.tag is Tag.ASSUMED  # a what-if value is an assumption
 
 
+@pytest.mark.slow  # a tornado: every assumed constant refitted both ways
 def test_evaluate_sensitivity_flag(capsys: pytest.CaptureFixture[str]) -> None:
     main(
         [
@@ -251,6 +254,7 @@ def test_evaluate_sensitivity_flag(capsys: pytest.CaptureFixture[str]) -> None:
     assert evaluate(NEAR_THRESHOLD).verdict.robustness.count("constants:") == 0  # evaluate() untouched
 
 
+@pytest.mark.slow  # a tornado: every assumed constant refitted both ways
 def test_cli_sensitivity_text(capsys: pytest.CaptureFixture[str]) -> None:
     main(["sensitivity"])
     out = capsys.readouterr().out
