@@ -130,6 +130,9 @@ def test_the_reason_a_price_is_not_ranked_names_both_kinds() -> None:
         "a Capacity Block price, not ranked with quote or on-demand (--price-kinds all)"
     )
     assert kind_reason("quote", ()) == "a quote price, not ranked with the ranked kind (--price-kinds all)"
+    # the article follows the word, and the user's own price is not "a your own price price"
+    assert kind_reason("on-demand", ("quote",)).startswith("an on-demand price, not ranked with quote")
+    assert kind_reason("given", ("on-demand",)).startswith("your own price, not ranked with on-demand")
 
 
 def test_the_meter_counts_passes_and_grows_its_total_as_the_plan_learns_its_size() -> None:

@@ -268,6 +268,8 @@ def test_blocks_are_counted_before_they_are_built() -> None:
     assert sweep_mod.blocks_per_combination((4, 6), 6) == 4
     blocks = list(sweep_mod.grid_blocks((4, 6), 13))
     assert [(b.start, b.stop, b.shape) for b in blocks] == [(0, 12, (2, 6)), (12, 24, (2, 6))]
+    # no block is under one row: a limit of 0 still yields the 24 rows one by one
+    assert sweep_mod.blocks_per_combination((4, 6), 0) == 24 == len(list(sweep_mod.grid_blocks((4, 6), 0)))
 
 
 def test_numeric_columns_broadcast_over_their_block_and_a_single_value_is_a_scalar() -> None:

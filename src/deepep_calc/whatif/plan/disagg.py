@@ -262,7 +262,7 @@ class _Paired:
 
 def _family_rows(req: Any, fam: Family, nodes_from: int, nodes_to: int, fixed: Any) -> dict[str, Any] | None:
     """The disaggregated rows of one family (None: no split runs there)."""
-    kvs = [t for t in kv_transports_for(fam.engine, fam.instance.name, rdma_only=True)]
+    kvs = kv_transports_for(fam.engine, fam.instance.name, rdma_only=True)
     if not kvs or nodes_to < 2:
         return None
     conc = float(req.concurrency)

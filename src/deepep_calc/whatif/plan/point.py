@@ -158,18 +158,6 @@ def disagg_label(c: dict[str, Any]) -> str:
     return f"{head}, {split}: {' / '.join(sides)}, KV {c['kv_transport']}"
 
 
-def run_flags(result: Any, arm: str) -> dict[str, Any]:
-    """The engine arguments and environment that run this arm of this configuration.
-
-    `explain.engine_flags` writes EP_NUM_COMMS as at least 8 (its advice); a plan states the
-    value it searched and chose.
-    """
-    flags = engine_flags(result, arm)
-    if "EP_NUM_COMMS" in flags["env"]:
-        flags["env"]["EP_NUM_COMMS"] = str(result.scenario.comms)
-    return flags
-
-
 def _statuses(a: ArmResult, sustainable: bool | None) -> dict[str, str]:
     """The arm's target statuses (`evaluate`'s own); an unsustainable rate has no TTFT to judge."""
     out = {}
@@ -248,7 +236,7 @@ class Builder:
             sustainable=sustainable,
             max_request_rate=max_rate,
             measured_cell=a.measured_cell,
-            flags=run_flags(result, arm),
+            flags=engine_flags(result, arm),
             target_status=_statuses(a, sustainable),
             price_kind=kind,
         )

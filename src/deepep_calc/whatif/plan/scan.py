@@ -82,7 +82,9 @@ def ranked_kinds(req: PlanRequest) -> tuple[str, ...]:
 def kind_reason(kind: str, ranked: tuple[str, ...]) -> str:
     """Why a row priced as `kind` is searched but not ranked."""
     words = " or ".join(PRICE_KIND_WORDS[k] for k in ranked) or "the ranked kind"
-    return f"a {PRICE_KIND_WORDS[kind]} price, not ranked with {words} (--price-kinds all)"
+    word = PRICE_KIND_WORDS[kind]
+    priced = word if kind == "given" else f"{'an' if word[0] in 'aeiou' else 'a'} {word} price"
+    return f"{priced}, not ranked with {words} (--price-kinds all)"
 
 
 @dataclass

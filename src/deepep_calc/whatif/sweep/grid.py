@@ -427,6 +427,7 @@ def grid_blocks(shape: tuple[int, ...], chunk_rows: int) -> Iterator[Block]:
 def _split(shape: tuple[int, ...], chunk_rows: int) -> tuple[int, int, int]:
     """(j, T_j, values of axis j - 1 per block) for `grid_blocks`."""
     trailing = [math.prod(shape[j:]) for j in range(len(shape) + 1)]
+    chunk_rows = max(chunk_rows, 1)  # a block is one row at the least (trailing[-1] is 1)
     j = next(j for j in range(len(shape) + 1) if trailing[j] <= chunk_rows)
     return j, trailing[j], max(1, chunk_rows // trailing[j])
 
@@ -578,6 +579,3 @@ def iter_chunks(
             cols = numeric_columns(grid, block)
             metrics = {} if resolved is None else run(resolved, cols)
             yield Chunk(comb, block, cols, metrics)
-
-
-# Running a sweep -----------------------------------------------------------------------------
