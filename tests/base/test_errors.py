@@ -40,7 +40,7 @@ def test_a_calc_error_is_one_printable_line_with_its_field() -> None:
         (2.0, "--nodes: 2 is not allowed; expected at least 1"),  # a whole float as a whole number
         (2.5, "--nodes: 2.5 is not allowed; expected at least 1"),
         (1e20, "--nodes: 1e+20 is not allowed; expected at least 1"),  # too big to show whole
-        (True, "--nodes: True is not allowed; expected at least 1"),
+        (True, "--nodes: true is not allowed; expected at least 1"),  # the word every face accepts
         ("two", "--nodes: 'two' is not allowed; expected at least 1"),
         ("a\nb", "--nodes: 'a\\nb' is not allowed; expected at least 1"),
         (None, "--nodes: at least 1"),  # nothing given: what is wanted, not "None is not allowed"

@@ -42,3 +42,12 @@ def test_no_module_declares_its_own_copy() -> None:
         code = path.read_text(encoding="utf-8")
         found += [f"{rel}: {what}" for what, pattern in COPIES.items() if pattern.search(code)]
     assert not found, "import these from deepep_calc.base.vocabulary instead: " + "; ".join(found)
+
+
+def test_a_yes_no_is_written_back_as_the_first_word_each_face_accepts() -> None:
+    """An error line quoting a yes / no says true or false, a word the CLI, a sweep list, the form
+    and the JSON API all accept, never Python's True."""
+    from deepep_calc.base.vocabulary import FALSE_WORDS, TRUE_WORDS, bool_word
+
+    assert (bool_word(True), bool_word(False)) == ("true", "false")
+    assert bool_word(True) in TRUE_WORDS and bool_word(False) in FALSE_WORDS

@@ -224,7 +224,7 @@ def test_a_side_transport_not_on_the_instance_lists_those_that_are() -> None:
 
 def test_a_count_that_is_not_a_whole_number_is_refused() -> None:
     s = SimpleNamespace(**{**Scenario().as_dict(), "prefill_nodes": True, "decode_nodes": 1})
-    with pytest.raises(InputError, match=r"^--prefill-nodes: True is not allowed"):
+    with pytest.raises(InputError, match=r"^--prefill-nodes: true is not allowed"):
         resolve_disagg(s, get_instance("p5en"), get_engine("vllm"), get_transport("efa-proxy"))
     s.prefill_nodes, s.kv_transport = 1, 5
     with pytest.raises(InputError, match=r"^--kv-transport: 5 is not allowed; expected a KV transport name"):

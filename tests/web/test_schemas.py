@@ -173,5 +173,5 @@ def test_a_refusal_raised_in_a_validator_is_the_cli_line_not_pydantics() -> None
         EvaluateRequest.model_validate({"eager": True, "cuda_graphs": True})
     assert (
         info.value.message
-        == "--cuda-graphs: True is not allowed; expected False when eager is True (send only one of the two)"
+        == "--cuda-graphs: true is not allowed; expected false when eager is true (send only one of the two)"
     )

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .vocabulary import bool_word
+
 
 def printable(text: Any) -> str:
     """`text` with every control character escaped: safe to show on a terminal, on one line.
@@ -25,9 +27,10 @@ def printable(text: Any) -> str:
 
 
 def _shown(value: Any) -> Any:
-    """A value as an error line quotes it: whole floats as whole numbers (1025, not 1025.0)."""
+    """A value as an error line quotes it: whole floats as whole numbers (1025, not 1025.0), a
+    yes / no as the word every face accepts (true, not Python's True)."""
     if isinstance(value, bool):
-        return value
+        return bool_word(value)
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
         return int(value)
     if isinstance(value, int | float):

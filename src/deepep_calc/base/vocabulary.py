@@ -38,6 +38,11 @@ TRUE_WORDS = ("true", "yes", "on", "1")
 FALSE_WORDS = ("false", "no", "off", "0")
 
 
+def bool_word(flag: bool) -> str:
+    """A yes / no as the tool writes it back (an error line quoting a value): true or false."""
+    return TRUE_WORDS[0] if flag else FALSE_WORDS[0]
+
+
 def flag_of(field: str) -> str:
     """The command-line flag of a scenario field, as error lines name it: `max_qps` -> `--max-qps`."""
     return f"--{field.replace('_', '-')}"

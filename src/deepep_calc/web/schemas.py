@@ -18,7 +18,7 @@ from typing import Any, Literal, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from ..base.errors import InputError
-from ..base.vocabulary import VerdictCode, flag_of
+from ..base.vocabulary import VerdictCode, bool_word, flag_of
 from ..estimate.kernel import LIMITS as KERNEL_LIMITS
 from ..question.fields import DEFAULTS, FLOAT_LIMIT, LIMITS, OVERRIDE_LIMIT
 from ..question.scenario import FLOAT_FIELDS, Scenario
@@ -138,7 +138,9 @@ class EvaluateRequest(ScenarioBody):  # type: ignore[misc, valid-type]
         graphs = data.get("cuda_graphs")
         if graphs is not None and graphs is eager:
             raise InputError(
-                "--cuda-graphs", graphs, f"{not eager} when eager is {eager} (send only one of the two)"
+                "--cuda-graphs",
+                graphs,
+                f"{bool_word(not eager)} when eager is {bool_word(eager)} (send only one of the two)",
             )
         return {**data, "cuda_graphs": not eager}
 
