@@ -16,3 +16,8 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: Any) -> tuple[int, str, s
         code = int(exc.code or 0)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """`run_cli` with the arguments as one list, before the fixture."""
+    return run_cli(capsys, *argv)

@@ -1,6 +1,6 @@
 """`tools/regenerate.py`, which rewrites the shipped fit and the disaggregated bands: it writes
 the package's own data files, from the texts `accuracy/` makes (their freshness is held by
-tests/report/test_docs.py and tests/accuracy/test_disagg_validation.py)."""
+tests/accuracy/test_ship_fit.py and tests/accuracy/test_disagg_refs.py)."""
 
 from __future__ import annotations
 

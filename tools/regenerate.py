@@ -7,7 +7,7 @@ equation changes.
 
 Each text comes from the package (`accuracy/ship_fit.py`, `accuracy/disagg_refs.py`: numbers
 only, no file touched); this tool writes it through the package's safe writer, whole or not at
-all, since every process reads these files. `tests/report/test_docs.py` and
+all, since every process reads these files. `tests/accuracy/test_ship_fit.py` and
 `tests/accuracy/test_disagg_refs.py` fail when a shipped file and a fresh text disagree.
 """
 

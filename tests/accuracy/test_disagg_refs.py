@@ -12,7 +12,7 @@ from deepep_calc.accuracy import disagg_refs
 from deepep_calc.accuracy.validate import GroupCV, Report, Row, validate
 from deepep_calc.catalog._toml import DATA
 from deepep_calc.catalog.kv_transports import BANDS_FILE
-from deepep_calc.catalog.references import load_disagg_refs, not_compared
+from deepep_calc.catalog.references import load_disagg_refs
 from deepep_calc.report.accuracy_md import disagg_markdown
 
 
@@ -46,12 +46,6 @@ def test_every_reference_figure_is_a_row(report: Report) -> None:
     assert all(not r.in_scope for r in report.disaggregated if r.groups.get("check"))
     j = report.to_json()["disaggregated"]
     assert len(j["rows"]) == len(report.disaggregated) and j["bands"]
-
-
-def test_references_not_in_the_catalog_are_listed_with_why() -> None:
-    listed = {n.reference.split("]")[0] + "]": n.why for n in not_compared()}
-    assert "Hy4-preview is not in the model catalog" in listed["[HY4PD]"]
-    assert "admission-limited" in listed["[IXK25]"]
 
 
 def test_leave_a_group_out_folds_predict_the_disaggregated_rows() -> None:

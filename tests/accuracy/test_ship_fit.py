@@ -4,7 +4,7 @@ of the cross-validation rounded to four digits, as `tools/regenerate.py fitted` 
 
 The cross-validation refits the model ~150 times (~20 s): here it is stood in for by a report
 whose bands are stated, so the fit half is checked quickly; the whole text against the shipped
-file, cross-validation included, is the slow freshness test of tests/report/.
+file, cross-validation included, is the slow freshness test at the end.
 """
 
 from __future__ import annotations
@@ -55,3 +55,17 @@ def test_the_fresh_text_is_todays_fit_with_those_bands(monkeypatch: pytest.Monke
     assert fresh["fit_version"] == FIT_VERSION
     fresh.pop("band"), shipped.pop("band")
     _close(fresh, shipped)
+
+
+@pytest.mark.slow
+def test_shipped_fit_is_what_a_fresh_fit_gives() -> None:
+    """catalog/data/fitted.toml is the fit of today's catalogs: regenerate it with
+    `python tools/regenerate.py fitted` whenever a reference or an equation changes."""
+    import tomllib
+
+    from deepep_calc.accuracy.ship_fit import fresh_text
+    from deepep_calc.fit.shipped import shipped_text
+
+    shipped = shipped_text()
+    assert shipped is not None, "catalog/data/fitted.toml is missing"
+    _close(tomllib.loads(fresh_text()), tomllib.loads(shipped))

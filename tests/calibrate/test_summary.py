@@ -110,25 +110,6 @@ def test_trt_pair_summary_figures_and_tags(capsys: pytest.CaptureFixture[str], t
     assert steady["value"] > pair["aggregate_ratio"]["value"]
 
 
-def test_trt_pair_table_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, out, err = run(
-        capsys, "calibrate", "--dense", TRT_DENSE, "--deepep", TRT_DEEPEP, "-o", tmp_path / "p.toml"
-    )
-    assert code == 0, err
-    for needle in (
-        "Measured: your runs",
-        "Fitted constants",
-        "Residuals",
-        "19.27 tok/s",
-        "51.90 ms",
-        "16.27 ms",
-    ):
-        assert needle in out
-    assert re.search(r"proxy_lane_us .* ○", out)  # assumed
-    assert re.search(r"DeepEP c4 k1 .* ●", out)  # measured
-    assert "● measured  ◐ derived  ○ assumed" in out
-
-
 @pytest.mark.parametrize(
     ("dense", "needle"),
     [

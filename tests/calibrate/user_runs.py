@@ -1,4 +1,4 @@
-"""The runs a user hands to `calibrate`, as the io and calibrate tests read them: the shared AIPerf
+"""The runs a user hands to `calibrate`, as the io, fit and calibrate tests read them: the shared AIPerf
 exports (tests/fixtures/aiperf, with hand-made ones in aiperf_extra), the TRT-LLM conc-4 pair
 assembled, fitted and fingerprinted the way the command does it, and the CLI helpers the
 calibrate tests share.

@@ -81,3 +81,20 @@ def test_transport_figures_are_read_by_transport() -> None:
     assert a.transport_figures("efa-gda") == {"wire_efficiency": 0.5}
     assert a.transport_figures("efa") == {}  # a prefix of a name is not the name
     assert CATALOG.transport_figures("efa-proxy") == {}
+
+
+def test_assumptions_are_values() -> None:
+    """A changed constant is a new value, tagged assumed and saying so; the catalog's own
+    (`CATALOG`) is untouched, and equal changes make equal, hashable values (cache keys)."""
+    base = const("hbm_efficiency")
+    a = CATALOG.changed(hbm_efficiency=0.9)
+    assert a.const("hbm_efficiency").value == 0.9
+    assert a.const("hbm_efficiency").tag is Tag.ASSUMED
+    assert a.const("hbm_efficiency").source == "hbm_efficiency set to 0.9 (sensitivity case)"
+    b = a.changed(compute_efficiency=0.5)
+    assert b.const("hbm_efficiency").value == 0.9 and b.const("compute_efficiency").value == 0.5
+    assert a.const("compute_efficiency").value == load_constants()["compute_efficiency"].value
+    assert CATALOG.const("hbm_efficiency") is base
+    assert b == CATALOG.with_values({"compute_efficiency": 0.5, "hbm_efficiency": 0.9})
+    assert hash(b) == hash(CATALOG.changed(compute_efficiency=0.5, hbm_efficiency=0.9))
+    assert Assumptions() == CATALOG and a != CATALOG

@@ -1,4 +1,6 @@
-"""Instance prices: an input tagged assumed, cited with a date, always overridable."""
+"""Instance prices (`catalog/hardware.py`): an input tagged assumed, cited with a date, always
+overridable, and each of a kind (`price_kind`: on-demand, capacity block, quote) that a row
+with a price must state."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import pytest
 
 from deepep_calc import Scenario, evaluate
 from deepep_calc.base.quantity import Tag
-from deepep_calc.catalog.hardware import load_instances
+from deepep_calc.base.records import RecordError
+from deepep_calc.catalog.hardware import PRICE_KINDS, Instance, load_instances
 
 AWS = [name for name, i in load_instances().items() if i.fabric == "efa"]
 
@@ -53,3 +56,15 @@ def test_unpriced_instance_takes_the_override() -> None:
         pytest.fail("p6-b300 got a price: extend the test above to it")
     priced = evaluate(Scenario(instance="p6-b300", transport="efa-gda", price_per_hour=150.0))
     assert math.isfinite(priced.arms["allgather"].usd_per_mtok.scalar)
+
+
+def test_every_catalog_price_has_a_kind() -> None:
+    for name, inst in load_instances().items():
+        assert (inst.price_kind is None) == (inst.price_per_hour is None), name
+        assert inst.price_kind is None or inst.price_kind in PRICE_KINDS
+    kinds = {n: i.price_kind for n, i in load_instances().items() if i.price_kind}
+    assert kinds == {"p5": "capacity-block", "p5en": "on-demand", "p6-b200": "quote"}
+    row = load_instances()["p5en"].as_dict()
+    row["price_kind"] = None
+    with pytest.raises((RecordError, ValueError)):
+        Instance.validate(row)

@@ -158,3 +158,16 @@ def test_no_bands_before_they_are_first_generated(tmp_path: Path, monkeypatch: p
         assert kv.load_disagg_bands() == {}
     finally:
         load_disagg_bands.cache_clear()
+
+
+def test_catalog_rows_have_sources_and_every_engine_has_kv_facts():
+    for t in load_kv_transports().values():
+        assert t.curve_source
+        for p in t.point:
+            assert p.source and p.tag in ("measured", "derived", "assumed")
+    assert set(load_engine_kv()) == set(load_engines())
+    for e in load_engines():
+        ekv = engine_kv(e)
+        assert ekv.default_kv_transport in ekv.connectors
+        assert ekv.block_source and ekv.stream_source and ekv.prefill_batch_source
+        assert not math.isnan(ekv.block_tokens)

@@ -1,8 +1,11 @@
 """`catalog/measured.py`: the measured serving cells (the calibration data) and the measured
 facts (`data/measured.toml`). A cell's legs, its decode step from what was exported, its
-figures as measured quantities naming the cell, and the cells by shape."""
+figures as measured quantities naming the cell, the cells by shape (rebuilt when the cells
+loaded change), and each cell's steady-state aggregate against the AIPerf export of its run."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 
@@ -20,6 +23,9 @@ from deepep_calc.catalog.measured import (
 )
 from deepep_calc.catalog.model_catalog import load_models
 from deepep_calc.catalog.transports import load_transports
+from deepep_calc.io.aiperf import load_aiperf
+from estimate.shared import CALIBRATION_CELL as CAL
+from paths import TESTS
 
 CELLS = load_cells()
 
@@ -91,3 +97,54 @@ def test_cells_by_shape_holds_every_cell_under_its_shape_in_catalog_order() -> N
         ids = [order.index(c.id) for c in cells]
         assert ids == sorted(ids)
     assert cells_by_shape() is by_shape  # built once for the cells loaded
+
+
+def test_the_shape_index_follows_the_cells_it_was_built_from(monkeypatch) -> None:
+    """The index is rebuilt when `load_cells` hands out other cells (a reloaded catalog)."""
+    from deepep_calc.catalog import measured
+
+    real = measured.cells_by_shape()
+    fake = {"x": CAL.copy(id="x", concurrency=999)}
+    monkeypatch.setattr(measured, "load_cells", lambda: fake)
+    assert measured.cells_by_shape() == {(999, CAL.isl, CAL.osl, CAL.nodes): (fake["x"],)}
+    monkeypatch.undo()
+    assert measured.cells_by_shape() == real
+
+
+AIPERF = TESTS / "fixtures" / "aiperf"
+
+
+_RUN = "qwen3-30b-a3b-fp8_ep16_2xp5en"
+
+
+EXPORTS = {  # catalog cell, arm -> that run's AIPerf export
+    ("trt-ab-k1-c4", "deepep"): f"trtllm-0.21_{_RUN}_deepep-epnc1_c4_isl120.json",
+    ("trt-ab-k1-c4", "allgather"): f"trtllm-0.21_{_RUN}_dense-allgather_c4_isl120.json",
+    **{(f"trt-shim-c{c}", "deepep"): f"trtllm-0.21_{_RUN}_deepep-shim_c{c}_isl120.json" for c in (4, 8, 32)},
+    **{
+        (f"vllm-k{k}-c{c}", "deepep"): f"vllm-0.24_{_RUN}_deepep-epnc{k}_c{c}_isl120.json"
+        for k in (1, 8)
+        for c in (4, 8, 32)
+    },
+    **{
+        (f"sglang-k8-c{c}", "deepep"): f"sglang-0.5.11_{_RUN}_deepep-epnc8_c{c}_isl120.json"
+        for c in (4, 8, 32)
+    },
+}
+
+
+@pytest.mark.parametrize(("cell", "leg"), list(EXPORTS), ids=lambda x: str(x))
+def test_a_catalog_steady_state_aggregate_is_its_exports(cell: str, leg: str) -> None:
+    """The catalog carries a steady-state aggregate exactly where the run's own export shows a
+    first-wave cold start (io/aiperf/cold_start.py, the rule `calibrate` applies to a
+    user's runs), with the value that rule derives from it."""
+    run = load_aiperf(AIPERF / EXPORTS[cell, leg])
+    c = load_cells()[cell]
+    m = c.leg(leg)
+    assert m is not None and run.aggregate_tok_s is not None and m.aggregate_tok_s is not None
+    assert math.isclose(m.aggregate_tok_s, run.aggregate_tok_s.scalar, rel_tol=0.01)  # the same run
+    if run.steady_aggregate_tok_s is None:
+        assert m.steady_aggregate_tok_s is None
+        return
+    assert m.steady_aggregate_tok_s is not None and "cold start" in c.cold_start
+    assert math.isclose(m.steady_aggregate_tok_s, run.steady_aggregate_tok_s.scalar, abs_tol=0.01)

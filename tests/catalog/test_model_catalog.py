@@ -1,11 +1,9 @@
 """`catalog/model_catalog.py`: the preset catalog. Every row loads, matches shared
 facts/models.md and resolves by name or HF id (`find_model`, and `io/hf_config.py:
-resolve_model`, which reads a config.json path when no preset is named); a malformed row is
-named by preset and field."""
+resolve_model` for a preset; its reading of a config.json path is `tests/io/test_hf_config.py`'s);
+a malformed row is named by preset and field."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
@@ -324,29 +322,6 @@ def test_resolve_preset_case_insensitive(text: str) -> None:
 
 def test_resolve_by_hf_id() -> None:
     assert resolve_model("Qwen/Qwen3-30B-A3B-FP8").name == "qwen3-30b-a3b-fp8"
-
-
-def test_resolve_paths_to_config_json() -> None:
-    spec = resolve_model(str(FIXTURES / "mixtral-8x7b"))
-    assert spec.source.startswith("config.json at ")
-    assert spec.experts == 8
-    by_file = resolve_model(str(FIXTURES / "mixtral-8x7b" / "config.json"))
-    assert by_file.as_dict(exclude={"source"}) == spec.as_dict(exclude={"source"})
-
-
-def test_resolve_relative_folder_without_slash(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(FIXTURES)
-    spec = resolve_model("glm-4.5")  # a preset name beats a same-named folder
-    assert spec.source.startswith("HF config.json")
-    monkeypatch.chdir(FIXTURES / "dbrx")
-    assert resolve_model("config.json").source.startswith("config.json at ")
-
-
-def test_resolve_missing_json_path_is_a_file_error(tmp_path: Path) -> None:
-    with pytest.raises(CalcError) as info:
-        resolve_model(str(tmp_path / "nope.json"))
-    assert "no such file" in info.value.message
-    assert "\n" not in info.value.message
 
 
 @pytest.mark.parametrize("text", ["deepseek-v4", "", "llama-3"])

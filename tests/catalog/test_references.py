@@ -95,3 +95,9 @@ def test_reference_models_are_valid_and_no_preset_s_namesake() -> None:
 def test_each_source_not_compared_says_why() -> None:
     rows = not_compared()
     assert rows and all(r.reference and r.why for r in rows)
+
+
+def test_references_not_in_the_catalog_are_listed_with_why() -> None:
+    listed = {n.reference.split("]")[0] + "]": n.why for n in not_compared()}
+    assert "Hy4-preview is not in the model catalog" in listed["[HY4PD]"]
+    assert "admission-limited" in listed["[IXK25]"]

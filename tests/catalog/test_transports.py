@@ -1,6 +1,8 @@
 """`catalog/transports.py`: DeepEP transports (`data/transports.toml`), the kernel references
-that pin each, `--transport` with the figures a what-if changes, and the route DeepEP's
-exchange rides (the configured transport across nodes, NVLink inside one)."""
+that pin each, `--transport` with the figures a what-if changes, the route DeepEP's exchange
+rides (the configured transport across nodes, NVLink inside one), every transport's library
+either mapped to an engine backend (`data/engines.toml`) or one no engine loads, and the
+references of a removed code path (pure RDMA) out of scope."""
 
 from __future__ import annotations
 
@@ -166,3 +168,28 @@ def test_a_kernel_s_route_is_set_by_the_nodes_its_ep_group_spans(
 def test_deepep_route_names_nvlink_on_one_node() -> None:
     assert deepep_route("efa-proxy", 1) == "NVLink"
     assert deepep_route("efa-proxy", 2) == "efa-proxy"
+
+
+def test_every_transport_library_is_loaded_or_explained() -> None:
+    """A library added to transports.toml without an engine mapping is caught here."""
+    from deepep_calc.catalog.engines import load_engines
+    from deepep_calc.catalog.transports import load_transports
+
+    libraries = {t.library for t in load_transports().values()}
+    for name in ("vllm", "sglang"):
+        mapped = set(load_engines()[name].deepep_backend)
+        assert mapped <= libraries
+        assert libraries - mapped == {"pplx-garden", "research"}
+
+
+def test_pure_rdma_runs_are_out_of_scope() -> None:
+    """An IB campaign whose single-node (EP8) figure is over 2x the NVLink-forwarding EP8 figure
+    ran the removed pure-RDMA path: its rows are out of scope, like the README's pure-RDMA rows."""
+    t = load_transports()["ib-ibgda"]
+    nvlink_ep8 = next(r.total for r in t.references() if r.ep == 8 and r.in_scope and r.trust == "measured")
+    by_source: dict[str, list] = {}
+    for r in t.references():
+        by_source.setdefault(r.source.split(",")[0].removesuffix(" EP8"), []).append(r)
+    for refs in by_source.values():
+        if any(r.ep == 8 and r.total > 2 * nvlink_ep8 for r in refs):
+            assert not any(r.in_scope for r in refs), refs[0].source

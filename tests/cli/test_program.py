@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 import pytest
 
-from cli_runner import run_cli
+from cli_runner import run, run_cli
 from deepep_calc.cli import program
 from paths import TESTS
 
@@ -28,10 +28,6 @@ def _is_q(d: dict) -> bool:
     if keys == Q_KEYS:
         return True
     return keys == Q_KEYS | BAND_KEYS and d["tag"] != "measured" and d["low"] <= d["value"] <= d["high"]
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    return run_cli(capsys, *argv)
 
 
 def test_default_card_shows_calibration(capsys: pytest.CaptureFixture[str]) -> None:
@@ -115,13 +111,6 @@ def test_catalog_commands(cmd: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and len(rows) >= 3 and all("name" in r for r in rows)
     code, text, _ = run([cmd], capsys)
     assert code == 0 and rows[0]["name"] in text
-
-
-def test_instances_show_visible_unit_conversion(capsys: pytest.CaptureFixture[str]) -> None:
-    _, out, _ = run(["instances", "--json"], capsys)
-    p5en = next(r for r in json.loads(out) if r["name"] == "p5en")
-    assert p5en["network_gb_s_per_gpu_per_dir"] == 50.0
-    assert "3200 Gb/s" in p5en["network_conversion"] and "/ 8 bit/B" in p5en["network_conversion"]
 
 
 @pytest.mark.parametrize(
@@ -335,3 +324,13 @@ def test_a_signal_outside_a_file_section_stops_at_once() -> None:
 def test_stopped_is_not_an_exception_a_handler_could_swallow() -> None:
     assert issubclass(program.Stopped, BaseException) and not issubclass(program.Stopped, Exception)
     assert program.Stopped(1).args == (1,)
+
+
+def test_cli_json_has_the_deployment_and_the_nodes_are_p_plus_d(capsys):
+    code, out, _ = run_cli(capsys, "evaluate", "--disagg", "1P3D", "--model", "deepseek-v3", "--json")
+    assert code == 0
+    j = json.loads(out)
+    assert j["scenario"]["nodes"] == 4 and j["scenario"]["prefill_nodes"] == 1
+    assert j["disaggregated"]["layout"] == "1P3D"
+    code, out, _ = run_cli(capsys, "evaluate", "--json")
+    assert json.loads(out)["disaggregated"] is None

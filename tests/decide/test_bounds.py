@@ -2,7 +2,8 @@
 
 The figures are the arms' own (`estimate/bounds.py`); here, the wording around them, the single
 changes tried and their order, and how a what-if the caller cannot run is skipped. The what-ifs
-are stand-ins: one that refuses every change, one that answers only some.
+are stand-ins: one that refuses every change, one that answers only some. Last, the two lines
+in the Why of a real evaluation.
 """
 
 from __future__ import annotations
@@ -114,3 +115,14 @@ def test_the_take_over_load_is_never_in_exponent_notation() -> None:
 def test_a_take_over_factor_keeps_two_digits_written_out(factor: float, shown: str) -> None:
     """Two significant digits, as before, but past 100 in plain digits: 404 reads 400, not 4e+02."""
     assert _times(factor) == shown
+
+
+def test_the_why_names_the_bound_and_what_would_move_it() -> None:
+    v = evaluate(Scenario()).verdict
+    why = [r for r in v.reasons if r.startswith("What bounds each step")]
+    move = [r for r in v.reasons if r.startswith("What would move DeepEP's bound")]
+    assert len(why) == 1 and len(move) == 1
+    assert "host launches" in why[0] and "2.2 %" in why[0]
+    assert "--cuda-graphs" in move[0] and "would take over at" in move[0]
+    graphs = evaluate(Scenario(model="deepseek-v3", nodes=2, engine="sglang", cuda_graphs=True)).verdict
+    assert any(r.startswith("What would move DeepEP's bound (HBM reads)") for r in graphs.reasons)

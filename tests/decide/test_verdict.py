@@ -4,8 +4,9 @@ Issue 10's defects that the rule itself answers: the comparison is like with lik
 it set aside, a ratio is quoted only between arms that both run, the title names the arm the
 headline and the flags name, a sweep's codes ignore bands; then the rule's boundaries on results
 altered by hand (each would let a mutant of the rule survive: `benchmarks/mutation.py` runs this
-file against `decide/verdict.py`). The deciding comparison is `test_verdict_deciding.py`'s; the
-headline's words are `test_headline.py`'s, the reasons' `test_explain.py`'s.
+file against `decide/verdict.py`), and a target some arm meets recommends that arm. The
+deciding comparison is `test_verdict_deciding.py`'s; the headline's words are
+`test_headline.py`'s, the reasons' `test_explain.py`'s.
 """
 
 from __future__ import annotations
@@ -248,3 +249,10 @@ def test_deepep_wins_only_by_beating_every_arm_in_contention() -> None:
     assert replica * 1.05 < allgather * 1.5
     assert code_with(1.5) == "deepep"
     assert code_with(0.8) == "dense"  # allgather beats it: no win with the replicas gone either
+
+
+def test_when_an_arm_meets_the_target_the_recommended_one_does() -> None:
+    v = evaluate(Scenario(slo_tok_s=20)).verdict  # DeepEP 19.6 misses, allgather 27.6 meets
+    assert v.status == "ok" and v.recommended_arm == "allgather"
+    v = evaluate(Scenario(ttft_ms=50)).verdict
+    assert v.status == "targets_missed" and v.headline.startswith("No arm meets the 50 ms TTFT ceiling")

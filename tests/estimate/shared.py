@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 
 from cli_runner import run_cli
+from deepep_calc.catalog.measured import load_cells
+from deepep_calc.estimate.disagg import compute_with_disagg
+from deepep_calc.question.scenario import Scenario, resolve
 from paths import FIXTURES
 
 # The calibration A/B's fixed fields: Qwen3-30B-A3B-FP8 on 2x p5en, TRT-LLM, efa-proxy at
@@ -25,6 +28,9 @@ CALIBRATION_FIELDS = dict(
 
 # DeepSeek-V3 on vLLM under CUDA graphs: the replicas' one-node layout is a real choice there.
 DSV3_VLLM = {"model": "deepseek-v3", "engine": "vllm", "cuda_graphs": True}
+
+# The calibration A/B's cell at concurrency 32 and EP_NUM_COMMS=8, the default scenario's.
+CALIBRATION_CELL = load_cells()["trt-ab-k8-c32"]
 
 HF = FIXTURES / "hf"
 QWEN_CONFIG = HF / "qwen3-30b-a3b-fp8" / "config.json"  # the calibrated preset's own config.json
@@ -44,3 +50,8 @@ def evaluate_refused(capsys: pytest.CaptureFixture[str], *args: Any) -> str:
     assert code == 2 and not out, (code, out)
     assert err.count("\n") == 1 and "Traceback" not in err
     return err
+
+
+def disagg(**kw):
+    """The disaggregated deployment of `Scenario(**kw)`, computed without the verdict."""
+    return compute_with_disagg(resolve(Scenario(**kw))).disaggregated

@@ -5,7 +5,9 @@ evaluates, why an arm cannot run (split, reach, memory, queue, in that order), t
 layout no arm can split (one line naming the field, the value and what splits), the running
 capacity the planner sizes its search with, and when an arm's combination counts as covered by
 references. The replicas arm's choice of one-node layout is `test_arms_replicas.py`'s, the
-three-valued targets `test_arms_target_status.py`'s.
+three-valued targets `test_arms_target_status.py`'s; the scenarios `resolve` refuses before any
+arm is computed (NVLink across nodes, a prompt past the context window)
+`tests/question/test_scenario.py`'s.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from cli_runner import run_cli
 from deepep_calc import Scenario, evaluate
 from deepep_calc.base.errors import InputError
 from deepep_calc.decide.verdict import classify_codes
@@ -186,15 +187,6 @@ def test_an_arm_is_covered_only_where_references_cover_its_combination() -> None
 # Reach, splits and the prompt ceiling through evaluate (issue 10) -------------------------------
 
 
-def test_nvlink_across_nodes_is_refused_like_the_kernel_command(capsys: pytest.CaptureFixture[str]) -> None:
-    err = _refused(
-        capsys, "--transport", "nvlink", "--nodes", "8", "--model", "deepseek-v3", "--concurrency", 512
-    )
-    assert "--transport: 'nvlink' is not allowed" in err and "one node" in err and "efa-gda" in err
-    code, _, kerr = run_cli(capsys, "kernel", "--transport", "nvlink", "--ep", 32)
-    assert code == 2 and "nvlink" in kerr  # the same refusal the kernel query gives
-
-
 def test_nvlink_on_one_node_is_answered(capsys: pytest.CaptureFixture[str]) -> None:
     doc = _json(capsys, "--transport", "nvlink", "--nodes", "1")
     assert doc["arms"]["deepep"]["feasible"]
@@ -221,16 +213,6 @@ def test_an_unsplittable_layout_is_an_input_error_not_capacity(
 ) -> None:
     err = _refused(capsys, *args)
     assert field in err and needle in err and "CAPACITY" not in err
-
-
-def test_a_sweep_refuses_an_unsplittable_combination_as_evaluate_does() -> None:
-    from deepep_calc.whatif.sweep.grid import sweep_grid
-
-    with pytest.raises(InputError, match="--gpus-per-node: 3 is not allowed"):
-        sweep_grid({"gpus_per_node": "3,8", "nodes": "1,2"})
-    with pytest.raises(InputError, match="--experts: 100 is not allowed"):
-        sweep_grid({"experts": "100", "nodes": "1:4"})
-    assert sweep_grid({"experts": "100", "nodes": "1:4", "alternative": "tp"}).rows == 4
 
 
 def test_one_expert_config_is_refused_naming_the_model(tmp_path: Path) -> None:
@@ -271,8 +253,3 @@ def test_the_prompt_ceiling_is_ten_minutes_unless_the_user_allows_more() -> None
     assert not evaluate(slow).arms["allgather"].feasible
     patient = evaluate(slow.copy(**{"ttft_ms": 36_000_000.0}))
     assert patient.arms["allgather"].feasible
-
-
-def test_isl_beyond_the_context_window_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    err = _refused(capsys, "--isl", "1000000")
-    assert "--isl: 1000000" in err and "40,960" in err and "context window" in err

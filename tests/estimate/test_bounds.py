@@ -5,19 +5,29 @@ the bound is read off the model's own step (also where a measured cell replaces 
 shown), its parts add up to that step, each figure carries the band of its kind (the kernel
 band for DeepEP's exchange across nodes, the step band otherwise, the wider one for a
 combination no reference covers), a NIC is never busier than all the time, and a pass over
-many rows names no single bound.
+many rows names no single bound. Then every arm's bounds in `Result.to_json()` (valid against
+the API's schema) for the scenarios every face must state (`tests/report/bound_cases.py`), and
+the NIC busy figure at the default scenario against the measured ~2.2 % with its band: the
+model lands below it (about 1.1 % of the exchange's time, 0.8-1.25 %), and that is reported,
+not tuned; the strict xfail turns red the day the two meet.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
-from deepep_calc import Scenario
+from deepep_calc import Scenario, evaluate
 from deepep_calc.base.quantity import Q
+from deepep_calc.catalog.measured import load_facts
 from deepep_calc.estimate.bounds import _at_most_all
 from deepep_calc.estimate.compute import compute
+from deepep_calc.physics.bounds import BOUNDS, EXCHANGE_BOUNDS
 from deepep_calc.question.scenario import resolve
+from deepep_calc.web.schemas import EvaluateResponse
+from report.bound_cases import CASES
 
 
 @pytest.fixture(scope="module")
@@ -89,3 +99,61 @@ def test_one_scenarios_bounds_in_json_and_none_for_a_pass_over_many_rows() -> No
     )
     swept = compute(resolve(Scenario()).vary(concurrency=np.array([8.0, 32.0]))).arms["deepep"].bounds
     assert swept.many and swept.to_json() == {} and swept.take_over is None
+
+
+@pytest.mark.parametrize(
+    "fields", CASES, ids=lambda f: ",".join(f"{k}={v}" for k, v in f.items()) or "calibration"
+)
+def test_every_arm_says_what_bounds_it_in_the_json(fields: dict) -> None:
+    data = evaluate(Scenario(**fields)).to_json()
+    EvaluateResponse.model_validate(data)  # the API's published contract
+    for name, arm in data["arms"].items():
+        b = arm["bound"]
+        assert b["name"] in BOUNDS and b["label"]
+        assert b["path"] in ("cpu", "gpu")
+        assert math.isclose(
+            sum(q["value"] for q in b["parts_ms"].values()), b["step_ms"]["value"], rel_tol=1e-9
+        )
+        assert b["part_ms"]["value"] <= b["step_ms"]["value"] * (1 + 1e-12)
+        for q in (b["part_ms"], b["step_ms"], arm["nic_busy_pct"], arm["nic_busy_exchange_pct"]):
+            assert q["tag"] in ("derived", "assumed") and "low" in q and "high" in q, name
+        assert arm["exchange_bound"]["name"] in EXCHANGE_BOUNDS
+        assert 0.0 <= arm["nic_busy_pct"]["value"] <= arm["nic_busy_exchange_pct"]["value"] <= 100.0
+        assert arm["nic_busy_exchange_pct"]["high"] <= 100.0
+        over = b["takes_over"]
+        if over is not None:
+            assert over["name"] != b["name"] and over["factor"]["value"] > 1.0
+        assert arm["breakdown_ms"].keys() == {
+            "engine",
+            "hbm",
+            "compute",
+            "kernels",
+            "moe_comm",
+            "prefill",
+            "proxy",
+        }
+
+
+NIC_MEASURED_PCT = load_facts()["nic_utilisation"].q().value * 100.0
+
+
+def test_nic_busy_at_the_calibration_scenario_is_what_the_model_counts() -> None:
+    """2x p5en, Qwen3-30B, efa-proxy, concurrency 32: 4.6 MB a step over 8.7 ms of exchange at
+    50 GB/s per GPU is 1.07 % (kernel band 0.82-1.25 %); over the 51.4 ms step 0.18 %. The
+    measured figure (~2.2 %, method not published) lies above the band: reported, not tuned."""
+    dee = evaluate(Scenario()).arms["deepep"].bounds
+    ex, step = dee.nic_busy_exchange_pct, dee.nic_busy_pct
+    assert ex.scalar == pytest.approx(1.07, abs=0.01) and step.scalar == pytest.approx(0.18, abs=0.005)
+    assert ex.low < ex.scalar < ex.high and step.low < step.scalar < step.high
+    assert ex.high < NIC_MEASURED_PCT  # the miss, stated: the band stops short of 2.2 %
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the model counts 1.07 % (0.82-1.25 %) of the exchange's time against ~2.2 % measured "
+    "(method not published): docs/model.md, 'What bounds the step'",
+)
+def test_nic_busy_at_the_calibration_scenario_lands_on_the_measured_2_2_pct() -> None:
+    dee = evaluate(Scenario()).arms["deepep"].bounds
+    q = dee.nic_busy_exchange_pct
+    assert q.low <= NIC_MEASURED_PCT <= q.high

@@ -32,9 +32,8 @@ from deepep_calc.fit.observations import cell_scenario
 from deepep_calc.question.scenario import resolve
 from paths import TESTS
 
+from .shared import CALIBRATION_CELL as CAL
 from .shared import QWEN_CONFIG
-
-CAL = load_cells()["trt-ab-k8-c32"]
 
 
 def _cell(**changes: object) -> Cell:
@@ -300,18 +299,6 @@ def test_the_index_comparison_is_not_vacuous() -> None:
     assert len(OWN) >= 8 and len(found) >= len(OWN) // 2
 
 
-def test_the_shape_index_follows_the_cells_it_was_built_from(monkeypatch) -> None:
-    """The index is rebuilt when `load_cells` hands out other cells (a reloaded catalog)."""
-    from deepep_calc.catalog import measured
-
-    real = measured.cells_by_shape()
-    fake = {"x": CAL.copy(id="x", concurrency=999)}
-    monkeypatch.setattr(measured, "load_cells", lambda: fake)
-    assert measured.cells_by_shape() == {(999, CAL.isl, CAL.osl, CAL.nodes): (fake["x"],)}
-    monkeypatch.undo()
-    assert measured.cells_by_shape() == real
-
-
 # A config.json, a profile's own cells, DeepEP-only knobs ----------------------------------------
 
 
@@ -375,3 +362,8 @@ def test_the_allgather_measurement_holds_across_deepep_only_knobs() -> None:
         assert r.verdict.compared.basis == "model"  # so the rule compares model with model
     k1 = evaluate(Scenario(comms=1, concurrency=4))
     assert k1.arms["allgather"].measured_cell == "trt-ab-k1-c4"  # the exact pair comes first
+
+
+def test_the_tax_at_the_default_scenario_is_derived_from_the_cells() -> None:
+    r = evaluate(Scenario())
+    assert r.tax_ms_per_token.scalar == pytest.approx(1000 / 19.62 - 1000 / 27.57)

@@ -3,19 +3,25 @@
 Pinned directly: the arms computed, the DeepEP / alternative ratio and its band (the near band
 where references cover both arms' combinations, the wider one otherwise; none between two
 measurements), the reuse of the non-DeepEP arms for a knob only DeepEP reads, and the table
-a caller hands in. Then the model's own figures near the default scenario (the substitution
-aside): flat across load, and not reproduced by construction.
+a caller hands in (with the assumptions it was fitted under, which no other evaluation running
+beside it sees). Then the model's own figures near the default scenario (the substitution
+aside): flat across load. That the fit does not reproduce the measured steps by construction is
+`tests/fit/test_engines.py`'s.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 import pytest
 
 from deepep_calc import Scenario
 from deepep_calc.base.quantity import Tag
+from deepep_calc.catalog.constants import CATALOG, Assumptions
 from deepep_calc.estimate.compute import compute
 from deepep_calc.estimate.result import table_for
+from deepep_calc.fit.build import built_in_table
 from deepep_calc.question.scenario import resolve
 
 from .shared import CALIBRATION_FIELDS as CAL
@@ -90,21 +96,6 @@ def test_values_may_be_arrays() -> None:
 # The model's own figures near the default scenario --------------------------------------------
 
 
-def test_the_fit_is_not_exactly_determined_for_trtllm() -> None:
-    """The TRT-LLM constants rest on more observations than unknowns: dense arms pin the launch
-    cost (4 cells, 1 unknown), DeepEP arms the proxied host cost (7 runs, 2 unknowns), so the
-    model misses each measured step by a little instead of hitting every one by construction."""
-    from deepep_calc.accuracy.validate import validate
-    from deepep_calc.fit.observations import observations
-
-    trt = {o.id for o in observations() if o.engine == "trtllm" and o.step_ms is not None}
-    rows = [r for r in validate().rows if r.kind == "step" and r.reference in trt]
-    errors = [abs(r.error) for r in rows]
-    assert len(rows) == len(trt) == 11  # 4 A/B pairs x 2 sides + 3 shim runs
-    assert max(errors) < 0.04  # close ...
-    assert sum(e > 1e-3 for e in errors) >= 8  # ... but not reproduced by construction
-
-
 def test_model_prediction_near_the_default_scenario_stays_flat() -> None:
     """Without the measured substitution the model lands within 4 % of the flat lines at every
     regime (concurrency 32, ISL 2048): the step is a fixed cost, as measured."""
@@ -113,3 +104,50 @@ def test_model_prediction_near_the_default_scenario_stays_flat() -> None:
         assert float(res.arms["deepep"].per_user_tok_s.value[0]) == pytest.approx(19.62, rel=0.04)
         assert float(res.arms["allgather"].per_user_tok_s.value[0]) == pytest.approx(27.57, rel=0.04)
         assert res.arms["deepep"].per_user_tok_s.tag is Tag.ASSUMED
+
+
+def test_compute_runs_under_the_tables_assumptions() -> None:
+    """`compute(r, table=...)` evaluates the question under the assumptions its table was fitted
+    under: the same answer as a question resolved under them, and its transport's changed
+    figure is the one the arms see."""
+    key = "transport:efa-gda:wire_efficiency"
+    low = CATALOG.with_values({key: 0.3})
+    s = Scenario(model="deepseek-v3", nodes=2, transport="efa-gda", concurrency=64, isl=4096)
+    table = built_in_table(low)
+    via_table = compute(resolve(s), table=table)
+    direct = compute(resolve(s, assumptions=low))
+    assert via_table.resolved.assumptions == low
+    assert via_table.resolved.transport.wire_efficiency == 0.3
+    assert via_table.arms["deepep"].step_ms.scalar == direct.arms["deepep"].step_ms.scalar
+    assert via_table.arms["deepep"].step_ms.scalar != compute(resolve(s)).arms["deepep"].step_ms.scalar
+
+
+def test_a_what_if_does_not_leak_into_another_evaluation() -> None:
+    """Two threads evaluate the same question, one under a changed constant: each gets the
+    figures it would get alone (no state is shared between them)."""
+    scenario = Scenario(model="deepseek-v3", nodes=2)
+    slow = CATALOG.changed(hbm_efficiency=0.55)
+
+    def step_ms(assumptions: Assumptions) -> float:
+        r = resolve(scenario, assumptions=assumptions)
+        return compute(r, table=built_in_table(assumptions)).arms["deepep"].step_ms.scalar
+
+    alone = {"self": step_ms(slow), "other": step_ms(CATALOG)}
+    assert alone["self"] != pytest.approx(alone["other"])
+    seen: dict[str, float] = {}
+    inside = threading.Event()
+    done = threading.Event()
+
+    def other() -> None:
+        inside.wait(5)
+        seen["other"] = step_ms(CATALOG)
+        done.set()
+
+    t = threading.Thread(target=other)
+    t.start()
+    r = resolve(scenario, assumptions=slow)
+    inside.set()
+    done.wait(5)
+    seen["self"] = compute(r, table=built_in_table(slow)).arms["deepep"].step_ms.scalar
+    t.join(5)
+    assert seen == alone

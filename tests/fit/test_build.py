@@ -95,3 +95,17 @@ def test_other_assumptions_refit_the_table_and_keep_the_shipped_bands() -> None:
     assert table.assumptions == slower and table is not built_in_table()
     assert table.bands == built_in_table().bands
     assert table.kernel_floor_us.scalar != built_in_table().kernel_floor_us.scalar
+
+
+def test_the_fit_is_redone_under_other_assumptions() -> None:
+    """A slower HBM leaves more of each graph-mode step to the fitted per-kernel floor: the
+    table is refitted (and cached apart, on the assumptions value) and says what it was fitted
+    under; the shipped one is still the catalog's."""
+    base = built_in_table()
+    slow = CATALOG.changed(hbm_efficiency=0.6)
+    refit = built_in_table(slow)
+    assert refit is not base
+    assert refit.assumptions == slow and base.assumptions == CATALOG
+    assert refit.kernel_floor_us.scalar != pytest.approx(base.kernel_floor_us.scalar)
+    assert built_in_table(CATALOG.changed(hbm_efficiency=0.6)) is refit
+    assert built_in_table() is base

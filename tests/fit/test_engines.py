@@ -1,5 +1,6 @@
-"""What an engine adds around its collectives stays with that engine and arm (issue #25), and
-every fitted constant says what it rests on.
+"""What an engine adds around its collectives stays with that engine and arm (issue #25), every
+fitted constant says what it rests on, and TensorRT-LLM's rest on more observations than
+unknowns (the model misses each measured step by a little, not by construction).
 
 vLLM's allgather-reducescatter path is the only one a dense run measures ([U926], [NIXL]); its
 term must not reach SGLang or TensorRT-LLM, nor the DeepEP arm of vLLM itself, nor vLLM's
@@ -17,7 +18,6 @@ import pytest
 from deepep_calc.estimate.compute import compute
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.question.scenario import Scenario, resolve
-from paths import REPO
 
 SCENARIOS = [
     Scenario(model="deepseek-v3", nodes=2, engine="sglang", cuda_graphs=True),
@@ -77,18 +77,16 @@ def test_every_fitted_constant_names_its_anchors() -> None:
         ), q
 
 
-def test_exactly_determined_constants_are_flagged_in_the_docs() -> None:
-    """docs/model.md's anchors table (generated) marks a constant with no more figures than
-    unknowns, so an in-sample 0 % is never read as accuracy; every such row also shows the
-    held-out miss. The calibration cell's engine constants rest on many runs, not on it."""
-    text = (REPO / "docs" / "model.md").read_text(encoding="utf-8")
-    block = text.split("<!-- BEGIN GENERATED: anchors -->")[1].split("<!-- END GENERATED: anchors -->")[0]
-    rows = [line.split(" | ") for line in block.strip().splitlines()[2:]]
-    assert rows
-    for cells in rows:
-        figures, free = int(cells[2]), int(cells[3])
-        assert ("exactly determined" in cells[6]) == (figures <= free), cells[0]
-        if figures <= free:
-            assert cells[5].endswith("%"), cells[0]  # its held-out miss is shown
-    trt = next(c for c in rows if c[0].startswith("| trtllm eager"))
-    assert int(trt[1]) >= 4 and int(trt[2]) > int(trt[3])
+def test_the_fit_is_not_exactly_determined_for_trtllm() -> None:
+    """The TRT-LLM constants rest on more observations than unknowns: dense arms pin the launch
+    cost (4 cells, 1 unknown), DeepEP arms the proxied host cost (7 runs, 2 unknowns), so the
+    model misses each measured step by a little instead of hitting every one by construction."""
+    from deepep_calc.accuracy.validate import validate
+    from deepep_calc.fit.observations import observations
+
+    trt = {o.id for o in observations() if o.engine == "trtllm" and o.step_ms is not None}
+    rows = [r for r in validate().rows if r.kind == "step" and r.reference in trt]
+    errors = [abs(r.error) for r in rows]
+    assert len(rows) == len(trt) == 11  # 4 A/B pairs x 2 sides + 3 shim runs
+    assert max(errors) < 0.04  # close ...
+    assert sum(e > 1e-3 for e in errors) >= 8  # ... but not reproduced by construction

@@ -1,6 +1,8 @@
 """Kernel constants from kernel references (`fit/kernels.py`): NVLink per library, each
 transport's leaving latency and cost per message, the fabric's shared costs, the fallbacks,
-and the instance factors.
+and the instance factors. Then on the catalog's references: each transport's pooled betas are
+the least-squares point of the log error, a transport whose designated reference is left out
+refits from its others, and a changed transport figure (a what-if) is refitted against.
 
 Synthetic references on p5en (8 GPUs, NVLink 450 GB/s per direction) at DeepSeek's shape (hidden
 7168, top-8 of 256, FP8): one selection moves 7,408 B out and 14,336 B back, 21,744 B in all.
@@ -15,10 +17,12 @@ from typing import Any
 
 import pytest
 
+from deepep_calc.accuracy.validate import kernel_prediction
 from deepep_calc.base.quantity import Q, Tag
-from deepep_calc.catalog.constants import CATALOG
+from deepep_calc.catalog.constants import CATALOG, Assumptions
+from deepep_calc.catalog.hardware import get_instance
 from deepep_calc.catalog.transports import KernelRef, Transport, get_transport, load_transports
-from deepep_calc.fit.build import built_in_table
+from deepep_calc.fit.build import built_in_table, fit_kernels
 from deepep_calc.fit.kernel_solve import figures, terms
 from deepep_calc.fit.kernels import (
     KernelRow,
@@ -39,6 +43,8 @@ from deepep_calc.fit.kernels import (
     spans_tokens,
 )
 from deepep_calc.fit.table import NvlinkFit, TransportFit
+from deepep_calc.physics.deepep import KernelShape, KernelSite, kernel_us
+from invariant_checks import kernel_log_loss
 
 GDA = get_transport("efa-gda")  # EFA, GPU-initiated, DeepEP 2.x, 1 issue lane, 0.95 of line rate
 UCCL = get_transport("efa-uccl")  # EFA, host proxy, UCCL-EP, 4 issue lanes
@@ -406,3 +412,83 @@ def test_a_time_below_the_fixed_pair_counts_as_one_microsecond() -> None:
     factors = fit_instance_factors([harness_row("p5en", 100.0), harness_row("p5", 190.0)], lambda t: 120.0)
     assert factors["p5"].scalar == pytest.approx(70.0, rel=1e-13)
     assert math.isfinite(factors["p5"].scalar)
+
+
+@pytest.mark.parametrize("name", ["efa-proxy", "efa-gda", "efa-nvshmem", "efa-uccl", "ib-ibgda"])
+def test_pooled_beta_minimises_the_log_error(name: str) -> None:
+    """The fitted beta is the least-squares point: moving either direction 3 % raises the loss."""
+    rows = kernel_rows()
+    table = fit_kernels(rows)
+    t = load_transports()[name]
+    fit = table.transports[name]
+
+    def loss(b_d: float, b_c: float) -> float:
+        trial = replace(
+            table,
+            transports={
+                **table.transports,
+                name: replace(
+                    fit,
+                    beta_dispatch_us=fit.beta_dispatch_us * (b_d / fit.beta_dispatch_us.scalar),
+                    beta_combine_us=fit.beta_combine_us * (b_c / fit.beta_combine_us.scalar),
+                ),
+            },
+        )
+        return kernel_log_loss(fit_rows(t, rows), trial)
+
+    b_d, b_c = fit.beta_dispatch_us.scalar, fit.beta_combine_us.scalar
+    best = loss(b_d, b_c)
+    for f_d, f_c in ((1.03, 1.0), (1 / 1.03, 1.0), (1.0, 1.03), (1.0, 1 / 1.03)):
+        assert loss(b_d * f_d, b_c * f_c) >= best - 1e-12, (name, f_d, f_c)
+
+
+def test_leaving_the_designated_reference_out_refits_from_the_others() -> None:
+    """The defect: leaving a transport's `role = "fit"` row out used to hand it the median of
+    its class (efa-gda 332 -> 819 us, +147 %), although its other references were still there."""
+    rows = kernel_rows()
+    primary = next(r for r in rows if r.transport.name == "efa-gda" and r.ref.role == "fit")
+    rest = [r for r in rows if r.key != primary.key]
+    fit = fit_kernels(rest).transports["efa-gda"]
+    assert fit.beta_dispatch_us.source.startswith("least squares on the log error of 9 references")
+    held = kernel_prediction(primary, fit_kernels(rest))["total"]
+    assert abs(held / primary.ref.total - 1.0) < 0.35
+    alone = fit_kernels([r for r in rest if r.transport.name != "efa-gda"]).transports["efa-gda"]
+    assert alone.beta_dispatch_us.source.startswith("no reference of efa-gda")  # unmeasured: class
+
+
+def _log_loss(name: str, table: object, assumptions: Assumptions) -> float:
+    from deepep_calc.fit.kernels import fit_rows, kernel_rows
+
+    return kernel_log_loss(fit_rows(get_transport(name, assumptions), kernel_rows(assumptions)), table)
+
+
+def test_kernel_fit_reruns_under_a_changed_transport_figure() -> None:
+    """The per-selection cost is refitted against the changed wire: under it the refit
+    reproduces the transport's references better than the built-in constants would."""
+    before = built_in_table().transports["efa-gda"]
+    low = CATALOG.with_values({"transport:efa-gda:wire_efficiency": 0.3})
+    assert get_transport("efa-gda", low).wire_efficiency == 0.3
+    table = built_in_table(low)
+    assert table.transports["efa-gda"].beta_combine_us.scalar != pytest.approx(before.beta_combine_us.scalar)
+    stale = replace(table, transports={**table.transports, "efa-gda": before})
+    assert _log_loss("efa-gda", table, low) < _log_loss("efa-gda", stale, low)
+    assert get_transport("efa-gda").wire_efficiency != 0.3  # the catalog's row is untouched
+
+
+def test_a_single_kernel_reference_stays_exact_under_a_changed_figure() -> None:
+    """A transport with one reference is refitted to it exactly, whatever its changed figure."""
+    t = get_transport("efa-native-cqpoll")
+    ref = t.reference
+    inst = get_instance(ref.instance)
+    shape = KernelShape(ref.tokens, ref.hidden, ref.topk, ref.experts)
+    half = CATALOG.with_values({"transport:efa-native-cqpoll:wire_efficiency": 0.5})
+    table = built_in_table(half)
+    k = kernel_us(
+        KernelSite(
+            get_transport("efa-native-cqpoll", half), inst, inst.gpus_per_node, ref.ep, ref.comms, ref.qps
+        ),
+        shape,
+        table.kernel_constants("efa-native-cqpoll", inst.name),
+    )
+    assert k["dispatch"].scalar == pytest.approx(ref.dispatch_us)
+    assert k["combine"].scalar == pytest.approx(ref.combine_us)

@@ -1,8 +1,9 @@
-"""Reading a config.json from disk (`io/hf_config.py`): a folder or the file itself, named after
-its folder; a preset taken by name or hub id before any file is looked for; every file-level
-failure is one line.
+"""Reading a config.json from disk (`io/hf_config.py`): a folder or the file itself (the same
+spec either way), named after its folder; a preset taken by name or hub id before any file is
+looked for, else a path read (`resolve_model`); every file-level failure is one line.
 
-What the parsed dict must hold (each family's fields) is `tests/catalog/test_hf_config.py`'s.
+What the parsed dict must hold (each family's fields) is `tests/catalog/hf/test_spec.py`'s and
+each family's `test_<family>.py` beside it.
 """
 
 from __future__ import annotations
@@ -13,17 +14,11 @@ from typing import Any
 
 import pytest
 
-from deepep_calc.base.errors import FileInputError, InputError
+from catalog.hf.configs import FIXTURE_NAMES, FIXTURES, _config
+from deepep_calc.base.errors import CalcError, FileInputError, InputError
 from deepep_calc.catalog.hf import MAX_CONFIG_BYTES
 from deepep_calc.io.hf_config import load_hf_config, resolve_model
 from one_line import assert_one_line
-from paths import TESTS
-
-FIXTURES = TESTS / "fixtures" / "hf"
-
-
-def _config(name: str) -> dict[str, Any]:
-    return json.loads((FIXTURES / name / "config.json").read_text("utf-8"))
 
 
 def test_missing_path(tmp_path: Path) -> None:
@@ -109,3 +104,34 @@ def test_a_preset_is_found_by_name_or_hub_id_before_any_file(
     with pytest.raises(FileInputError) as info:
         resolve_model("models/none/config.json")
     assert_one_line(info.value, "models/none/config.json", "no such file or folder")
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_file_and_folder_give_the_same_spec(name: str) -> None:
+    folder = load_hf_config(FIXTURES / name)
+    file = load_hf_config(FIXTURES / name / "config.json")
+    assert folder == file
+    assert folder.source == f"config.json at {FIXTURES / name / 'config.json'}"
+
+
+def test_resolve_paths_to_config_json() -> None:
+    spec = resolve_model(str(FIXTURES / "mixtral-8x7b"))
+    assert spec.source.startswith("config.json at ")
+    assert spec.experts == 8
+    by_file = resolve_model(str(FIXTURES / "mixtral-8x7b" / "config.json"))
+    assert by_file.as_dict(exclude={"source"}) == spec.as_dict(exclude={"source"})
+
+
+def test_resolve_relative_folder_without_slash(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(FIXTURES)
+    spec = resolve_model("glm-4.5")  # a preset name beats a same-named folder
+    assert spec.source.startswith("HF config.json")
+    monkeypatch.chdir(FIXTURES / "dbrx")
+    assert resolve_model("config.json").source.startswith("config.json at ")
+
+
+def test_resolve_missing_json_path_is_a_file_error(tmp_path: Path) -> None:
+    with pytest.raises(CalcError) as info:
+        resolve_model(str(tmp_path / "nope.json"))
+    assert "no such file" in info.value.message
+    assert "\n" not in info.value.message

@@ -5,18 +5,28 @@ per token over its 4 layers (`hand.py`). The toy node's line rate is 16 × 200 G
 Gb/s = 400 GB/s. The toy KV transport's curve (`CURVE`): 2 GB/s at 1 kB blocks, 32 at 100 kB,
 64 at 10 MB (the last point assumed), measured at 3,200 Gb/s per node; between two points
 log-log, so the geometric mean at the middle (in log) of two: 8 GB/s at 10 kB, 32√2 at 1 MB.
+
+Then the same formulas on catalog rows: the KV bytes of MLA, GQA, sliding-window and
+linear-attention presets worked from their configs (and carried unchanged into a deployment's
+figures), and the shipped KV transports' curves on p5en: their points, no software path faster
+than RDMA at any block, a transfer that shortens as its blocks grow.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
 import numpy as np
+import pytest
 
 from deepep_calc.base.quantity import Q, Tag
-from deepep_calc.catalog.kv_transports import CurvePoint, KvTransport, get_kv_transport
+from deepep_calc.catalog.hardware import get_instance
+from deepep_calc.catalog.kv_transports import CurvePoint, KvTransport, get_kv_transport, load_kv_transports
+from deepep_calc.io.hf_config import resolve_model
 from deepep_calc.physics import kv_transfer as kv
+from estimate.shared import disagg
 
 from .hand import TOY, TOY_INSTANCE, exact, q, val
 
@@ -155,3 +165,89 @@ def test_link_capacity_and_tokens_in_flight() -> None:
     cap = kv.link_capacity_req_s(Q.derived(4_096_000.0, "B", "hand"), 2.0, q(400.0, "GB/s"), 2)
     assert val(cap) == exact(97_656.25) and cap.unit == "req/s"
     assert kv.tokens_in_flight(1000, 32) == 32_000.0
+
+
+# The catalog's presets and KV transports --------------------------------------------------------
+
+MIB = 1 << 20
+
+
+@pytest.mark.parametrize("isl", [1024, 8192])
+def test_kv_bytes_deepseek_v3_mla(isl):
+    per_token = (512 + 64) * 61 * 2  # (kv_lora + rope) x layers x BF16
+    assert per_token == 70_272
+    q = kv.kv_bytes_per_request(resolve_model("deepseek-v3"), isl)
+    assert q.value == per_token * isl and q.unit == "B"
+    d = disagg(model="deepseek-v3", prefill_nodes=1, decode_nodes=1, isl=isl, osl=256, concurrency=8)
+    assert d.kv_bytes_per_request.value == per_token * isl
+
+
+@pytest.mark.parametrize("isl", [1024, 8192])
+def test_kv_bytes_qwen3_235b_gqa(isl):
+    per_token = 2 * 4 * 128 * 94 * 2  # 2 x kv_heads x head_dim x layers x BF16
+    assert per_token == 192_512
+    for name in ("qwen3-235b-a22b", "qwen3-235b-a22b-fp8"):
+        assert kv.kv_bytes_per_request(resolve_model(name), isl).value == per_token * isl
+
+
+def test_kv_bytes_follow_windows_and_linear_state():
+    """Sliding windows cap a layer's KV; linear-attention layers hold a state, not a history."""
+    oss = resolve_model("gpt-oss-120b")
+    short, long = (kv.kv_bytes_per_request(oss, n).value for n in (64, 8192))
+    a = oss.attention
+    per = 2 * a.kv_heads * a.head_dim * 2
+    full = oss.layers - a.sliding_layers - a.linear_layers
+    assert long == per * (full * 8192 + a.sliding_layers * a.sliding_window)
+    assert short == per * oss.layers * 64
+    nxt = resolve_model("qwen3-next-80b-a3b")
+    one, two = (kv.kv_bytes_per_request(nxt, n).value for n in (1024, 2048))
+    state = nxt.attention.linear_layers * nxt.attention.linear_state_bytes
+    assert two - state == pytest.approx(2 * (one - state))
+
+
+def _block(n: float) -> Q:
+    return Q.measured(float(n), "B", "test block")
+
+
+@pytest.mark.parametrize("name", ["nixl-libfabric", "mooncake-efa"])
+def test_bandwidth_is_the_curve_at_its_points_and_rises_between(name):
+    t = get_kv_transport(name)
+    p5en = get_instance("p5en")
+    for point in t.point:
+        assert kv.node_pair_gb_s(t, _block(point.block_bytes), p5en).value == pytest.approx(point.gb_s)
+    sizes = [2**k for k in range(12, 27)]
+    bws = [kv.node_pair_gb_s(t, _block(b), p5en).value for b in sizes]
+    assert all(b2 >= b1 for b1, b2 in itertools.pairwise(bws))
+    assert bws[-1] <= kv.line_rate_gb_s(p5en) + 1e-9
+
+
+def test_no_software_path_outruns_efa_rdma_at_any_block():
+    """TCP's one figure is a bulk stream's: below its block each transfer pays a fixed latency,
+    as the RDMA paths' do, so no block size makes the fallback the faster way (it did, at the
+    4 KiB blocks of a small GQA model, and the planner picked TCP); UCX's software path is slow
+    whatever the block."""
+    p5en = get_instance("p5en")
+    rdma = [t for t in load_kv_transports().values() if t.rdma and "p5en" in t.instances]
+    software = [t for t in load_kv_transports().values() if not t.rdma and "p5en" in t.instances]
+    assert rdma and {t.name for t in software} >= {"tcp", "nixl-ucx"}
+    for block in [2**k for k in range(10, 27)]:
+        fastest_rdma = max(kv.node_pair_gb_s(t, _block(block), p5en).value for t in rdma)
+        for t in software:
+            assert kv.node_pair_gb_s(t, _block(block), p5en).value <= fastest_rdma, (t.name, block)
+    tcp, ucx = get_kv_transport("tcp"), get_kv_transport("nixl-ucx")
+    assert kv.node_pair_gb_s(tcp, _block(4096), p5en).value == pytest.approx(9.5 * 4096 / 65536)
+    assert kv.node_pair_gb_s(tcp, _block(64 * MIB), p5en).value == pytest.approx(9.5)
+    assert kv.node_pair_gb_s(ucx, _block(4096), p5en).value == pytest.approx(0.3)
+
+
+def test_transfer_time_falls_as_the_block_grows():
+    t = get_kv_transport("nixl-libfabric")
+    p5en = get_instance("p5en")
+    request = Q.derived(72e6, "B", "a request's KV")
+    times = []
+    for block in (4096, 65536, 1 * MIB, 16 * MIB, 64 * MIB):
+        pair = kv.node_pair_gb_s(t, _block(block), p5en)
+        times.append(kv.transfer_ms(request, 1.0, 1.0, pair, 8).value)
+    assert all(b < a for a, b in itertools.pairwise(times))
+    # following the curve: at 4 KiB and 64 KiB the ratio of times is the ratio of bandwidths
+    assert times[0] / times[1] == pytest.approx(8.733 / 0.670)

@@ -1,7 +1,9 @@
 """`question/disagg.py`: a disaggregated deployment as a question. `--disagg xPyD` is parsed,
 each side's nodes, arm, DeepEP transport and graph mode are checked and attached, and the KV
-transport is the engine's default unless given. It computes nothing, so every test here calls
-`parse_disagg` / `resolve_disagg` on catalog rows directly: no evaluation runs.
+transport is the engine's default unless given. It computes nothing, so the tests call
+`parse_disagg` / `resolve_disagg` on catalog rows directly, but for one: its refusals as
+`deepep-calc evaluate` prints them (one line, exit 2; the `--nodes` that is not P + D among them
+is `cli/options.py`'s).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from cli_runner import run_cli
 from deepep_calc.base.errors import InputError
 from deepep_calc.catalog.constants import CATALOG
 from deepep_calc.catalog.engines import get_engine
@@ -247,3 +250,33 @@ def test_an_engine_default_kv_transport_not_on_the_instance_is_not_quoted_as_typ
         kv_transport="nixl-libfabric",
     )
     assert typed == "--kv-transport: 'nixl-libfabric' is not allowed; expected one available on ib-h200: tcp"
+
+
+def test_parse_disagg():
+    assert parse_disagg("1P3D") == (1, 3) and parse_disagg(" 2p6d ") == (2, 6)
+    for bad in ("0P3D", "1P0D", "P3D", "1:3", "", "1P3D4"):
+        with pytest.raises(InputError):
+            parse_disagg(bad)
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--disagg", "0P3D"], "--disagg"),
+        (["--disagg", "3D1P"], "--disagg"),
+        (["--disagg", "1P3D", "--nodes", "8"], "--nodes"),
+        (["--disagg", "1P3D", "--kv-transport", "rdma-magic"], "--kv-transport"),
+        (["--disagg", "1P3D", "--engine", "trtllm", "--kv-transport", "mooncake-efa"], "--kv-transport"),
+        (["--disagg", "1000P100D"], "--disagg"),
+        (["--prefill-nodes", "2"], "--decode-nodes"),
+        (["--kv-transport", "tcp"], "--kv-transport"),
+        (["--disagg", "1P1D", "--decode-arm", "ring"], "--decode-arm"),
+        (["--disagg", "1P2D", "--decode-transport", "nvlink"], "--decode-transport"),
+    ],
+)
+def test_bad_disaggregated_input_is_one_line_and_exit_2(capsys, args, field):
+    code, out, err = run_cli(capsys, "evaluate", *args)
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err
+    assert lines[0].startswith(f"deepep-calc: error: {field}:")

@@ -1,6 +1,7 @@
 """`Scenario` checks its field types when it is built, as the CLI's flags would (one line
 naming the flag), and converts only what a JSON or TOML reader would: a whole float to an int,
-an int to a float where a float is due. Values are `resolve()`'s to check (test_cli.py)."""
+an int to a float where a float is due. Values are `resolve()`'s to check (`test_scenario.py`,
+and the limits `test_fields.py`)."""
 
 from __future__ import annotations
 
@@ -65,22 +66,6 @@ def test_field_kinds_are_read_from_the_annotations() -> None:
     assert "nodes" in INT_FIELDS and "max_batch" in INT_FIELDS and "experts" in INT_FIELDS
     assert FLOAT_FIELDS == ("slo_tok_s", "ttft_ms", "price_per_hour")
     assert BOOL_FIELDS == ("cuda_graphs", "prefill_cuda_graphs", "decode_cuda_graphs")
-
-
-def test_the_api_body_is_generated_from_the_scenario_fields() -> None:
-    """One declaration: the web API's body has Scenario's fields, defaults and descriptions."""
-    import dataclasses
-
-    from deepep_calc.web.schemas import EvaluateRequest, ScenarioBody
-
-    for f in dataclasses.fields(Scenario):
-        info = ScenarioBody.model_fields[f.name]
-        assert info.default == f.default, f.name
-        assert info.description == f.metadata.get("description"), f.name
-    assert tuple(ScenarioBody.model_fields) == Scenario.field_names()
-    assert set(EvaluateRequest.model_fields) == {*Scenario.field_names(), "eager", "config_json", "disagg"}
-    body = EvaluateRequest(nodes=4, slo_tok_s=12.5).to_scenario()
-    assert isinstance(body, Scenario) and body == Scenario(nodes=4, slo_tok_s=12.5)
 
 
 def test_a_copy_checks_what_it_changes_and_equals_a_fresh_scenario() -> None:

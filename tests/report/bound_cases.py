@@ -1,6 +1,6 @@
 """The scenarios whose bounds every face must state: the default scenario, a CUDA-graphs DeepSeek,
 a model only EP fits, one node, a large GPU-initiated batch, and tensor parallel with a floor.
-Shared by `test_bound_view.py` (the card's line) and `test_bound_view_faces.py` (the JSON)."""
+Shared by `test_bound_view.py` (the card's line) and `tests/estimate/test_bounds.py` (the JSON)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@ docs/model.md embeds): deterministic tables from a `Report` and the disaggregate
 
 A small report is built by hand from `accuracy/validate.py`'s dataclasses, so every figure in
 the tables is worked out in the docstrings below; the real report's text is checked against
-docs/model.md by `test_model_doc.py`.
+docs/model.md by `test_model_doc.py`. One slow test renders the real cross-validated report
+(`tests/accuracy/reports.py`): the same text twice, with every section.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import math
 
 import pytest
 
+from accuracy.reports import cv  # noqa: F401  (fixture)
 from deepep_calc.accuracy.validate import ABRow, GroupCV, Report, Row
 from deepep_calc.report import accuracy_md
+from deepep_calc.report.accuracy_md import validation_markdown
 
 
 @pytest.mark.parametrize(
@@ -152,3 +155,11 @@ def test_the_disaggregated_table_its_mape_band_and_folds() -> None:
     assert lines[2] == "- leave one engine out: vllm 12 %, sglang 5 %"
     assert "| ttft-150 (check only) | ttft_ms | 100.0 | 150.0 | +50.0 % |" in lines
     assert sum(1 for line in lines if line.startswith("| step-")) == 3
+
+
+@pytest.mark.slow
+def test_markdown_is_deterministic_and_complete(cv: Report) -> None:  # noqa: F811
+    a, b = validation_markdown(cv), validation_markdown(cv)
+    assert a == b
+    for heading in ("Accuracy by kind", "Bands", "Leave a group out", "A/B pairs", "Kernels", "Not compared"):
+        assert heading in a

@@ -3,18 +3,21 @@ the profile's measured, derived and fitted numbers and its residuals, each row w
 
 The summary is a small dict of `calibrate/summary.py`'s shape, built by hand, so each row's
 wording is checked on figures chosen here; names read from files may hold control characters,
-which must reach the terminal escaped. The README's calibration (real AIPerf exports through
-the CLI) is `test_terminal_readme.py`'s.
+which must reach the terminal escaped. One real pair (TRT-LLM at 4 clients) is drawn through
+`calibrate` with its figures and tag symbols; the README's calibration (real AIPerf exports
+through the CLI) is `test_terminal_readme.py`'s.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from calibrate.user_runs import TRT_DEEPEP, TRT_DENSE, run
 from deepep_calc.report import calibration_view
 
 
@@ -198,3 +201,22 @@ def test_the_files_read_and_the_files_passed_over(
     assert "  note: ISL read from the inputs" in lines
     assert any(line.startswith("Skipped (1)") for line in lines)
     assert ["/runs/other.csv", "no per-user figure"] in rows
+
+
+def test_trt_pair_table_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, err = run(
+        capsys, "calibrate", "--dense", TRT_DENSE, "--deepep", TRT_DEEPEP, "-o", tmp_path / "p.toml"
+    )
+    assert code == 0, err
+    for needle in (
+        "Measured: your runs",
+        "Fitted constants",
+        "Residuals",
+        "19.27 tok/s",
+        "51.90 ms",
+        "16.27 ms",
+    ):
+        assert needle in out
+    assert re.search(r"proxy_lane_us .* ○", out)  # assumed
+    assert re.search(r"DeepEP c4 k1 .* ●", out)  # measured
+    assert "● measured  ◐ derived  ○ assumed" in out

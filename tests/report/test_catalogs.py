@@ -2,7 +2,8 @@
 tables share them) and the three terminal tables, whole at 80 columns and fuller at 200.
 
 Row figures are checked against numbers worked by hand from the published structures and spec
-sheets; the tables through the CLI (`rendering.py`) and, for the narrow/wide choice, directly.
+sheets (an instance's network figure shows its unit conversion); the tables through the CLI
+(`rendering.py`) and, for the narrow/wide choice, directly.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import pytest
 from rich.console import Console
 
+from cli_runner import run
 from deepep_calc.cli.program import CATALOGS
 from deepep_calc.report import catalogs
 
@@ -187,3 +189,10 @@ def test_sources_replace_the_hint_when_asked() -> None:
 def test_every_catalog_command_has_its_view() -> None:
     assert {title for _, title, _, _ in CATALOGS} == set(catalogs.VIEWS)
     assert {rows_of for _, _, rows_of, _ in CATALOGS} <= set(dir(catalogs))
+
+
+def test_instances_show_visible_unit_conversion(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(["instances", "--json"], capsys)
+    p5en = next(r for r in json.loads(out) if r["name"] == "p5en")
+    assert p5en["network_gb_s_per_gpu_per_dir"] == 50.0
+    assert "3200 Gb/s" in p5en["network_conversion"] and "/ 8 bit/B" in p5en["network_conversion"]

@@ -3,7 +3,7 @@ reference, plotly.js and the figures inline) drawn with the page's macros, and t
 both reports share (`write_atomic`).
 
 The scenario (DeepSeek-V3 on four nodes over EFA-GDA, every figure modelled) is `conftest.py`'s
-`result`. The `report` command around it is `test_html_report_command.py`'s; the Markdown
+`result`. The `report` command around it is `tests/cli/commands/test_web.py`'s; the Markdown
 report is `test_markdown.py`'s.
 """
 

@@ -1,12 +1,14 @@
 """`report/markdown.py`: `deepep-calc report --md`, the verdict, the arms, the run block, the
 model and every number's provenance as Markdown, each number with its tag in brackets and a
-modelled one with its band.
+modelled one with its band, and no doubled punctuation in the text of five scenarios (a
+fragile verdict among them).
 
 `result` (DeepSeek-V3 on four nodes over EFA-GDA, every figure modelled) is `conftest.py`'s.
 """
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from pathlib import Path
 
@@ -162,3 +164,33 @@ def test_write_markdown_writes_the_report(result, tmp_path: Path) -> None:
     target = tmp_path / "r.md"
     assert markdown.write_markdown(result, target) == target
     assert target.read_text(encoding="utf-8") == render_markdown(result)
+
+
+DOUBLED = re.compile(r"\.\.(?!\.)|[.:;,] ?[.;,]|\) ?\.\)")
+
+
+SCENARIOS = [
+    Scenario(),
+    Scenario(  # a fragile verdict
+        model="deepseek-v3", nodes=2, engine="vllm", cuda_graphs=True, transport="efa-uccl", concurrency=8
+    ),
+    Scenario(model="kimi-k2", instance="p5", nodes=1),
+    Scenario(instance="p6-b300", transport="efa-gda"),
+    Scenario(slo_tok_s=50, ttft_ms=10, alternative="tp"),
+]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: f"{s.model}-{s.instance}-{s.nodes}")
+def test_markdown_report_has_no_doubled_punctuation(scenario: Scenario) -> None:
+    text = render_markdown(evaluate(scenario))
+    hits = [
+        m.group(0) for line in text.splitlines() if not line.startswith("|") for m in DOUBLED.finditer(line)
+    ]
+    assert hits == []
+
+
+def test_fragile_robustness_line_keeps_one_full_stop() -> None:
+    result = evaluate(SCENARIOS[1])
+    assert result.verdict.robustness.endswith(".")  # the case that used to print ".."
+    line = next(x for x in render_markdown(result).splitlines() if x.startswith("Verdict is"))
+    assert line.endswith(".") and not line.endswith("..")

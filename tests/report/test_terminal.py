@@ -1,5 +1,6 @@
 """`report/terminal.py`: the verdict card, the arms side by side with a tag on every number and a
-band on every modelled headline figure, the comparison that decided, and the run block outside it.
+band on every modelled headline figure, the comparison that decided, a disaggregated split, and
+the run block outside it.
 
 The card is rendered through the CLI at 80 and 200 columns (`rendering.py`) and directly on a
 console; its wording helpers (`step_words`, `target_rows`, `status_text`, `banded_text`) are
@@ -17,6 +18,7 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
+from cli_runner import run_cli
 from deepep_calc import Scenario, evaluate
 from deepep_calc.base.quantity import Q
 from deepep_calc.base.vocabulary import VERDICT_CODES
@@ -220,3 +222,10 @@ def test_the_run_block_is_fenced_and_unboxed() -> None:
     assert text.startswith(f"Run it ({flags['engine']}, allgather): paste each block as it is")
     assert text.count("```") % 2 == 0 and text.count("```") >= 2
     assert "│" not in text
+
+
+def test_card_shows_the_split_and_its_run_blocks(capsys):
+    code, out, _ = run_cli(capsys, "evaluate", "--disagg", "1P1D", "--model", "deepseek-v3")
+    assert code == 0
+    assert "Disaggregated 1P1D" in out and "prefill side" in out and "A request's time" in out
+    assert "Run it disaggregated (1P1D" in out

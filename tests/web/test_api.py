@@ -189,3 +189,29 @@ def test_result_for_runs_a_request_once_and_clear_caches_forgets_it(monkeypatch:
     api.result_for(req)
     assert len(runs) == 2
     api.clear_caches()
+
+
+def test_api_takes_the_split_as_the_cli_does(client):  # noqa: F811
+    body = {"model": "deepseek-v3", "disagg": "1P3D", "concurrency": 32}
+    resp = client.post("/api/evaluate", json=body)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["disaggregated"]["layout"] == "1P3D"
+    same = client.post(
+        "/api/evaluate",
+        json={"model": "deepseek-v3", "prefill_nodes": 1, "decode_nodes": 3, "concurrency": 32},
+    )
+    assert same.json()["disaggregated"] == resp.json()["disaggregated"]
+    bad = client.post("/api/evaluate", json={"model": "deepseek-v3", "disagg": "0P3D"})
+    assert bad.status_code == 422 and bad.json()["field"] == "disagg"
+    page = client.get("/?model=deepseek-v3&disagg=1P3D")
+    assert page.status_code == 200 and 'id="disagg-section">' in page.text
+
+
+def test_the_api_answers_the_same_bounds(client) -> None:  # noqa: F811
+    resp = client.post("/api/evaluate", json={})
+    assert resp.status_code == 200
+    body = resp.json()
+    mine = evaluate(Scenario()).to_json()
+    for name in mine["arms"]:
+        for key in ("bound", "exchange_bound", "nic_busy_pct", "nic_busy_exchange_pct"):
+            assert body["arms"][name][key] == json.loads(json.dumps(mine["arms"][name][key]))

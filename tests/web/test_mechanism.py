@@ -1,7 +1,7 @@
 """The mechanism page's content (`web/mechanism.py`): the diagram's geometry worked out from the
 layer lists, the measured A/B regimes, the per-operation rows, the kernels' standing against
-InfiniBand and the disaggregated request's timeline, each checked against arithmetic written
-down here."""
+InfiniBand, the NIC busy figure beside the measured one and the disaggregated request's
+timeline, each checked against arithmetic written down here or the figures the model gives."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from deepep_calc.base.errors import InputError
 from deepep_calc.estimate.result import Result
 from deepep_calc.question.scenario import Scenario
 from deepep_calc.web import mechanism
+from estimate.shared import disagg
 from web_fixtures import app, client  # noqa: F401  (fixtures)
 
 from .responses import clean
@@ -178,3 +179,22 @@ def test_the_timeline_draws_the_request_to_scale() -> None:
         "qwen3-30b-a3b-fp8 on 4x p5en, 1 prefill + 3 decode node(s), KV over "
     )
     assert timeline["query"] == ""  # the page fills in the query it was drawn from
+
+
+def test_mechanism_section_is_drawn_from_the_scenario(client):  # noqa: F811
+    short = client.get("/mechanism?model=deepseek-v3&disagg=1P1D&isl=1024")
+    long = client.get("/mechanism?model=deepseek-v3&disagg=1P1D&isl=8192")
+    assert short.status_code == long.status_code == 200
+    d_short = disagg(model="deepseek-v3", prefill_nodes=1, decode_nodes=1, isl=1024)
+    d_long = disagg(model="deepseek-v3", prefill_nodes=1, decode_nodes=1, isl=8192)
+    for page, d in ((short, d_short), (long, d_long)):
+        assert f"{d.kv_bytes_per_request.value / 1e6:,.1f}" in page.text
+        assert f"{d.exposed_ms.value:,.1f} ms" in page.text
+    assert 'data-part="transfer"' in short.text
+    assert client.get("/mechanism?disagg=0P1D").status_code == 422
+
+
+def test_the_mechanism_page_sets_the_model_beside_the_measured(client) -> None:  # noqa: F811
+    html = client.get("/mechanism").text
+    assert "NIC busy while the exchange runs, this scenario (model)" in html
+    assert ">1.07<" in html and ">2.2<" in html and 'id="nic-model"' in html

@@ -1,6 +1,7 @@
 """The HTML routes (`web/pages.py`): the calculator rendered server-side (JavaScript off), its
-form post and config upload, where an error is shown, the mechanism page's route and the
-locally served plotly. (What the mechanism page draws is `test_mechanism.py`'s.)"""
+form post and config upload, where an error is shown, the bound chart's place on the page, the
+mechanism page's route and the locally served plotly. (What the mechanism page draws is
+`test_mechanism.py`'s.)"""
 
 from __future__ import annotations
 
@@ -184,3 +185,9 @@ def test_an_upload_that_is_not_text_or_too_big_is_refused_on_the_config_input(
 def test_the_default_mechanism_page_is_drawn_once() -> None:
     """No query: the same page for everyone, cached; a query draws its own."""
     assert mechanism_html(None) is mechanism_html({})
+
+
+def test_the_page_and_report_draw_it(client) -> None:  # noqa: F811
+    details = client.post("/api/details", json={}).json()
+    assert "bound" in details["charts"]
+    assert 'data-chart="bound"' in client.get("/").text

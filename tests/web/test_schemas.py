@@ -175,3 +175,19 @@ def test_a_refusal_raised_in_a_validator_is_the_cli_line_not_pydantics() -> None
         info.value.message
         == "--cuda-graphs: true is not allowed; expected false when eager is true (send only one of the two)"
     )
+
+
+def test_the_api_body_is_generated_from_the_scenario_fields() -> None:
+    """One declaration: the web API's body has Scenario's fields, defaults and descriptions."""
+    import dataclasses
+
+    from deepep_calc.web.schemas import EvaluateRequest, ScenarioBody
+
+    for f in dataclasses.fields(Scenario):
+        info = ScenarioBody.model_fields[f.name]
+        assert info.default == f.default, f.name
+        assert info.description == f.metadata.get("description"), f.name
+    assert tuple(ScenarioBody.model_fields) == Scenario.field_names()
+    assert set(EvaluateRequest.model_fields) == {*Scenario.field_names(), "eager", "config_json", "disagg"}
+    body = EvaluateRequest(nodes=4, slo_tok_s=12.5).to_scenario()
+    assert isinstance(body, Scenario) and body == Scenario(nodes=4, slo_tok_s=12.5)

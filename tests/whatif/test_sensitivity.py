@@ -1,28 +1,25 @@
-"""What-ifs on assumed constants (values, refitting what is fitted) and the tornado built on them."""
+"""`whatif/sensitivity.py`: the what-ifs on assumed constants (every one with a spread, at both
+ends), the tornado built on them and the words it adds to a verdict. A changed constant as a
+value is `tests/catalog/test_constants.py`'s, the refit under it `tests/fit/test_build.py`'s and
+`test_kernels.py`'s, an evaluation under it `tests/estimate/test_compute.py`'s."""
 
 from __future__ import annotations
 
 import json
-import threading
-from dataclasses import replace
 
 import pytest
 
 from deepep_calc.api import evaluate
 from deepep_calc.base.errors import InputError
 from deepep_calc.base.quantity import Q, Tag
-from deepep_calc.catalog.constants import CATALOG, Assumptions, const, load_constants
-from deepep_calc.catalog.hardware import get_instance
-from deepep_calc.catalog.transports import get_transport
+from deepep_calc.catalog.constants import CATALOG, load_constants
 from deepep_calc.cli import main
 from deepep_calc.decide.verdict import classify
 from deepep_calc.estimate.compute import compute
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.io.inputs import resolve_files
-from deepep_calc.physics.deepep import KernelShape, KernelSite, kernel_us
 from deepep_calc.question.scenario import Resolved, Scenario, resolve
 from deepep_calc.whatif.sensitivity import Case, Row, annotate, cases, fragility, model_ratio, sensitivity
-from invariant_checks import kernel_log_loss
 from paths import FIXTURES
 
 # DeepSeek-V3 on 2x p5en, vLLM graphs, UCCL-EP, 9 requests of 2,048 / 256 tokens: DeepEP beats
@@ -38,122 +35,6 @@ NEAR_THRESHOLD = Scenario(
     isl=128,
     osl=1024,
 )  # DeepEP 1.054x the TP replicas, just past the 1.05x threshold
-
-
-def test_assumptions_are_values() -> None:
-    """A changed constant is a new value, tagged assumed and saying so; the catalog's own
-    (`CATALOG`) is untouched, and equal changes make equal, hashable values (cache keys)."""
-    base = const("hbm_efficiency")
-    a = CATALOG.changed(hbm_efficiency=0.9)
-    assert a.const("hbm_efficiency").value == 0.9
-    assert a.const("hbm_efficiency").tag is Tag.ASSUMED
-    assert a.const("hbm_efficiency").source == "hbm_efficiency set to 0.9 (sensitivity case)"
-    b = a.changed(compute_efficiency=0.5)
-    assert b.const("hbm_efficiency").value == 0.9 and b.const("compute_efficiency").value == 0.5
-    assert a.const("compute_efficiency").value == load_constants()["compute_efficiency"].value
-    assert CATALOG.const("hbm_efficiency") is base
-    assert b == CATALOG.with_values({"compute_efficiency": 0.5, "hbm_efficiency": 0.9})
-    assert hash(b) == hash(CATALOG.changed(compute_efficiency=0.5, hbm_efficiency=0.9))
-    assert Assumptions() == CATALOG and a != CATALOG
-
-
-def test_a_what_if_does_not_leak_into_another_evaluation() -> None:
-    """Two threads evaluate the same question, one under a changed constant: each gets the
-    figures it would get alone (no state is shared between them)."""
-    scenario = Scenario(model="deepseek-v3", nodes=2)
-    slow = CATALOG.changed(hbm_efficiency=0.55)
-
-    def step_ms(assumptions: Assumptions) -> float:
-        r = resolve(scenario, assumptions=assumptions)
-        return compute(r, table=built_in_table(assumptions)).arms["deepep"].step_ms.scalar
-
-    alone = {"self": step_ms(slow), "other": step_ms(CATALOG)}
-    assert alone["self"] != pytest.approx(alone["other"])
-    seen: dict[str, float] = {}
-    inside = threading.Event()
-    done = threading.Event()
-
-    def other() -> None:
-        inside.wait(5)
-        seen["other"] = step_ms(CATALOG)
-        done.set()
-
-    t = threading.Thread(target=other)
-    t.start()
-    r = resolve(scenario, assumptions=slow)
-    inside.set()
-    done.wait(5)
-    seen["self"] = compute(r, table=built_in_table(slow)).arms["deepep"].step_ms.scalar
-    t.join(5)
-    assert seen == alone
-
-
-def test_the_fit_is_redone_under_other_assumptions() -> None:
-    """A slower HBM leaves more of each graph-mode step to the fitted per-kernel floor: the
-    table is refitted (and cached apart, on the assumptions value) and says what it was fitted
-    under; the shipped one is still the catalog's."""
-    base = built_in_table()
-    slow = CATALOG.changed(hbm_efficiency=0.6)
-    refit = built_in_table(slow)
-    assert refit is not base
-    assert refit.assumptions == slow and base.assumptions == CATALOG
-    assert refit.kernel_floor_us.scalar != pytest.approx(base.kernel_floor_us.scalar)
-    assert built_in_table(CATALOG.changed(hbm_efficiency=0.6)) is refit
-    assert built_in_table() is base
-
-
-def test_compute_runs_under_the_tables_assumptions() -> None:
-    """`compute(r, table=...)` evaluates the question under the assumptions its table was fitted
-    under: the same answer as a question resolved under them, and its transport's changed
-    figure is the one the arms see."""
-    key = "transport:efa-gda:wire_efficiency"
-    low = CATALOG.with_values({key: 0.3})
-    s = Scenario(model="deepseek-v3", nodes=2, transport="efa-gda", concurrency=64, isl=4096)
-    table = built_in_table(low)
-    via_table = compute(resolve(s), table=table)
-    direct = compute(resolve(s, assumptions=low))
-    assert via_table.resolved.assumptions == low
-    assert via_table.resolved.transport.wire_efficiency == 0.3
-    assert via_table.arms["deepep"].step_ms.scalar == direct.arms["deepep"].step_ms.scalar
-    assert via_table.arms["deepep"].step_ms.scalar != compute(resolve(s)).arms["deepep"].step_ms.scalar
-
-
-def _log_loss(name: str, table: object, assumptions: Assumptions) -> float:
-    from deepep_calc.fit.kernels import fit_rows, kernel_rows
-
-    return kernel_log_loss(fit_rows(get_transport(name, assumptions), kernel_rows(assumptions)), table)
-
-
-def test_kernel_fit_reruns_under_a_changed_transport_figure() -> None:
-    """The per-selection cost is refitted against the changed wire: under it the refit
-    reproduces the transport's references better than the built-in constants would."""
-    before = built_in_table().transports["efa-gda"]
-    low = CATALOG.with_values({"transport:efa-gda:wire_efficiency": 0.3})
-    assert get_transport("efa-gda", low).wire_efficiency == 0.3
-    table = built_in_table(low)
-    assert table.transports["efa-gda"].beta_combine_us.scalar != pytest.approx(before.beta_combine_us.scalar)
-    stale = replace(table, transports={**table.transports, "efa-gda": before})
-    assert _log_loss("efa-gda", table, low) < _log_loss("efa-gda", stale, low)
-    assert get_transport("efa-gda").wire_efficiency != 0.3  # the catalog's row is untouched
-
-
-def test_a_single_kernel_reference_stays_exact_under_a_changed_figure() -> None:
-    """A transport with one reference is refitted to it exactly, whatever its changed figure."""
-    t = get_transport("efa-native-cqpoll")
-    ref = t.reference
-    inst = get_instance(ref.instance)
-    shape = KernelShape(ref.tokens, ref.hidden, ref.topk, ref.experts)
-    half = CATALOG.with_values({"transport:efa-native-cqpoll:wire_efficiency": 0.5})
-    table = built_in_table(half)
-    k = kernel_us(
-        KernelSite(
-            get_transport("efa-native-cqpoll", half), inst, inst.gpus_per_node, ref.ep, ref.comms, ref.qps
-        ),
-        shape,
-        table.kernel_constants("efa-native-cqpoll", inst.name),
-    )
-    assert k["dispatch"].scalar == pytest.approx(ref.dispatch_us)
-    assert k["combine"].scalar == pytest.approx(ref.combine_us)
 
 
 def test_cases_cover_every_assumed_constant_with_a_spread() -> None:

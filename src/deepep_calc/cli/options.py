@@ -27,7 +27,7 @@ SCENARIO_KEYS = FIELDS
 
 
 # The value words of --cuda-graphs and --eager, in every command (sweep.py parses the same
-# words in lists; tests/cli/test_flag_spelling.py checks the two agree). `true`/`false` answer the
+# words in lists; tests/cli/test_options_flag_spelling.py checks the two agree). `true`/`false` answer the
 # flag they follow; the mode words name the mode whichever flag carries them.
 MODE_WORDS = {"graphs": True, "cuda-graphs": True, "eager": False}
 BOOL_ALLOWED = "true or false (or the mode: graphs, eager)"

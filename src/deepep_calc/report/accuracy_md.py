@@ -1,7 +1,7 @@
 """The accuracy report as Markdown: what `validate --md` prints and docs/model.md embeds.
 
 Deterministic text from `accuracy/validate.py`'s report and `accuracy/disagg_refs.py`'s rows, so
-the document regenerates byte for byte (`tests/report/test_docs.py`).
+the document regenerates byte for byte (`tests/report/test_model_doc.py`).
 """
 
 from __future__ import annotations

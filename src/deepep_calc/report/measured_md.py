@@ -1,5 +1,5 @@
 """docs/MEASURED-DATA.md: the measured cells and scalar facts of `catalog/data/measured.toml`
-as Markdown, generated so the document cannot drift from the data (`tests/report/test_docs.py`).
+as Markdown, generated so the document cannot drift from the data (`tests/report/test_measured_md.py`).
 
     python -m deepep_calc.report.measured_md > docs/MEASURED-DATA.md
 """
@@ -22,7 +22,7 @@ def render_measured_markdown() -> str:
         "",
         "Generated from `src/deepep_calc/catalog/data/measured.toml` by",
         "`python -m deepep_calc.report.measured_md > docs/MEASURED-DATA.md`. Do not edit by hand:",
-        "`tests/report/test_docs.py` fails when this file and the catalog disagree.",
+        "`tests/report/test_measured_md.py` fails when this file and the catalog disagree.",
         "",
         "Every cell: Qwen3-30B-A3B-FP8 on 2x p5en.48xlarge, EP16 with attention data-parallel,",
         "eager engines, AIPerf 0.10.0 streaming, n = 1. Tag: measured.",

@@ -1,7 +1,7 @@
 """Generated sections of docs/model.md, so the constants it documents are the ones in use.
 
 `python -m deepep_calc.report.model_doc docs/model.md` rewrites every block between
-`<!-- BEGIN GENERATED: name -->` and `<!-- END GENERATED: name -->`; `tests/report/test_docs.py`
+`<!-- BEGIN GENERATED: name -->` and `<!-- END GENERATED: name -->`; `tests/report/test_model_doc.py`
 fails when the file and the code disagree.
 """
 

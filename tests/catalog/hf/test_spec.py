@@ -47,14 +47,6 @@ def test_one_fixture_per_family() -> None:
     }
 
 
-@pytest.mark.parametrize("name", FIXTURE_NAMES)
-def test_file_and_folder_give_the_same_spec(name: str) -> None:
-    folder = load_hf_config(FIXTURES / name)
-    file = load_hf_config(FIXTURES / name / "config.json")
-    assert folder == file
-    assert folder.source == f"config.json at {FIXTURES / name / 'config.json'}"
-
-
 def test_name_comes_from_folder_or_name_or_path(tmp_path: Path) -> None:
     assert load_hf_config(FIXTURES / "dbrx").name == "dbrx"
     declared = load_hf_config(FIXTURES / "qwen3-235b-a22b")

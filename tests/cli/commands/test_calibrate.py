@@ -2,7 +2,8 @@
 before anything is read, never an input (a file named on the command line or an export found
 inside a folder), a kernel log's settings only with a log; `-o -` prints the profile alone; the
 scenario fields the user typed are told from the ones the exports may supply. (The fit, the
-summary and what a profile changes are tests/calibrate/test_calibrate_cli.py's.)"""
+summary and what a profile changes are tests/calibrate/'s: `test_fit.py`, `test_summary.py`,
+`test_runs.py`.)"""
 
 from __future__ import annotations
 

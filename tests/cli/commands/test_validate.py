@@ -2,7 +2,8 @@
 (the accuracy tables, then the disaggregated deployments under their own heading) or as terminal
 tables, and `--cv` asked of the report. The report is computed once for the module and handed to
 the command in place of `accuracy.validate.validate`, which records what it was asked (the
-report's own figures are tests/accuracy/'s)."""
+report's own figures are tests/accuracy/'s); one slow test runs the real cross-validation through
+`validate --cv --json`."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ import pytest
 
 from cli_runner import run_cli
 from deepep_calc.accuracy import validate as accuracy
+from deepep_calc.cli import main
 from deepep_calc.cli.commands import validate
+from deepep_calc.fit.observations import observations, pairs
 from deepep_calc.report.accuracy_md import disagg_markdown, validation_markdown
 
 
@@ -73,3 +76,12 @@ def test_without_a_format_the_tables_are_printed(
     assert code == 0, err
     assert "run with --cv for the out-of-sample errors" in out  # the in-sample report says how to get more
     assert not out.lstrip().startswith("{") and "###" not in out
+
+
+@pytest.mark.slow
+def test_cli_validate_cv_json(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["validate", "--cv", "--json"])  # returns normally on success (errors exit 2)
+    out = json.loads(capsys.readouterr().out)
+    assert out["cross_validated"] is True
+    assert {"kinds", "verdict_agreement", "bands", "group_cv", "rows", "ab", "not_compared"} <= set(out)
+    assert out["verdict_agreement"]["pairs"] == len(pairs(observations()))

@@ -1,15 +1,16 @@
 """`deepep-calc serve` and `deepep-calc report` (`cli/commands/web.py`): serve binds before it
 prints, warns off loopback, refuses a bad host or port in one line and stops quietly; report
-writes Markdown (stdout by default) and HTML under the safe-write rules.
+writes Markdown (stdout by default) and HTML under the safe-write rules (`io/safe_write.py`): no
+temporary file left, the file's mode from the umask, and a bad flag or a missing folder refused
+before anything is written.
 
-No server is run: uvicorn's `Server.run` is replaced by a recorder. The last tests read the
-Markdown report itself (`report/markdown.py`'s `render_markdown`, called directly), which is
-what `report` prints by default."""
+No server is run: uvicorn's `Server.run` is replaced by a recorder. The Markdown the report
+prints is `tests/report/test_markdown.py`'s."""
 
 from __future__ import annotations
 
 import logging
-import re
+import os
 import signal
 import socket
 from asyncio import CancelledError
@@ -21,6 +22,7 @@ import pytest
 from cli_runner import run_cli
 from deepep_calc import Scenario, evaluate
 from deepep_calc.base.errors import CalcError
+from deepep_calc.cli import main
 from deepep_calc.cli.commands import web
 from deepep_calc.cli.stopping import CleanStop
 from deepep_calc.decide.answer import note_assumed_mode
@@ -207,30 +209,42 @@ def test_a_report_to_stdout_is_the_document_alone(capsys: pytest.CaptureFixture[
 
 # The Markdown the report prints ---------------------------------------------------------------
 
-DOUBLED = re.compile(r"\.\.(?!\.)|[.:;,] ?[.;,]|\) ?\.\)")
 
-SCENARIOS = [
-    Scenario(),
-    Scenario(  # a fragile verdict
-        model="deepseek-v3", nodes=2, engine="vllm", cuda_graphs=True, transport="efa-uccl", concurrency=8
-    ),
-    Scenario(model="kimi-k2", instance="p5", nodes=1),
-    Scenario(instance="p6-b300", transport="efa-gda"),
-    Scenario(slo_tok_s=50, ttft_ms=10, alternative="tp"),
-]
+def test_cli_writes_both_files(tmp_path, capsys):
+    html_path, md_path = tmp_path / "r.html", tmp_path / "r.md"
+    main(["report", "--html", str(html_path), "--md", str(md_path), "--model", "kimi-k2"])
+    assert html_path.stat().st_size > 1_000_000
+    assert "◆ Use EP for CAPACITY: allgather" in md_path.read_text()  # title names the arm run
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html", "r.md"]  # no temp files left
+    out = capsys.readouterr().out
+    assert out.count("deepep-calc: wrote") == 2
+    assert oct(html_path.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: f"{s.model}-{s.instance}-{s.nodes}")
-def test_markdown_report_has_no_doubled_punctuation(scenario: Scenario) -> None:
-    text = render_markdown(evaluate(scenario))
-    hits = [
-        m.group(0) for line in text.splitlines() if not line.startswith("|") for m in DOUBLED.finditer(line)
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def test_bad_input_writes_nothing(tmp_path, capsys):
+    target = tmp_path / "r.html"
+    target.write_text("previous report")
+    with pytest.raises(SystemExit) as info:
+        main(["report", "--html", str(target), "--md", str(tmp_path / "r.md"), "--concurrency", "-1"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "deepep-calc: error: --concurrency: -1 is not allowed; expected a whole number greater than 0"
     ]
-    assert hits == []
+    assert target.read_text() == "previous report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]
 
 
-def test_fragile_robustness_line_keeps_one_full_stop() -> None:
-    result = evaluate(SCENARIOS[1])
-    assert result.verdict.robustness.endswith(".")  # the case that used to print ".."
-    line = next(x for x in render_markdown(result).splitlines() if x.startswith("Verdict is"))
-    assert line.endswith(".") and not line.endswith("..")
+def test_missing_folder_and_missing_target_are_one_line_errors(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["report", "--html", str(tmp_path / "no" / "such" / "r.html")])
+    assert info.value.code == 2
+    assert "does not exist" in capsys.readouterr().err
+    main(["report"])  # no file named: Markdown to stdout, nothing written
+    assert capsys.readouterr().out.startswith("# deepep-calc report")

@@ -204,3 +204,18 @@ def test_the_request_states_its_targets_and_its_space() -> None:
         "ttft_ms": None,
         "budget_per_hour": None,
     }
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--disagg", "0P3D"], "--disagg"),
+        (["--disagg", "2P3D", "--max-nodes", "4"], "--disagg"),
+        (["--layouts", "disaggregated", "--max-nodes", "1"], "--max-nodes"),
+    ],
+)
+def test_bad_plan_split_is_one_line_and_exit_2(capsys, args, field):
+    code, _, err = run_cli(capsys, "plan", "--concurrency", "8", *args)
+    assert (
+        code == 2 and len(err.strip().splitlines()) == 1 and err.startswith(f"deepep-calc: error: {field}:")
+    )

@@ -2,35 +2,19 @@
 
 A Capacity Block price (p5), an on-demand list price (p5en) and a price quoted without a
 checked source (p6-b200) were ranked against each other without a word. Now each catalog price
-has a `price_kind`; `plan` ranks one kind (on-demand when one is searched) and says which
-instances it searched but did not rank; `--price-kinds all` mixes them on purpose, and a price
-the user types is theirs and always ranked.
+has a `price_kind` (`tests/catalog/test_hardware_prices.py`); `plan` ranks one kind (on-demand
+when one is searched) and says which instances it searched but did not rank; `--price-kinds all`
+mixes them on purpose, and a price the user types is theirs and always ranked.
 """
 
 from __future__ import annotations
 
 import json
 
-import pytest
-
 from cli_runner import run_cli
-from deepep_calc.base.records import RecordError
-from deepep_calc.catalog.hardware import PRICE_KINDS, Instance, load_instances
 from deepep_calc.whatif.plan.search import plan_request, run_plan
 
 QUESTION = {"model": "deepseek-v3", "concurrency": 64, "max_nodes": 4}
-
-
-def test_every_catalog_price_has_a_kind() -> None:
-    for name, inst in load_instances().items():
-        assert (inst.price_kind is None) == (inst.price_per_hour is None), name
-        assert inst.price_kind is None or inst.price_kind in PRICE_KINDS
-    kinds = {n: i.price_kind for n, i in load_instances().items() if i.price_kind}
-    assert kinds == {"p5": "capacity-block", "p5en": "on-demand", "p6-b200": "quote"}
-    row = load_instances()["p5en"].as_dict()
-    row["price_kind"] = None
-    with pytest.raises((RecordError, ValueError)):
-        Instance.validate(row)
 
 
 def _compared_instances(plan) -> set[str]:

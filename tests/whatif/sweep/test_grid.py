@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from cli_runner import run_cli
 from deepep_calc.api import evaluate
 from deepep_calc.base.errors import InputError
 from deepep_calc.cli import main
@@ -19,6 +20,7 @@ from deepep_calc.estimate.compute import compute
 from deepep_calc.question.scenario import Scenario, resolve
 from deepep_calc.whatif.sweep import grid as sweep_mod
 from deepep_calc.whatif.sweep.grid import FIELDS, iter_chunks, parse_values, sweep_grid
+from estimate.shared import disagg
 from sweep_rows import no_work, sweep_rows
 
 SPEC = {
@@ -313,3 +315,50 @@ def test_a_disaggregated_split_becomes_its_node_counts_and_leaves_no_nodes_axis(
         with pytest.raises(InputError) as err:
             sweep_grid(spec)
         assert err.value.field == flag and needle in err.value.message, spec
+
+
+def test_sweep_rows_are_evaluates_figures(tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    code, _, err = run_cli(
+        capsys,
+        "sweep",
+        "--model",
+        "deepseek-v3",
+        "--disagg",
+        "1P3D",
+        "--concurrency",
+        "8,64",
+        "--isl",
+        "1024,4096",
+        "-o",
+        out,
+    )
+    assert code == 0, err
+    import csv
+
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 4
+    for row in rows:
+        d = disagg(
+            model="deepseek-v3",
+            prefill_nodes=1,
+            decode_nodes=3,
+            concurrency=int(row["concurrency"]),
+            isl=int(row["isl"]),
+        )
+        assert int(row["nodes"]) == 4
+        assert float(row["disagg_ttft_ms"]) == pytest.approx(d.ttft_ms.value, rel=1e-5)
+        assert float(row["disagg_aggregate_tok_s"]) == pytest.approx(d.aggregate_tok_s.value, rel=1e-5)
+        assert row["disagg_decode_arm"] == d.decode.arm and row["disagg_prefill_arm"] == d.prefill.arm
+    code, _, err = run_cli(capsys, "sweep", "--disagg", "1P1D", "--nodes", "2,4")
+    assert code == 2 and "--nodes" in err
+
+
+def test_a_sweep_refuses_an_unsplittable_combination_as_evaluate_does() -> None:
+    from deepep_calc.whatif.sweep.grid import sweep_grid
+
+    with pytest.raises(InputError, match="--gpus-per-node: 3 is not allowed"):
+        sweep_grid({"gpus_per_node": "3,8", "nodes": "1,2"})
+    with pytest.raises(InputError, match="--experts: 100 is not allowed"):
+        sweep_grid({"experts": "100", "nodes": "1:4"})
+    assert sweep_grid({"experts": "100", "nodes": "1:4", "alternative": "tp"}).rows == 4

@@ -80,7 +80,7 @@ DISAGG_METRICS = ("ttft_ms", "tpot_ms", "per_user_tok_s", "aggregate_tok_s", "us
 DISAGG_LABELS = ("prefill_arm", "decode_arm", "bottleneck")  # code columns: (index, names)
 
 # The value words of --cuda-graphs (and --eager, inverted): the same words in every command
-# (cli.BOOL_WORDS; tests/cli/test_flag_spelling.py checks the two agree).
+# (cli.BOOL_WORDS; tests/cli/test_options_flag_spelling.py checks the two agree).
 # `true`/`false` answer the flag they follow; the mode words name the mode whichever flag
 # carries them (`--cuda-graphs eager` is eager), so old sweeps keep working.
 MODE_WORDS = {"graphs": True, "cuda-graphs": True, "eager": False}

@@ -5,8 +5,8 @@ leaves the decode mode unset gets one line saying which mode is assumed and why;
 host's kernel launches bind is named as such in the Why (GLM-4.5 over efa-gda, eager: three
 deployments with the same figures, because the launching thread sets every arm's step).
 
-The lines themselves are written by `decide/explain.py` (`assumed_mode_note`, the launch-bound
-reason); these tests sit with the scenario field they are about until tests/decide/ takes them.
+The lines are written by `decide/explain.py` (`assumed_mode_note`, the launch-bound reason);
+these tests follow them through the card, the JSON, the report and the Why.
 """
 
 from __future__ import annotations

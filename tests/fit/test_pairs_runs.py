@@ -2,9 +2,9 @@
 a pair of different workloads, and the runs sorted by concurrency, on the real exports.
 
 The pairing is `fit/pairs.py`'s (it reads no file; `io/aiperf` re-exports it for the reader's
-callers): these tests came from the AIPerf import's and belong in tests/fit/test_pairs.py, which
-is outside this folder's owner's reach today. They sit here beside the run they consume
-(`io/aiperf/run.py: AIPerfRun`) until they move.
+callers, and these tests call it through that re-export, as those callers do). `test_pairs.py`
+beside this file pins the same functions on runs built in memory; here they take the real
+exports the user's calibration runs read (`tests/calibrate/user_runs.py`).
 """
 
 from __future__ import annotations
