@@ -330,3 +330,18 @@ def test_cache_key_is_a_digest_of_the_whole_request() -> None:
     assert cache_key(request_from_json({"config_json": '{"a": 1}'})) != cache_key(
         request_from_json({"config_json": '{"a": 2}'})
     )
+
+
+def test_a_limit_of_the_schema_is_said_as_the_cli_says_it() -> None:
+    """pydantic's "Input should be less than or equal to 64" becomes "at most 64", and the lower
+    bound "at least 1": the same words as the CLI's own limits."""
+    from pydantic import ValidationError
+
+    from deepep_calc.web.inputs import from_validation
+    from deepep_calc.web.plan_schemas import WEB_MAX_NODES, PlanRequestBody
+
+    for nodes, wanted in ((WEB_MAX_NODES + 1, f"at most {WEB_MAX_NODES}"), (0, "at least 1")):
+        with pytest.raises(ValidationError) as info:
+            PlanRequestBody.model_validate({"model": "deepseek-v3", "max_nodes": nodes})
+        err = from_validation(info.value)
+        assert err.message == f"--max-nodes: {nodes} is not allowed; expected {wanted}"

@@ -140,7 +140,7 @@ def test_kernel_status_sets_each_transport_against_infiniband() -> None:
     assert {r["colour"] for t, r in rows.items() if t != "efa-proxy"} == {palette.GPU_INITIATED}
 
 
-def test_the_disaggregated_section_is_1p1d_unless_the_query_names_a_split() -> None:
+def test_the_disaggregated_section_splits_the_querys_nodes_unless_it_names_a_split() -> None:
     assert mechanism.disagg_scenario(None) == (Scenario(prefill_nodes=1, decode_nodes=1), {})
     scenario, models = mechanism.disagg_scenario({"model": "deepseek-v3", "isl": "8192"})
     assert (scenario.model, scenario.isl, scenario.prefill_nodes, scenario.decode_nodes) == (
@@ -152,9 +152,13 @@ def test_the_disaggregated_section_is_1p1d_unless_the_query_names_a_split() -> N
     assert models == {}
     scenario, _ = mechanism.disagg_scenario({"nodes": "4", "disagg": "1P3D"})
     assert (scenario.nodes, scenario.prefill_nodes, scenario.decode_nodes) == (4, 1, 3)
-    # a node count that is not the default split's is refused, as the calculator refuses it
-    with pytest.raises(InputError, match=r"^--nodes: 4 is not allowed; expected 2 = P \+ D for a 1P1D split"):
-        mechanism.disagg_scenario({"nodes": "4"})
+    # nodes and no split: the nodes split evenly, prefill the smaller half (the page's address
+    # carries the calculator's fields, and 4 nodes used to be refused as "not 1P1D")
+    for nodes, split in (("4", (4, 2, 2)), ("5", (5, 2, 3)), ("1", (2, 1, 1))):
+        scenario, _ = mechanism.disagg_scenario({"nodes": nodes})
+        assert (scenario.nodes, scenario.prefill_nodes, scenario.decode_nodes) == split
+    with pytest.raises(InputError, match=r"^--nodes: 'x' is not allowed"):
+        mechanism.disagg_scenario({"nodes": "x"})
 
 
 def test_the_timeline_draws_the_request_to_scale() -> None:

@@ -181,12 +181,15 @@ def test_the_api_body_is_generated_from_the_scenario_fields() -> None:
     """One declaration: the web API's body has Scenario's fields, defaults and descriptions."""
     import dataclasses
 
-    from deepep_calc.web.schemas import EvaluateRequest, ScenarioBody
+    from deepep_calc.web.schemas import WEB_WORDS, EvaluateRequest, ScenarioBody
 
     for f in dataclasses.fields(Scenario):
         info = ScenarioBody.model_fields[f.name]
         assert info.default == f.default, f.name
-        assert info.description == f.metadata.get("description"), f.name
+        assert info.description == WEB_WORDS.get(f.name, f.metadata.get("description")), f.name
+    # the one difference: the server reads no file, so its model is a preset, never a path
+    assert "path" in Scenario.__dataclass_fields__["model"].metadata["description"]
+    assert "path" not in ScenarioBody.model_fields["model"].description
     assert tuple(ScenarioBody.model_fields) == Scenario.field_names()
     assert set(EvaluateRequest.model_fields) == {*Scenario.field_names(), "eager", "config_json", "disagg"}
     body = EvaluateRequest(nodes=4, slo_tok_s=12.5).to_scenario()

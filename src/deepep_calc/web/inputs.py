@@ -55,6 +55,16 @@ _EXPECT = {
 }
 
 
+# pydantic's numeric limits, said as the CLI says them ("at most 64", not "input should be less
+# than or equal to 64"): its error kind -> (words, the key of the limit in the error's context)
+_BOUNDS = {
+    "less_than_equal": ("at most", "le"),
+    "less_than": ("less than", "lt"),
+    "greater_than_equal": ("at least", "ge"),
+    "greater_than": ("more than", "gt"),
+}
+
+
 def input_name(err: CalcError) -> str | None:
     """The page input (snake_case) an error is about: `--max-qps` -> `max_qps`."""
     field = err.field
@@ -107,8 +117,12 @@ def from_validation(err: ValidationError) -> CalcError:
         known = ", ".join(k for k in EvaluateRequest.model_fields)
         return InputError(name, value, f"one of the known fields ({known})")
     head = kind.split("_", 1)[0]
+    ctx = first.get("ctx", {})
     if kind == "literal_error":
-        allowed = f"one of {first.get('ctx', {}).get('expected', '')}"
+        allowed = f"one of {ctx.get('expected', '')}"
+    elif kind in _BOUNDS:
+        word, key = _BOUNDS[kind]
+        allowed = f"{word} {ctx.get(key)}"  # a limit of the API's own, in the CLI's words
     else:
         allowed = _EXPECT.get(head, str(first.get("msg", "a valid value")).lower())
     return InputError(flag_of(name), shown, allowed)

@@ -256,15 +256,22 @@ TIMELINE_W, TIMELINE_H, TIMELINE_PAD = 760, 34, 8
 
 def disagg_scenario(values: dict[str, str] | None = None) -> tuple[Scenario, dict[str, ModelSpec]]:
     """The scenario the disaggregated section draws, with the in-memory models it names: the
-    page's query (as the calculator reads it), split 1P1D when it names no split; with no
-    query, the default scenario as 1P1D."""
+    page's query (as the calculator reads it); a query that names no split has its nodes split
+    evenly (4 nodes: 2P2D, prefill the smaller half), and fewer than two nodes become 1P1D;
+    with no query, the default scenario as 1P1D."""
     if not values:
         return Scenario(prefill_nodes=1, decode_nodes=1), {}
     from .inputs import prepare, request_from_form
 
     fields = dict(values)
     if not any(fields.get(k) for k in ("disagg", "prefill_nodes", "decode_nodes")):
-        fields["disagg"] = "1P1D"
+        text = str(fields.get("nodes") or "").strip()
+        nodes = int(text) if text.isdigit() else None  # not a number: the form refuses it below
+        if nodes is not None and nodes < 2:
+            del fields["nodes"]  # one node cannot be split: the section draws 1P1D
+            nodes = None
+        total = nodes or 2
+        fields["disagg"] = f"{total // 2}P{total - total // 2}D"
     return prepare(request_from_form(fields))
 
 

@@ -94,12 +94,19 @@ def _kernel_limits(schema: dict[str, Any]) -> None:
         _constrain(props[name], "string", minLength=1)
 
 
+# Where the server's answer differs from the CLI's: it reads no file, so a model is a preset.
+WEB_WORDS = {"model": "preset name or a preset's HF id (the server reads no file: send config_json)"}
+
+
 def _scenario_body() -> type[BaseModel]:
     """`Scenario`'s fields (types, defaults, descriptions) as a pydantic model: the body of
     `/api/evaluate` is the CLI's scenario, declared once, in `question/scenario.py`."""
     hints = get_type_hints(Scenario)
     fields: dict[str, Any] = {
-        f.name: (hints[f.name], Field(f.default, description=f.metadata.get("description")))
+        f.name: (
+            hints[f.name],
+            Field(f.default, description=WEB_WORDS.get(f.name, f.metadata.get("description"))),
+        )
         for f in dataclasses.fields(Scenario)
     }
     return create_model("ScenarioBody", __config__=ConfigDict(extra="forbid"), **fields)
