@@ -48,12 +48,75 @@ SUITES = {
 }
 
 
+SOURCE = REPO / "src" / "deepep_calc"
+
+# Top-level test files that test the product as a whole rather than one module: the layer and
+# size rules, the public surface, this file, the CI script, and the developer tools in tools/
+# and benchmarks/.
+PRODUCT_WIDE = {
+    "test_layers.py",
+    "test_public_api.py",
+    "test_suite_hygiene.py",
+    "test_ci_profile.py",
+    "test_snapshot_tool.py",
+    "test_regenerate_tool.py",
+    "test_mutation_script.py",
+}
+
+
+def _packages() -> list[str]:
+    """Every package of the source, as a path relative to src/deepep_calc ("" for the root)."""
+    found = [p.parent.relative_to(SOURCE).as_posix() for p in SOURCE.rglob("__init__.py")]
+    return sorted("" if rel == "." else rel for rel in found)
+
+
+def _units(package: str) -> set[str]:
+    """What a package's test files are named for: its modules, and each subpackage whose
+    `__init__.py` defines something (tested as `test_<subpackage>.py` beside its modules' tests)."""
+    folder = SOURCE / package
+    modules = {p.stem for p in folder.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    defining = {
+        p.parent.name
+        for p in folder.glob("*/__init__.py")
+        if re.search(r"^(?:def|class|async def) ", p.read_text(encoding="utf-8"), re.MULTILINE)
+    }
+    return modules | defining
+
+
+def _named_for(test: Path, units: set[str]) -> bool:
+    """`test_<unit>.py`, or `test_<unit>_<aspect>.py` when one unit's tests are split by aspect."""
+    stem = test.stem.removeprefix("test_")
+    return any(stem == u or stem.startswith(f"{u}_") for u in units)
+
+
 def test_the_tests_mirror_the_source_tree() -> None:
     """Every folder of tests/ but the fixtures is a package of src/deepep_calc/ or a suite."""
-    packages = {p.name for p in (REPO / "src" / "deepep_calc").iterdir() if (p / "__init__.py").exists()}
-    folders = {p.name for p in TESTS.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
-    folders.discard("fixtures")
-    assert folders <= packages | set(SUITES), folders - packages - set(SUITES)
+    packages = set(_packages())
+    folders = {
+        p.relative_to(TESTS).as_posix()
+        for p in TESTS.rglob("*")
+        if p.is_dir() and not any(part.startswith((".", "_")) or part == "fixtures" for part in p.parts)
+    }
+    stray = {f for f in folders if f not in packages and f.split("/")[0] not in SUITES}
+    assert stray == set(), stray
+
+
+@pytest.mark.parametrize("package", _packages())
+def test_each_test_file_is_named_for_a_module_of_its_package(package: str) -> None:
+    """tests/<package>/test_<module>.py holds the tests of src/deepep_calc/<package>/<module>.py,
+    so a module's tests are found by its path, not by grep."""
+    tests = sorted((TESTS / package).glob("test_*.py"))
+    allowed = PRODUCT_WIDE if package == "" else set()
+    stray = [t.name for t in tests if t.name not in allowed and not _named_for(t, _units(package))]
+    assert stray == [], f"{package or 'tests/'}: {stray} name no module of the package"
+
+
+@pytest.mark.parametrize("package", _packages())
+def test_each_module_has_a_test_file_named_for_it(package: str) -> None:
+    """Every module (and every subpackage that defines something) has at least one test file."""
+    tests = list((TESTS / package).glob("test_*.py"))
+    untested = sorted(u for u in _units(package) if not any(_named_for(t, {u}) for t in tests))
+    assert untested == [], f"{package or 'deepep_calc'}: no test_<module>.py for {untested}"
 
 
 def test_each_suite_folder_marks_what_it_collects(request: pytest.FixtureRequest) -> None:
@@ -103,3 +166,47 @@ def test_ci_turns_a_skip_for_something_missing_into_a_failure(
         result.stdout.fnmatch_lines(["*skipped for something missing*"])
     else:
         result.assert_outcomes(skipped=3)
+
+
+# Test files of other projects the docs cite (DeepEP's own kernel tests), not ours.
+EXTERNAL_TESTS = {"test_low_latency.py", "test_internode.py", "test_intranode.py"}
+CITED = re.compile(r"(?<![\w/])((?:tests/)?(?:[\w]+/)*test_\w+\.py)(?:::(\w+))?")
+
+
+def _cited_tests() -> list[tuple[str, str, str | None]]:
+    """Every test file (and test) the docs, the README, the code and the tests name:
+    (where it is cited, the path or basename, the test name or None)."""
+    sources = [REPO / "README.md", *(REPO / "docs").rglob("*.md")]
+    sources += [
+        *(REPO / "src").rglob("*.py"),
+        *(REPO / "tools").glob("*.py"),
+        *(REPO / "benchmarks").glob("*.py"),
+    ]
+    sources += [p for p in TESTS.rglob("*.py") if "fixtures" not in p.parts]
+    found = []
+    for path in sources:
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for m in CITED.finditer(line):
+                if Path(m.group(1)).name not in EXTERNAL_TESTS:
+                    found.append((f"{path.relative_to(REPO)}:{n}", m.group(1), m.group(2)))
+    return found
+
+
+def test_every_test_the_docs_and_code_cite_exists() -> None:
+    """A moved or renamed test leaves no stale citation behind: a path names a file that exists,
+    a bare file name one file of the suite, and `file::test` a test that file defines."""
+    files = [p for p in TESTS.rglob("test_*.py") if "fixtures" not in p.parts]
+    stale = []
+    for where, cited, name in _cited_tests():
+        if cited.startswith("tests/"):
+            candidates = [REPO / cited] if (REPO / cited).is_file() else []
+        else:
+            candidates = [p for p in files if p.as_posix().endswith("/" + cited)]
+        if not candidates:
+            stale.append(f"{where}: {cited}")
+        elif name and not any(
+            re.search(rf"^\s*(?:async )?def {name}\b", p.read_text(encoding="utf-8"), re.M)
+            for p in candidates
+        ):
+            stale.append(f"{where}: {cited}::{name}")
+    assert stale == [], "\n".join(stale)
