@@ -246,10 +246,12 @@ def test_form_works_with_javascript_off(browser, live_server):  # noqa: F811
 
 def test_html_report_opens_offline_from_disk(browser, tmp_path):
     from deepep_calc.api import evaluate
+    from deepep_calc.io.safe_write import write_atomic
     from deepep_calc.question.scenario import Scenario
-    from deepep_calc.report.html import write_html
+    from deepep_calc.report.html import render_html
 
-    path = write_html(evaluate(Scenario(model="kimi-k2")), tmp_path / "report.html")
+    path = tmp_path / "report.html"
+    write_atomic(path, render_html(evaluate(Scenario(model="kimi-k2"))))  # as `report --html` writes it
     page, seen = offline_page(browser, {"width": 1300, "height": 1000})
     watch = Watch(page)
     page.goto(path.resolve().as_uri())

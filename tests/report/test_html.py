@@ -1,6 +1,6 @@
 """`report/html.py`: `deepep-calc report --html`, one self-contained HTML file (no remote
-reference, plotly.js and the figures inline) drawn with the page's macros, and the atomic write
-both reports share (`write_atomic`).
+reference, plotly.js and the figures inline) drawn with the page's macros; the command writes it
+through `io/safe_write.py` (tested in `tests/io/test_safe_write.py`).
 
 The scenario (DeepSeek-V3 on four nodes over EFA-GDA, every figure modelled) is `conftest.py`'s
 `result`. The `report` command around it is `tests/cli/commands/test_web.py`'s; the Markdown
@@ -10,18 +10,15 @@ report is `test_markdown.py`'s.
 from __future__ import annotations
 
 import json
-import os
 import re
 from html.parser import HTMLParser
 
 import pytest
 
-from deepep_calc.base.errors import FileInputError
 from deepep_calc.base.version import __version__
 from deepep_calc.report import html as html_module
-from deepep_calc.report.html import render_html, write_atomic
+from deepep_calc.report.html import render_html
 from deepep_calc.report.view import provenance_rows
-from one_line import assert_one_line
 
 
 class Refs(HTMLParser):
@@ -97,21 +94,7 @@ def test_html_arms_table_shows_bands(result, html):
     assert f"({band_range(step, 2)})" in table
 
 
-def test_failed_write_leaves_no_file(tmp_path, monkeypatch):
-    target = tmp_path / "r.md"
-
-    def broken_replace(src, dst):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(os, "replace", broken_replace)
-    from deepep_calc.base.errors import FileInputError
-
-    with pytest.raises(FileInputError, match="No space left"):
-        write_atomic(target, "text")
-    assert list(tmp_path.iterdir()) == []
-
-
-# direct: the script guard, the context, the stamp, the writes -----------------------------------
+# direct: the script guard, the context, the stamp -----------------------------------
 
 
 def test_inline_script_cannot_close_its_element_early() -> None:
@@ -119,10 +102,10 @@ def test_inline_script_cannot_close_its_element_early() -> None:
     looks for that end: a backslash breaks both, and inside a JavaScript string `<\\/` still
     reads `</`."""
     text = 'var s = "</script><script>alert(1)</script>"; // <!-- x'
-    guarded = html_module._inline_script(text)
+    guarded = html_module.inline_script(text)
     assert guarded == 'var s = "<\\/script><script>alert(1)<\\/script>"; // <\\!-- x'
     assert "</script" not in guarded and "<!--" not in guarded
-    assert html_module._inline_script("plain(1);") == "plain(1);"
+    assert html_module.inline_script("plain(1);") == "plain(1);"
 
 
 def test_every_script_element_of_the_page_is_closed_once(html) -> None:
@@ -142,21 +125,3 @@ def test_the_context_lights_the_verdicts_card_and_names_the_command(result) -> N
 
 def test_the_page_says_which_version_wrote_it_and_when(html) -> None:
     assert re.search(rf"deepep-calc {re.escape(__version__)}, \d{{4}}-\d\d-\d\d \d\d:\d\d UTC", html)
-
-
-def test_write_atomic_returns_the_path_it_was_given_and_write_html_writes_the_page(result, tmp_path) -> None:
-    target = tmp_path / "x.txt"
-    assert write_atomic(str(target), "one\ntwo\n") == target
-    assert target.read_text() == "one\ntwo\n"
-    page = tmp_path / "r.html"
-    assert html_module.write_html(result, page) == page
-    text = page.read_text(encoding="utf-8")
-    assert 'id="arms-table"' in text and len(text) > 1_000_000
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html", "x.txt"]  # no temp file left
-
-
-def test_write_atomic_into_a_missing_folder_is_a_one_line_refusal(tmp_path) -> None:
-    with pytest.raises(FileInputError) as info:
-        write_atomic(tmp_path / "no" / "such" / "r.html", "text")
-    assert_one_line(info.value, "does not exist")
-    assert list(tmp_path.iterdir()) == []

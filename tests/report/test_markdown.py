@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +17,6 @@ from deepep_calc.api import evaluate
 from deepep_calc.estimate.result import Result
 from deepep_calc.question.scenario import Scenario
 from deepep_calc.report import markdown, view
-from deepep_calc.report.html import write_atomic
 from deepep_calc.report.markdown import render_markdown
 
 
@@ -61,12 +59,10 @@ def test_markdown_escapes_pipes_in_sources(monkeypatch, result):
     assert "a \\| b" in render_markdown(result)
 
 
-def test_report_of_the_calibration_scenario_quotes_measured_cells(tmp_path):
+def test_report_of_the_calibration_scenario_quotes_measured_cells():
     md = render_markdown(evaluate(Scenario()))
     assert "19.6 tok/s [measured]" in md and "27.6 tok/s [measured]" in md
     assert "14.7 ms/token [derived]" in md
-    path = write_atomic(tmp_path / "x.md", md)
-    assert Path(path).read_text() == md
 
 
 def test_markdown_shows_bands_and_says_what_they_are(result):
@@ -158,12 +154,6 @@ def test_a_disaggregated_scenario_gets_its_own_section() -> None:
     assert "| | prefill side | decode side |" in section
     assert "Where one request's time goes:" in section
     assert "## Disaggregated" not in render_markdown(_evaluated())  # an aggregated scenario has none
-
-
-def test_write_markdown_writes_the_report(result, tmp_path: Path) -> None:
-    target = tmp_path / "r.md"
-    assert markdown.write_markdown(result, target) == target
-    assert target.read_text(encoding="utf-8") == render_markdown(result)
 
 
 DOUBLED = re.compile(r"\.\.(?!\.)|[.:;,] ?[.;,]|\) ?\.\)")

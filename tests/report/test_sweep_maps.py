@@ -185,8 +185,9 @@ def test_every_bound_has_a_short_distinct_cell_name_and_every_arm_words() -> Non
 
 
 def test_flat_colour_steps_are_the_verdict_maps_scale() -> None:
-    assert sweep_maps._steps(look.colours()) == look.colour_scale()
-    assert sweep_maps._steps(["#000", "#fff"]) == [[0, "#000"], [0.5, "#000"], [0.5, "#fff"], [1, "#fff"]]
+    """The bound map draws with the verdict map's flat steps (one scale builder for both)."""
+    assert look.flat_scale(look.colours()) == look.colour_scale()
+    assert look.flat_scale(["#000", "#fff"]) == [[0, "#000"], [0.5, "#000"], [0.5, "#fff"], [1, "#fff"]]
 
 
 # files ---------------------------------------------------------------------------------------------

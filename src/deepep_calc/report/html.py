@@ -8,20 +8,20 @@ macros, so the report and the web page show the same numbers the same way.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from ..estimate.result import Result
 from . import view
 
 
-def _static(name: str) -> str:
+def static_text(name: str) -> str:
+    """A file of the web page's static folder (stylesheets, scripts), to inline into a report."""
     from importlib import resources
 
     return resources.files("deepep_calc.web").joinpath("static", name).read_text("utf-8")
 
 
-def _inline_script(text: str) -> str:
+def inline_script(text: str) -> str:
     """Script text that cannot close its own <script> element early."""
     return text.replace("</script", "<\\/script").replace("<!--", "<\\!--")
 
@@ -52,20 +52,8 @@ def render_html(result: Result) -> str:
         .render(
             **ctx,
             generated=f"deepep-calc {__version__}, {stamp}",
-            css=_static("style.css"),
-            plotly_js=_inline_script(view.plotly_js_path().read_text("utf-8")),
-            charts_js=_inline_script(_static("charts.js")),
+            css=static_text("style.css"),
+            plotly_js=inline_script(view.plotly_js_path().read_text("utf-8")),
+            charts_js=inline_script(static_text("charts.js")),
         )
     )
-
-
-def write_atomic(path: str | Path, text: str) -> Path:
-    """Write `text` by the tool's safe-write rules (`deepep_calc.io.safe_write`); the path written."""
-    from ..io.safe_write import write_atomic as safe_write
-
-    out = safe_write(path, text)
-    return Path(out.given)
-
-
-def write_html(result: Result, path: str | Path) -> Path:
-    return write_atomic(path, render_html(result))

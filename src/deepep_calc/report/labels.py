@@ -8,8 +8,15 @@ label says "beyond HBM" wherever it is printed.
 
 from __future__ import annotations
 
+import re
+
+from ..base.quantity import Tag
 from ..catalog.transports import deepep_route
 from ..decide.verdict import ARM_LABELS
+
+# A tag as the verdict's sentences write it, `[derived]`: the terminal draws it as its marker,
+# the page and the reports as a badge.
+TAG_IN_TEXT = re.compile(r"\[(" + "|".join(str(t) for t in Tag) + r")\]")
 
 STEP_LABELS: dict[str, str] = {
     "engine": "host beyond GPU work",

@@ -7,7 +7,6 @@ gives each one's source.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ..decide.launch import run_blocks
@@ -154,9 +153,3 @@ def _provenance_section(rows: list[dict[str, Any]]) -> list[str]:
     tags = "; ".join(f"**{t}**: {meaning}" for t, meaning in view.TAG_MEANING.items())
     out += ["", _sentence(f"Tags: {tags}")]
     return out
-
-
-def write_markdown(result: Result, path: str | Path) -> Path:
-    from .html import write_atomic
-
-    return write_atomic(path, render_markdown(result))

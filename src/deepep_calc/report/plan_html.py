@@ -11,19 +11,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import view
+from .html import inline_script, static_text
 from .plan_chart import plan_context
-
-
-def static_text(name: str) -> str:
-    from importlib import resources
-
-    return resources.files("deepep_calc.web").joinpath("static", name).read_text("utf-8")
-
-
-def inline_script(text: str) -> str:
-    """Script text that cannot close its own <script> element early."""
-    return text.replace("</script", "<\\/script").replace("<!--", "<\\!--")
-
 
 SERVE_URL = "http://127.0.0.1:8000"  # where `deepep-calc serve` listens by default
 

@@ -182,15 +182,6 @@ def _legend_and_layout(fig: Any, grid: MapGrid, rows: int, legend: list[Any]) ->
     return fig
 
 
-def _steps(colours: list[str]) -> list[Any]:
-    """A plotly colour scale of flat steps, one per colour."""
-    scale: list[Any] = []
-    k = len(colours)
-    for i, colour in enumerate(colours):
-        scale += [[i / k, colour], [(i + 1) / k, colour]]
-    return scale
-
-
 def _verdict_figure(grid: MapGrid) -> Any:
     xs, ys = _labels(grid, grid.x), _labels(grid, grid.y)
 
@@ -204,15 +195,14 @@ def _verdict_figure(grid: MapGrid) -> Any:
 
 
 def _verdicts_shown(grid: MapGrid) -> list[str]:
-    """The verdicts the map holds, in the legend's order."""
-    held = {VERDICT_CODES[c] for c in np.unique(grid.code).tolist() if c >= 0}
-    return [code for code in verdict_look.CODES if code in held]
+    """The verdicts the map holds, in the legend's order (the page's map's own rule)."""
+    return verdict_look.shown([[VERDICT_CODES[c] for c in np.unique(grid.code).tolist() if c >= 0]])
 
 
 def _bound_figure(grid: BoundMapGrid) -> Any:
     import plotly.graph_objects as go
 
-    scale = _steps([MISSING, *(BOUND_COLOURS[b] for b in BOUNDS)])
+    scale = verdict_look.flat_scale([MISSING, *(BOUND_COLOURS[b] for b in BOUNDS)])
     xs, ys = _labels(grid, grid.x), _labels(grid, grid.y)
 
     def panel(p: int, small: bool) -> Any:

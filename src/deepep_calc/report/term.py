@@ -15,7 +15,6 @@ rules they encode, for a terminal of 80 columns (what a pipe gets) and up:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +22,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
+
+from .labels import TAG_IN_TEXT
 
 TAG_MARK = {"measured": "●", "derived": "◐", "assumed": "○"}
 TAG_STYLE = {"measured": "bold green", "derived": "cyan", "assumed": "yellow"}
@@ -70,9 +71,6 @@ def legend() -> Text:
     return out
 
 
-_TAG_IN_TEXT = re.compile(r"\[(measured|derived|assumed)\]")
-
-
 def sentence(text: str, style: str = "") -> Text:
     """A sentence written with `[derived]`-style tags, with each tag drawn as its marker.
 
@@ -81,7 +79,7 @@ def sentence(text: str, style: str = "") -> Text:
     """
     out = Text(style=style)
     pos = 0
-    for m in _TAG_IN_TEXT.finditer(text):
+    for m in TAG_IN_TEXT.finditer(text):
         out.append(text[pos : m.start()])
         out.append_text(marker(m.group(1)))
         pos = m.end()

@@ -37,10 +37,6 @@ def qtext(q: Q | None, digits: int = 1) -> Text:
     return term.qcell(q, digits, unit=True)
 
 
-def _console() -> Console:
-    return Console(highlight=False, soft_wrap=False)
-
-
 def step_words(ratio: Q, tax: Q) -> str:
     """The per-token step beside the aggregate ratio, worded so the two never seem to clash:
     a negative tax is a saving, and a longer step next to a higher aggregate says why."""
@@ -244,7 +240,7 @@ def print_result(result: Any, console: Console | None = None) -> None:
     to watch, and a legend; the engine config, command line and exports follow, each in its
     own fenced block.
     """
-    console = console or _console()
+    console = console or term.console()
     v = result.verdict
     r = result.resolved
     s = r.scenario

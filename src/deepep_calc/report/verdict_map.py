@@ -46,13 +46,18 @@ def colours() -> list[str]:
     return [palette.VERDICT[code] for code in CODES]
 
 
-def colour_scale() -> list[list[Any]]:
-    """A plotly scale of flat bands, one per step, for values from -0.5 to len(CODES) - 0.5."""
-    k = len(CODES)
+def flat_scale(colours: list[str]) -> list[list[Any]]:
+    """A plotly colour scale of flat steps, one per colour (a map's cells hold step indices)."""
     scale: list[list[Any]] = []
-    for i, colour in enumerate(colours()):
+    k = len(colours)
+    for i, colour in enumerate(colours):
         scale += [[i / k, colour], [(i + 1) / k, colour]]
     return scale
+
+
+def colour_scale() -> list[list[Any]]:
+    """The verdicts' scale: one flat step per code, for values from -0.5 to len(CODES) - 0.5."""
+    return flat_scale(colours())
 
 
 def symbol(code: str) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import shlex
 from collections.abc import Mapping
 from functools import cache
@@ -30,7 +29,7 @@ from ..decide.verdict import ARM_LABELS, TITLES
 from ..physics.params import count_params
 from ..question.fields import DEFAULTS
 from . import disagg_view
-from .labels import arm_head, step_label
+from .labels import TAG_IN_TEXT, arm_head, step_label
 
 # (label, path inside one arm's JSON, decimals)
 ARM_ROWS: list[tuple[str, str, int]] = [
@@ -170,9 +169,6 @@ def provenance_rows(data: dict[str, Any]) -> list[dict[str, str]]:
     return rows
 
 
-_TAG_IN_TEXT = re.compile(r"\[(measured|derived|assumed)\]")
-
-
 def tag_segments(text: str) -> list[dict[str, str]]:
     """A sentence with `[derived]`-style tags, split so each tag can be drawn as a badge.
 
@@ -182,7 +178,7 @@ def tag_segments(text: str) -> list[dict[str, str]]:
     """
     out: list[dict[str, str]] = []
     pos = 0
-    for m in _TAG_IN_TEXT.finditer(text):
+    for m in TAG_IN_TEXT.finditer(text):
         if m.start() > pos:
             out.append({"text": text[pos : m.start()]})
         out.append({"tag": m.group(1)})
