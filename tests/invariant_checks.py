@@ -106,3 +106,14 @@ def kernel_log_loss(rows: Any, table: Any) -> float:
         if ref.combine_us is not None:
             total += math.log(pred["combine"] / ref.combine_us) ** 2
     return total
+
+
+def assert_per_user_never_rises(result: Result) -> None:
+    """Over a result whose rows are rising concurrencies, no arm's per-user rate rises. A replica
+    may change its one-node layout with the load (the best by aggregate): the rule holds along
+    each layout's run of rows."""
+    for arm in result.arms.values():
+        pu = np.asarray(arm.per_user_tok_s.value)
+        layout = np.broadcast_to(np.asarray(arm.layout), pu.shape)
+        same = layout[1:] == layout[:-1]
+        assert np.all((np.diff(pu) <= 1e-9 * pu[:-1]) | ~same), arm.name

@@ -17,6 +17,7 @@ from deepep_calc.estimate.compute import compute
 from deepep_calc.fit.build import built_in_table
 from deepep_calc.fit.observations import observations
 from deepep_calc.question.scenario import resolve
+from invariant_checks import assert_per_user_never_rises
 
 
 def test_deepseek_single_node_steps_under_graphs_lie_in_the_references_range() -> None:
@@ -47,13 +48,7 @@ def test_per_user_never_rises_with_concurrency(fields: dict) -> None:
     r = resolve(Scenario(**fields))
     conc = np.unique(np.geomspace(1, 200_000, 40).astype(int))
     res = compute(r.vary(concurrency=conc))
-    for arm in res.arms.values():
-        pu = np.asarray(arm.per_user_tok_s.value)
-        # a replica may change its one-node layout with the load (the best by aggregate): the
-        # rule holds along each layout's run of rows
-        layout = np.broadcast_to(np.asarray(arm.layout), pu.shape)
-        same = layout[1:] == layout[:-1]
-        assert np.all((np.diff(pu) <= 1e-9 * pu[:-1]) | ~same), arm.name
+    assert_per_user_never_rises(res)
 
 
 def _vllm(comms: int, **extra: object) -> dict:

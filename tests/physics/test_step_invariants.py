@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from deepep_calc import Scenario, evaluate
 from deepep_calc.estimate.compute import compute
 from deepep_calc.question.scenario import resolve
+from invariant_checks import assert_per_user_never_rises
 
 PRESETS = [
     "deepseek-v3",
@@ -98,13 +99,7 @@ def test_per_user_never_rises_with_concurrency(fields: dict[str, Any]) -> None:
     r = resolve(Scenario(**fields))
     conc = np.unique(np.geomspace(1, 1_000_000, 30).astype(int))
     res = compute(r.vary(concurrency=conc))
-    for arm in res.arms.values():
-        pu = np.asarray(arm.per_user_tok_s.value)
-        # a replica may change its one-node layout with the load (the best by aggregate): the
-        # rule holds along each layout's run of rows
-        layout = np.broadcast_to(np.asarray(arm.layout), pu.shape)
-        same = layout[1:] == layout[:-1]
-        assert np.all((np.diff(pu) <= 1e-9 * pu[:-1]) | ~same), arm.name
+    assert_per_user_never_rises(res)
 
 
 @pytest.mark.parametrize("comms", [1, 8])
