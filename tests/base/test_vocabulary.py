@@ -51,3 +51,25 @@ def test_a_yes_no_is_written_back_as_the_first_word_each_face_accepts() -> None:
 
     assert (bool_word(True), bool_word(False)) == ("true", "false")
     assert bool_word(True) in TRUE_WORDS and bool_word(False) in FALSE_WORDS
+
+
+CITED = re.compile(r"`([a-z_]+(?:/[a-z_]+)*\.py|[a-z_]+/)(?::\s*([A-Za-z_][\w.]*(?:,\s*[A-Za-z_][\w.]*)*))?`")
+
+
+def test_the_glossary_names_code_that_exists() -> None:
+    """docs/glossary.md says where each word lives (`physics/deepep.py: KernelSite`): every module
+    it names exists under src/deepep_calc/ and defines or uses every name it lists there, so the
+    glossary cannot drift from the code it describes."""
+    stale = []
+    for m in CITED.finditer((REPO / "docs" / "glossary.md").read_text(encoding="utf-8")):
+        path, names = SRC / m.group(1), m.group(2)
+        if not path.exists():
+            stale.append(m.group(1))
+        elif names and path.is_file():
+            body = path.read_text(encoding="utf-8")
+            stale += [
+                f"{m.group(1)}: {n}"
+                for n in names.split(", ")
+                if not re.search(rf"\b{n.split('.')[-1]}\b", body)
+            ]
+    assert stale == []
