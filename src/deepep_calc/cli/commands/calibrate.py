@@ -74,8 +74,8 @@ def calibrate_cmd(
 ) -> None:
     """Fit a calibration profile to your own AIPerf runs (use it with --calibration FILE).
 
-    --dense and --deepep take export files or folders: an AIPerf artifact folder, or a sweep
-    of them (one per concurrency, nested as you like). The summary export of each run is read
+    --dense and --deepep take export files or folders: an AIPerf artifact folder, or a benchmark
+    campaign of them (one per concurrency, nested as you like). The summary export of each run is read
     (its JSON over its CSV twin); every other file is listed with the reason it was skipped.
     Model, concurrency, ISL and OSL default to what the exports state; engine and
     EP_NUM_COMMS to what the file and folder names say (e.g. trtllm-..._deepep-epnc8_c32_...json,
