@@ -21,6 +21,7 @@ import pytest
 
 from deepep_calc import Scenario, evaluate
 from deepep_calc.base.errors import InputError
+from deepep_calc.base.quantity import Tag
 from deepep_calc.decide.verdict import classify_codes
 from deepep_calc.estimate.arms import (
     arms_for,
@@ -253,3 +254,18 @@ def test_the_prompt_ceiling_is_ten_minutes_unless_the_user_allows_more() -> None
     assert not evaluate(slow).arms["allgather"].feasible
     patient = evaluate(slow.copy(**{"ttft_ms": 36_000_000.0}))
     assert patient.arms["allgather"].feasible
+
+
+def test_a_cost_carries_the_band_of_the_aggregate_it_divides_by() -> None:
+    """$/Mtok is the nodes' price over the aggregate. At the default scenario the two measured
+    arms divide by a measured aggregate, which has no band, so their cost has none; the replicas
+    divide by the model's aggregate and take its band inverted (a higher rate, a lower cost)."""
+    result = evaluate(Scenario(), explain=False)
+    for arm in ("deepep", "allgather"):
+        a = result.arms[arm]
+        assert a.aggregate_tok_s.tag is Tag.MEASURED and a.usd_per_mtok.low is None
+    rep = result.arms["replica"]
+    agg, cost = rep.aggregate_tok_s, rep.usd_per_mtok
+    assert agg.low is not None and cost.low is not None
+    assert cost.low * agg.high == pytest.approx(cost.value * agg.value, rel=1e-12)
+    assert cost.high * agg.low == pytest.approx(cost.value * agg.value, rel=1e-12)

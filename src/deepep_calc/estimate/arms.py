@@ -62,7 +62,9 @@ def model_arm(r: Resolved, arm: str, table: Table, memo: dict[Any, Any] | None =
     cell = measured_cell_for(r, arm) if r.measured else None
     if cell is not None:
         step_ms, pu, aggregate, ttft = apply_cell(cell, arm, step_ms, pu, aggregate, ttft)
-    cost = banded(usd_per_mtok(r, aggregate), table, "aggregate", inverse=True, covered=cov)
+    cost = usd_per_mtok(r, aggregate)
+    if aggregate is model_aggregate:  # the model's aggregate: its band, inverted; a measured one has none
+        cost = banded(cost, table, "aggregate", inverse=True, covered=cov)
     split = _split_ok(r.model.experts, lay.expert_shard) if lay.exchange != "tp" else True
     ceiling = prompt_ceiling_ms(s.ttft_ms)
     checks = _Checks(split, mem.fits, _reaches(r, arm), ttft.value <= ceiling, ceiling)
