@@ -21,7 +21,8 @@ from deepep_calc.whatif.plan.disagg import SideRows, _pareto_prefill, plan_disag
 from deepep_calc.whatif.plan.scan import config_of
 from deepep_calc.whatif.plan.search import plan_request, run_plan
 
-FIGURES = ("per_user_tok_s", "aggregate_tok_s", "ttft_ms", "usd_per_mtok", "memory_gb_per_gpu")
+from .small import FIGURES, rel
+
 SMALL = dict(
     model="qwen3-30b-a3b-fp8",
     isl=2048,
@@ -34,10 +35,6 @@ SMALL = dict(
     max_nodes=3,
     layouts="disaggregated",
 )
-
-
-def rel(a: float, b: float) -> float:
-    return abs(a - b) / max(abs(a), abs(b), 1e-300)
 
 
 @pytest.fixture(scope="module")
